@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"keeper/server"
+	"keeper/zoocfg"
+)
+
+func newServerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "server [zoo.cfg]",
+		Short: "Run a coordination server (Apache ZooKeeper's zoo.cfg format)",
+		Long: `Run a coordination server. With a zoo.cfg it reads Apache ZooKeeper's
+configuration format; without one it runs standalone on 127.0.0.1:2181 with
+data under ./keeper-data.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger := newLogger()
+			zc, err := loadZooConfig(args, logger)
+			if err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), zc, logger, nil)
+		},
+	}
+}
+
+// loadZooConfig reads zoo.cfg (and myid for an ensemble), or returns the
+// standalone defaults when no file is given.
+func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
+	if len(args) == 0 {
+		zc := zoocfg.Default()
+		zc.DataDir = "keeper-data"
+		return zc, zc.Validate()
+	}
+	raw, err := os.ReadFile(args[0])
+	if err != nil {
+		return nil, err
+	}
+	zc, warnings, err := zoocfg.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", args[0], err)
+	}
+	for _, w := range warnings {
+		logger.Warn("config warning", "file", args[0], "warning", w.String())
+	}
+	if zc.Distributed() {
+		b, err := os.ReadFile(filepath.Join(zc.DataDir, "myid"))
+		if err != nil {
+			return nil, fmt.Errorf("reading myid: %w", err)
+		}
+		if zc.MyID, err = zoocfg.ParseMyID(b); err != nil {
+			return nil, err
+		}
+	}
+	if err := zc.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", args[0], err)
+	}
+	return zc, nil
+}
+
+// runServer serves until SIGINT or SIGTERM, then shuts down cleanly.
+// ready, if not nil, is called once the server listens.
+func runServer(ctx context.Context, zc *zoocfg.Config, logger *slog.Logger, ready func(*server.Server)) error {
+	if zc.Distributed() {
+		return errors.New("ensembles (server.N lines) are not supported yet: run standalone")
+	}
+	if err := os.MkdirAll(zc.DataDir, 0o755); err != nil {
+		return err
+	}
+	srv, err := server.New(server.ConfigFromZoo(zc, logger))
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(srv)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return srv.Close()
+}

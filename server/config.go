@@ -1,0 +1,70 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"keeper/clientconn"
+	"keeper/zkserver"
+	"keeper/zoocfg"
+)
+
+// ConfigFromZoo maps a parsed zoo.cfg onto a server configuration.
+func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
+	core := zkserver.DefaultConfig()
+	core.ServerID = 1
+	if zc.Distributed() && zc.MyID != 0 {
+		core.ServerID = zc.MyID
+	}
+	core.TickMs = zc.TickTime.Milliseconds()
+	core.MinSessionTimeoutMs = int32(zc.MinSessionTimeout.Milliseconds())
+	core.MaxSessionTimeoutMs = int32(zc.MaxSessionTimeout.Milliseconds())
+	core.ExtendedTypes = zc.ExtendedTypesEnabled
+	core.SuperDigest = zc.SuperDigest
+	core.MaxBuffer = zc.JuteMaxBufferBytes
+	core.StartWallMs = time.Now().UnixMilli()
+	core.Logger = logger
+	conn := clientconn.DefaultConfig()
+	conn.MaxBuffer = zc.JuteMaxBufferBytes
+	conn.MaxOutstanding = core.MaxOutstanding
+	conn.Logger = logger
+	var whitelist []string
+	for _, w := range []string{"ruok", "srvr", "stat", "mntr", "cons", "crst", "srst", "envi",
+		"conf", "wchs", "wchc", "wchp", "dump", "isro", "dirs", "gtmk", "stmk", "hash"} {
+		if zc.FourLetterAllowed(w) {
+			whitelist = append(whitelist, w)
+		}
+	}
+	return Config{
+		ClientAddr:          zc.ClientAddress(),
+		Core:                core,
+		Conn:                conn,
+		MaxClientCnxns:      zc.MaxClientCnxns,
+		FourLetterWhitelist: whitelist,
+		DataDir:             zc.DataDir,
+		DataLogDir:          zc.TxnLogDir(),
+		ConfLines:           confLines(zc),
+		Logger:              logger,
+	}
+}
+
+// confLines renders the conf four-letter word for a standalone server, in
+// Apache ZooKeeper's order (spec §8.2).
+func confLines(zc *zoocfg.Config) []string {
+	return []string{
+		fmt.Sprintf("clientPort=%d", zc.ClientPort),
+		"secureClientPort=-1",
+		"dataDir=" + filepath.Join(zc.DataDir, "version-2"),
+		"dataDirSize=0",
+		"dataLogDir=" + filepath.Join(zc.TxnLogDir(), "version-2"),
+		"dataLogSize=0",
+		fmt.Sprintf("tickTime=%d", zc.TickTime.Milliseconds()),
+		fmt.Sprintf("maxClientCnxns=%d", zc.MaxClientCnxns),
+		fmt.Sprintf("minSessionTimeout=%d", zc.MinSessionTimeout.Milliseconds()),
+		fmt.Sprintf("maxSessionTimeout=%d", zc.MaxSessionTimeout.Milliseconds()),
+		"clientPortListenBacklog=-1",
+		"serverId=0",
+	}
+}

@@ -1,0 +1,290 @@
+// Package server runs one coordination server process: it accepts client
+// connections, owns the zkserver core on a single goroutine (the loop),
+// carries out the core's Ready batches, and serves the four-letter words.
+//
+// The loop is the only goroutine that touches the core. Connection readers
+// decode frames and post them to the loop's inbox; the loop posts output
+// back to each connection's writer. Everything else (4lw, the admin server)
+// reaches the core through Inspect, which runs a function on the loop.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"keeper/clientconn"
+	"keeper/zkproto"
+	"keeper/zkserver"
+)
+
+// Version is what srvr, stat and envi report. Clients parse its leading
+// number, so it follows Apache ZooKeeper's form.
+const Version = "3.8.0-keeper, built on 2026-11-30 00:00 UTC"
+
+// Config configures a Server.
+type Config struct {
+	// ClientAddr is where clients connect, e.g. "127.0.0.1:2181"; port 0
+	// picks a free port.
+	ClientAddr string
+	// Core configures the service logic.
+	Core zkserver.Config
+	// Conn bounds each client connection.
+	Conn clientconn.Config
+	// MaxClientCnxns limits connections per client IP; 0 means no limit.
+	MaxClientCnxns int
+	// FourLetterWhitelist lists the four-letter words that run; "*" allows
+	// all of them.
+	FourLetterWhitelist []string
+	// DataDir and DataLogDir are reported by conf and dirs.
+	DataDir, DataLogDir string
+	// ConfLines are the key=value lines of the conf four-letter word.
+	ConfLines []string
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is one running coordination server.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	core *zkserver.Server
+	ln   net.Listener
+
+	inbox   chan func()   // work for the loop, in arrival order
+	stopped chan struct{} // closed when the loop has exited
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	start   time.Time
+	started time.Time // wall time at start, for uptime
+
+	// Owned by the loop.
+	conns  map[zkserver.ConnID]*clientconn.Conn
+	nextID zkserver.ConnID
+
+	ipMu    sync.Mutex
+	perIP   map[netip.Addr]int // ipMu guards perIP
+	serving bool
+}
+
+// New validates cfg and builds a server; Start makes it listen.
+func New(cfg Config) (*Server, error) {
+	core, err := zkserver.New(cfg.Core)
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Conn.MaxBuffer == 0 {
+		cfg.Conn = clientconn.DefaultConfig()
+		cfg.Conn.MaxBuffer = cfg.Core.MaxBuffer
+		cfg.Conn.MaxOutstanding = cfg.Core.MaxOutstanding
+	}
+	return &Server{
+		cfg:     cfg,
+		log:     logger,
+		core:    core,
+		inbox:   make(chan func(), 4096),
+		stopped: make(chan struct{}),
+		conns:   make(map[zkserver.ConnID]*clientconn.Conn),
+		perIP:   make(map[netip.Addr]int),
+	}, nil
+}
+
+// Start listens on the client address and starts the loop.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.ClientAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr, err)
+	}
+	s.ln = ln
+	s.start = time.Now()
+	s.started = s.start
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.serving = true
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.loop(ctx) }()
+	go func() { defer s.wg.Done(); s.accept() }()
+	s.log.Info("serving clients", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr returns the address clients connect to.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting, closes every connection and stops the loop.
+func (s *Server) Close() error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	err := s.ln.Close()
+	s.wg.Wait()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	return err
+}
+
+// now reads the clocks the core runs on.
+func (s *Server) now() zkserver.Now {
+	t := time.Now()
+	return zkserver.Now{WallMs: t.UnixMilli(), MonoMs: t.Sub(s.start).Milliseconds()}
+}
+
+// loop is the only goroutine that touches the core.
+func (s *Server) loop(ctx context.Context) {
+	defer close(s.stopped)
+	tickEvery := time.Duration(s.cfg.Core.TickMs) * time.Millisecond / 2
+	ticker := time.NewTicker(tickEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case fn := <-s.inbox:
+			fn()
+		case <-ticker.C:
+			s.core.Tick(s.now())
+		}
+		s.drive()
+	}
+}
+
+// drive carries out the core's Ready batches until it has none. Sends go
+// out before the proposals of the same batch are applied, so replies and
+// events keep their order. Without a transaction log, a proposal is durable
+// as soon as it is proposed.
+func (s *Server) drive() {
+	for s.core.HasReady() {
+		rd := s.core.Ready()
+		for _, snd := range rd.Sends {
+			c, ok := s.conns[snd.Conn]
+			if !ok {
+				continue
+			}
+			c.Send(snd.Data, snd.Completed, snd.Close)
+		}
+		if len(rd.Proposals) > 0 {
+			now := s.now()
+			for _, t := range rd.Proposals {
+				s.core.Apply(t, now)
+			}
+		}
+	}
+}
+
+// post runs fn on the loop. It returns false if the server stopped.
+func (s *Server) post(fn func()) bool {
+	select {
+	case s.inbox <- fn:
+		return true
+	case <-s.stopped:
+		return false
+	}
+}
+
+// Inspect runs fn on the loop with the core and waits for it. fn must not
+// keep the core. It returns false, without calling fn, if the server
+// stopped.
+func (s *Server) Inspect(fn func(core *zkserver.Server)) bool {
+	done := make(chan struct{})
+	if !s.post(func() { fn(s.core); close(done) }) {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-s.stopped:
+		return false
+	}
+}
+
+// accept admits connections until the listener closes.
+func (s *Server) accept() {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Error("accept failed", "err", err)
+			}
+			return
+		}
+		s.admit(nc)
+	}
+}
+
+// admit enforces maxClientCnxns and hands the socket to the loop.
+func (s *Server) admit(nc net.Conn) {
+	ap, err := netip.ParseAddrPort(nc.RemoteAddr().String())
+	if err != nil {
+		nc.Close()
+		return
+	}
+	ip := ap.Addr().Unmap()
+	s.ipMu.Lock()
+	if s.cfg.MaxClientCnxns > 0 && s.perIP[ip] >= s.cfg.MaxClientCnxns {
+		s.ipMu.Unlock()
+		s.log.Warn("too many connections from client", "ip", ip.String(), "max", s.cfg.MaxClientCnxns)
+		nc.Close()
+		return
+	}
+	s.perIP[ip]++
+	s.ipMu.Unlock()
+	ok := s.post(func() {
+		s.nextID++
+		c := clientconn.New(s.nextID, nc, s.cfg.Conn, handler{s})
+		s.conns[c.ID()] = c
+		s.core.NewConn(c.ID(), c.Remote(), s.now())
+		c.Start()
+	})
+	if !ok {
+		nc.Close()
+	}
+}
+
+// handler adapts clientconn callbacks to loop work.
+type handler struct{ s *Server }
+
+func (h handler) Connect(c *clientconn.Conn, req *zkproto.ConnectRequest) {
+	h.s.post(func() { h.s.core.Connect(c.ID(), req, h.s.now()) })
+}
+
+func (h handler) Request(c *clientconn.Conn, r zkserver.Request) {
+	h.s.post(func() { h.s.core.Request(c.ID(), r, h.s.now()) })
+}
+
+func (h handler) Closed(c *clientconn.Conn, err error) {
+	if err != nil {
+		h.s.log.Debug("connection closed", "conn", c.ID(), "remote", c.Remote().String(), "err", err)
+	}
+	ip := c.Remote().Addr().Unmap()
+	h.s.ipMu.Lock()
+	if h.s.perIP[ip]--; h.s.perIP[ip] <= 0 {
+		delete(h.s.perIP, ip)
+	}
+	h.s.ipMu.Unlock()
+	h.s.post(func() {
+		delete(h.s.conns, c.ID())
+		h.s.core.Disconnect(c.ID())
+	})
+}
+
+func (h handler) FourLetter(c *clientconn.Conn, cmd string, arg int64) []byte {
+	return h.s.fourLetter(cmd, arg)
+}
+
+// allowed reports whether cmd is in the 4lw whitelist.
+func (s *Server) allowed(cmd string) bool {
+	return slices.Contains(s.cfg.FourLetterWhitelist, "*") || slices.Contains(s.cfg.FourLetterWhitelist, cmd)
+}

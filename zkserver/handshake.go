@@ -1,0 +1,119 @@
+package zkserver
+
+import (
+	"crypto/subtle"
+
+	"keeper/jute"
+	"keeper/session"
+	"keeper/txn"
+	"keeper/zkproto"
+	"keeper/zxid"
+)
+
+// Connect handles the ConnectRequest that opens connection id, in the
+// order of checks of spec §1.3. A new session is a createSession txn: its
+// response, and every request pipelined behind it, wait until the txn is
+// applied.
+func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
+	c, ok := s.conns[id]
+	if !ok || c.closing || c.session != 0 {
+		return
+	}
+	s.stats.packetsReceived++
+	c.stats.received++
+	c.stats.lastOp = zkproto.OpCreateSession
+	c.readOnlyByte = req.HasReadOnly
+	if zxid.ID(req.LastZxidSeen) > s.LastZxid() {
+		// The client has seen a newer state than ours: it must try another
+		// server. Apache ZooKeeper closes without a response.
+		s.log.Info("refused client ahead of server",
+			"conn", id, "client_zxid", zxid.ID(req.LastZxidSeen), "server_zxid", s.LastZxid())
+		s.closeConn(c)
+		return
+	}
+	timeout := session.Negotiate(req.TimeoutMs, s.cfg.MinSessionTimeoutMs, s.cfg.MaxSessionTimeoutMs)
+	e := &entry{kind: kindConnect, executed: true, received: now.MonoMs}
+	c.queue = append(c.queue, e)
+	if req.SessionID == 0 {
+		s.newSession(c, e, timeout, now)
+		return
+	}
+	s.reattach(c, e, req, timeout, now)
+	s.pump(c, now)
+}
+
+// newSession registers a session and proposes its createSession txn.
+func (s *Server) newSession(c *conn, e *entry, timeoutMs int32, now Now) {
+	sid := s.sessions.Create(timeoutMs, now.MonoMs)
+	c.session, c.timeoutMs = sid, timeoutMs
+	s.sessionConn[sid] = c.id
+	z := s.nextZxid()
+	e.zxid = z
+	s.propose(&txn.Txn{
+		Header: txn.Header{ClientID: sid, Zxid: z, Time: now.WallMs, Type: zkproto.OpCreateSession},
+		Record: &txn.CreateSession{TimeoutMs: timeoutMs},
+	})
+}
+
+// reattach moves an existing session to connection c. Like Apache
+// ZooKeeper, it first closes any other connection holding the session, even
+// if the password turns out wrong (spec §1.3).
+func (s *Server) reattach(c *conn, e *entry, req *zkproto.ConnectRequest, timeoutMs int32, now Now) {
+	sid := req.SessionID
+	if oldID, ok := s.sessionConn[sid]; ok && oldID != c.id {
+		if old, ok := s.conns[oldID]; ok {
+			s.closeConn(old)
+			old.session = 0
+		}
+		delete(s.sessionConn, sid)
+	}
+	sess, ok := s.sessions.Get(sid)
+	want := session.Password(sid)
+	if !ok || sess.Closing || subtle.ConstantTimeCompare(req.Passwd, want[:]) != 1 {
+		e.reply = s.connectFrame(c, &zkproto.ConnectResponse{Passwd: make([]byte, 16)})
+		e.done, e.close = true, true
+		c.closing = true
+		return
+	}
+	s.sessions.SetTimeout(sid, timeoutMs, now.MonoMs)
+	c.session, c.timeoutMs = sid, timeoutMs
+	s.sessionConn[sid] = c.id
+	e.reply = s.connectFrame(c, &zkproto.ConnectResponse{TimeoutMs: timeoutMs, SessionID: sid, Passwd: want[:]})
+	e.done = true
+}
+
+// sessionCreated completes the handshake of the connection waiting for the
+// createSession txn of sid, if it is still there.
+func (s *Server) sessionCreated(sid int64, z zxid.ID) *conn {
+	c := s.connOf(sid)
+	if c == nil || len(c.queue) == 0 {
+		return nil
+	}
+	e := c.queue[0]
+	if e.kind != kindConnect || e.done || e.zxid != z {
+		return nil
+	}
+	pw := session.Password(sid)
+	e.reply = s.connectFrame(c, &zkproto.ConnectResponse{TimeoutMs: c.timeoutMs, SessionID: sid, Passwd: pw[:]})
+	e.done = true
+	return c
+}
+
+// connectFrame encodes a ConnectResponse, with the readOnly byte only if
+// the request had one (spec §1.2).
+func (s *Server) connectFrame(c *conn, r *zkproto.ConnectResponse) []byte {
+	r.HasReadOnly = c.readOnlyByte
+	e := jute.Encoder{B: make([]byte, 4, 48)}
+	r.Encode(&e)
+	putLength(e.B)
+	return e.B
+}
+
+// connOf returns the connection a session is attached to, or nil.
+func (s *Server) connOf(sid int64) *conn {
+	id, ok := s.sessionConn[sid]
+	if !ok {
+		return nil
+	}
+	return s.conns[id]
+}
