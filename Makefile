@@ -1,0 +1,65 @@
+# One command per check, the same locally and in CI (STYLE.md, "Habits and
+# tooling"). CI runs .ci/run, which runs `make test`.
+
+SHELL := /bin/bash
+GO ?= go
+FUZZTIME ?= 30s
+# The Debian python, which sees the apt-installed kazoo and pytest (a pyenv
+# python3 earlier on PATH would not).
+PYTHON ?= /usr/bin/python3
+
+# apt-get needs root; use sudo only when we are not root already.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Debian packages the test suites use: Apache ZooKeeper (the reference
+# server, compat/zkreal), its C client (cli_mt), and kazoo with pytest (the
+# Python client suite).
+APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
+
+.PHONY: test deps race check fuzz build invariants
+
+# test is what CI runs: prerequisites, static checks, then every test under
+# the race detector. KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
+# skip, when ZooKeeper is missing.
+test: export KEEPER_REQUIRE_ZK = 1
+test: deps check
+	$(GO) test -race ./...
+
+# deps installs what is missing and nothing else, so it is cheap to repeat.
+deps:
+	@missing=""; \
+	[ -x /usr/share/zookeeper/bin/zkServer.sh ] && [ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	[ -x /usr/lib/zookeeper/bin/cli_mt ] || missing="$$missing zookeeper-bin"; \
+	$(PYTHON) -c 'import kazoo' 2>/dev/null || missing="$$missing python3-kazoo"; \
+	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(APT_PACKAGES); \
+	fi
+	$(GO) mod download
+
+race:
+	$(GO) test -race ./...
+
+# check: formatting, vet, and the house rules (internal/lint).
+check:
+	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test ./internal/lint
+
+# fuzz runs every fuzz target for FUZZTIME, one at a time.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for target in $$($(GO) test -list '^Fuzz' "$$pkg" | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+		done; \
+	done
+
+build:
+	$(GO) build -o bin/keeper ./cmd/keeper
+
+invariants:
+	$(GO) test -tags invariants ./...

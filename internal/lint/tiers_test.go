@@ -1,0 +1,89 @@
+package lint
+
+import "strings"
+
+// tierEntry places a package, named by its path inside the module, in a tier.
+// With subpackages set, every package below it is in the same tier.
+type tierEntry struct {
+	pkg         string
+	tier        int
+	subpackages bool
+}
+
+// tierTable is STYLE.md's layout. A package may import packages of its own
+// tier or lower, except for the edges in forbiddenEdges.
+var tierTable = []tierEntry{
+	// Tier 0, leaf: stdlib only.
+	{pkg: "zxid"}, {pkg: "jute"}, {pkg: "internal/invariants"}, {pkg: "zoocfg"},
+	// Tier 1, pure domain: no os/net, no clock or timers, no global rand, no `go`.
+	{pkg: "zkproto", tier: 1}, {pkg: "txn", tier: 1}, {pkg: "datatree", tier: 1},
+	{pkg: "session", tier: 1}, {pkg: "watch", tier: 1}, {pkg: "acl", tier: 1},
+	{pkg: "zkserver", tier: 1}, {pkg: "zab", tier: 1}, {pkg: "ledger", tier: 1},
+	{pkg: "bkproto", tier: 1},
+	// Tier 2, storage: files only through vfs.FS.
+	{pkg: "vfs", tier: 2, subpackages: true}, {pkg: "txnlog", tier: 2}, {pkg: "snap", tier: 2},
+	{pkg: "bookie/journal", tier: 2}, {pkg: "bookie/entrystore", tier: 2},
+	// Tier 3, drivers: the only goroutines, sockets and time.Now.
+	{pkg: "peer", tier: 3}, {pkg: "transport", tier: 3}, {pkg: "clientconn", tier: 3},
+	{pkg: "server", tier: 3}, {pkg: "admin", tier: 3}, {pkg: "bookie", tier: 3},
+	{pkg: "metadata", tier: 3}, {pkg: "ledgerclient", tier: 3},
+	{pkg: "zkclient", tier: 3}, // keeper's own ZooKeeper client: sockets and goroutines
+	// Tier 4, verification and the binary.
+	{pkg: "sim", tier: 4, subpackages: true}, {pkg: "compat", tier: 4, subpackages: true},
+	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
+}
+
+// maxPureTier is the highest tier whose packages must be pure.
+const maxPureTier = 1
+
+// forbiddenEdges are imports STYLE.md rules out even where the tiers would
+// allow them. Each side matches the package and its subpackages.
+var forbiddenEdges = []struct{ from, to string }{
+	{"zab", "txnlog"},
+	{"zab", "transport"},
+	{"zab", "zkserver"},
+	{"zkserver", "peer"},
+	{"datatree", "zab"},
+	{"ledger", "metadata"},
+}
+
+// thirdParty lists, per module, the packages whose non-test files may import
+// it (STYLE.md rule 14). Test files may import any module in go.mod. A new
+// module, or a new user of one, needs a written reason in the commit that
+// adds it here.
+var thirdParty = map[string][]string{
+	"github.com/go-zookeeper/zk":          {"metadata", "compat", "sim", "cmd/keeper"},
+	"github.com/cockroachdb/pebble":       {"bookie/entrystore"},
+	"github.com/spf13/cobra":              {"cmd/keeper"},
+	"github.com/spf13/pflag":              {"cmd/keeper"},
+	"github.com/prometheus/client_golang": {"admin", "bookie"},
+	"github.com/cockroachdb/datadriven":   {testSupport},
+	"github.com/anishathalye/porcupine":   {testSupport},
+}
+
+// testSupport stands for tier-4 packages and scenario environments (a
+// package whose name ends in "test", such as zab/zabtest): code only tests
+// import, which may use the test-only modules.
+const testSupport = "<test support>"
+
+// tierOf returns pkg's tier. ok is false for a package not in the table.
+func tierOf(pkg string) (tier int, ok bool) {
+	best := -1
+	for i, e := range tierTable {
+		if e.pkg == pkg {
+			return e.tier, true
+		}
+		if e.subpackages && under(pkg, e.pkg) && (best < 0 || len(e.pkg) > len(tierTable[best].pkg)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	return tierTable[best].tier, true
+}
+
+// under reports whether pkg is dir or below it.
+func under(pkg, dir string) bool {
+	return pkg == dir || strings.HasPrefix(pkg, dir+"/")
+}

@@ -1,0 +1,51 @@
+package zoocfg
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to Parse. Rejecting them is fine;
+// panicking is not, and neither is a config whose own methods panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(base))
+	f.Add([]byte("tickTime=2000\ndataDir=/d\nclientPort=2181\nserver.1=[::1]:2888:3888;2181\n"))
+	f.Add([]byte("dataDir=/d\nserver.2=h:2888:3888:observer;127.0.0.1:2181\nkey\\\n  continued = \\u00e9\\\r\n"))
+	f.Add([]byte("dataDir /d\n4lw.commands.whitelist=*\nsnapCount=1\n#c\n!c\na\\=b:c"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 512 {
+			// Enough for several lines of every kind. Larger inputs add no
+			// coverage but make the fuzzer's minimization crawl.
+			return
+		}
+		c, warnings, err := Parse(bytes.NewReader(data))
+		if err != nil {
+			if c != nil || warnings != nil {
+				t.Fatalf("Parse returned a config or warnings with error %v", err)
+			}
+			return
+		}
+		_ = c.Validate()
+		_ = c.ClientAddress()
+		_ = c.Distributed()
+		for _, s := range c.Servers {
+			again, err := parseServer(s.ID, s.String())
+			if err != nil || again != s {
+				t.Fatalf("server %+v formats as %q, which parses to %+v, %v", s, s.String(), again, err)
+			}
+		}
+	})
+}
+
+// FuzzParseMyID checks that ParseMyID never panics and only accepts
+// positive ids.
+func FuzzParseMyID(f *testing.F) {
+	f.Add([]byte("1\n"))
+	f.Add([]byte(" -7 "))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		id, err := ParseMyID(data)
+		if err == nil && id <= 0 {
+			t.Fatalf("ParseMyID(%q) = %d", data, id)
+		}
+	})
+}
