@@ -67,6 +67,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// errAnswered ends the reader of a four-letter-word connection: the writer
+// closes the connection once the answer is written.
+var errAnswered = errors.New("clientconn: four-letter word answered")
+
 // ErrOutputOverflow means the client stopped reading while its output grew
 // past Config.MaxPendingOutputBytes.
 var ErrOutputOverflow = errors.New("clientconn: client not reading its replies")
@@ -172,6 +176,9 @@ func (c *Conn) readLoop() {
 	for err == nil {
 		err = c.readRequest(r)
 	}
+	if errors.Is(err, errAnswered) {
+		return
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -220,7 +227,7 @@ func (c *Conn) fourLetter(r *bufio.Reader, cmd string) error {
 	}
 	text := c.h.FourLetter(c, cmd, arg)
 	c.Send(text, 0, true)
-	return io.EOF
+	return errAnswered
 }
 
 // readRequest reads and hands over one request, waiting first for a credit

@@ -3,7 +3,9 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"keeper/clientconn"
@@ -46,8 +48,18 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		DataDir:             zc.DataDir,
 		DataLogDir:          zc.TxnLogDir(),
 		ConfLines:           confLines(zc),
+		AdminAddr:           adminAddr(zc),
 		Logger:              logger,
 	}
+}
+
+// adminAddr is the admin HTTP server's address from admin.enableServer,
+// admin.serverAddress and admin.serverPort; "" when it is disabled.
+func adminAddr(zc *zoocfg.Config) string {
+	if !zc.AdminEnableServer {
+		return ""
+	}
+	return net.JoinHostPort(zc.AdminServerAddress, strconv.Itoa(zc.AdminServerPort))
 }
 
 // confLines renders the conf four-letter word for a standalone server, in

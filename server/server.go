@@ -15,18 +15,21 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
+	"keeper/admin"
 	"keeper/clientconn"
 	"keeper/zkproto"
 	"keeper/zkserver"
 )
 
-// Version is what srvr, stat and envi report. Clients parse its leading
-// number, so it follows Apache ZooKeeper's form.
-const Version = "3.8.0-keeper, built on 2026-11-30 00:00 UTC"
+// Version is what srvr, stat, mntr and envi report. It follows Apache
+// ZooKeeper's "<version>-<build>, built on <date>" form, with the build date
+// in ZooKeeper 3.4's MM/dd/yyyy HH:mm zone style: go-zookeeper's FLWSrvr
+// accepts only that style, and kazoo's server_version() reads the numbers
+// before the first '-' of envi's zookeeper.version line.
+const Version = "3.8.0-keeper, built on 11/30/2026 00:00 GMT"
 
 // Config configures a Server.
 type Config struct {
@@ -44,8 +47,13 @@ type Config struct {
 	FourLetterWhitelist []string
 	// DataDir and DataLogDir are reported by conf and dirs.
 	DataDir, DataLogDir string
-	// ConfLines are the key=value lines of the conf four-letter word.
+	// ConfLines are the key=value lines of the conf four-letter word; nil
+	// means lines derived from this Config. dataDirSize and dataLogSize
+	// lines get the live directory sizes.
 	ConfLines []string
+	// AdminAddr is where the admin HTTP server (commands and /metrics)
+	// listens, e.g. "0.0.0.0:8080"; "" disables it.
+	AdminAddr string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -72,6 +80,9 @@ type Server struct {
 	ipMu    sync.Mutex
 	perIP   map[netip.Addr]int // ipMu guards perIP
 	serving bool
+
+	admin     *admin.Admin      // set by Start, before any connection
+	adminHTTP *admin.HTTPServer // nil when Config.AdminAddr is ""
 }
 
 // New validates cfg and builds a server; Start makes it listen.
@@ -109,6 +120,10 @@ func (s *Server) Start() error {
 	s.ln = ln
 	s.start = time.Now()
 	s.started = s.start
+	if err := s.startAdmin(); err != nil {
+		ln.Close()
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.serving = true
@@ -127,6 +142,7 @@ func (s *Server) Close() error {
 	if s.cancel == nil {
 		return nil
 	}
+	s.stopAdmin()
 	s.cancel()
 	err := s.ln.Close()
 	s.wg.Wait()
@@ -281,10 +297,5 @@ func (h handler) Closed(c *clientconn.Conn, err error) {
 }
 
 func (h handler) FourLetter(c *clientconn.Conn, cmd string, arg int64) []byte {
-	return h.s.fourLetter(cmd, arg)
-}
-
-// allowed reports whether cmd is in the 4lw whitelist.
-func (s *Server) allowed(cmd string) bool {
-	return slices.Contains(s.cfg.FourLetterWhitelist, "*") || slices.Contains(s.cfg.FourLetterWhitelist, cmd)
+	return h.s.fourLetter(c.ID(), cmd, arg)
 }

@@ -22,12 +22,16 @@ func newSandboxCmd() *cobra.Command {
 			zc.ClientPort = port
 			zc.FourLetterWhitelist = []string{"*"}
 			zc.ExtendedTypesEnabled = true
+			zc.AdminServerAddress = "127.0.0.1"
 			if err := zc.Validate(); err != nil {
 				return err
 			}
 			return runServer(cmd.Context(), zc, logger, func(s *server.Server) {
 				fmt.Printf("keeper sandbox is running (data in %s). Press Ctrl-C to stop.\n", dataDir)
 				fmt.Printf("  coordination server: %s\n", s.Addr())
+				if a := s.AdminAddr(); a != nil {
+					fmt.Printf("  admin and metrics:   http://%s/commands  http://%s/metrics\n", a, a)
+				}
 				fmt.Printf("  try: go run ./cmd/keeper shell --server %s ls /\n", s.Addr())
 				fmt.Printf("   or: zkCli.sh -server %s\n", s.Addr())
 			})
