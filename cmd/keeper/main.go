@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newServerCmd(), newSandboxCmd())
+	root.AddCommand(newShellCmd())
 	return root
 }
 

@@ -1,0 +1,685 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"keeper/zkclient"
+	"keeper/zkproto"
+)
+
+// This file is `keeper shell`, a zkCli-like shell on zkclient. Commands,
+// flags and output follow Apache ZooKeeper 3.8's zkCli.sh (its cli
+// package), so scripts written against zkCli keep working: results go to
+// stdout, errors and "Created ..." to stderr, exactly as zkCli sends them.
+
+// shellOptions are the flags of `keeper shell`.
+type shellOptions struct {
+	server   string
+	timeout  time.Duration
+	readOnly bool
+}
+
+func newShellCmd() *cobra.Command {
+	var o shellOptions
+	cmd := &cobra.Command{
+		Use:   "shell [command [args...]]",
+		Short: "A zkCli-like shell; runs one command, or reads commands from stdin",
+		Long: `A zkCli-like shell. With a command (keeper shell --server 127.0.0.1:2181 ls /)
+it runs that command and exits, non-zero on error. Without one it reads
+commands from stdin, one per line; type help for the list.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code := runShell(cmd.Context(), o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if code != 0 {
+				os.Exit(code) // the shell has printed its error, as zkCli does
+			}
+			return nil
+		},
+	}
+	cmd.Flags().SetInterspersed(false) // `shell ls -R /` passes -R to ls
+	cmd.Flags().StringVar(&o.server, "server", "127.0.0.1:2181", "host:port of the server")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "session timeout to ask for")
+	cmd.Flags().BoolVarP(&o.readOnly, "readonly", "r", false, "accept a read-only server")
+	return cmd
+}
+
+// runShell connects and runs args as one command, or, if args is empty,
+// every line of in. It returns the exit status: that of the command, or of
+// the last command read from in.
+func runShell(ctx context.Context, o shellOptions, args []string, in io.Reader, out, errOut io.Writer) int {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	interactive := len(args) == 0
+	if interactive {
+		fmt.Fprintf(out, "Connecting to %s\n", o.server)
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	conn, err := zkclient.Dial(dialCtx, o.server, zkclient.Options{SessionTimeout: o.timeout, ReadOnly: o.readOnly})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(errOut, "Cannot connect to %s: %v\n", o.server, err)
+		return 1
+	}
+	s := &shell{ctx: ctx, conn: conn, server: o.server, out: out, errOut: errOut, events: conn.Events(), loc: time.Local}
+	defer s.close()
+	if !interactive {
+		s.execute(args)
+		return s.status
+	}
+	s.printWatch("SyncConnected", "None", "")
+	return s.repl(in, isTerminal(in))
+}
+
+// isTerminal reports whether r is a terminal, where a prompt helps.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// shell is one session of the shell. Not safe for concurrent use.
+type shell struct {
+	ctx         context.Context
+	conn        *zkclient.Conn
+	server      string
+	out, errOut io.Writer
+	events      <-chan zkproto.WatcherEvent // nil once closed and reported
+	loc         *time.Location              // for stat dates, as the JVM's default zone
+	status      int                         // exit status of the last command
+	count       int                         // commands run, for the prompt
+	closed      bool                        // the session was closed by quit
+	endReported bool                        // the connection's end was printed
+}
+
+// repl runs the lines of in until EOF or quit. Notifications that arrive
+// while it waits for input are printed as they come.
+func (s *shell) repl(in io.Reader, tty bool) int {
+	lines := make(chan string)
+	stop := make(chan struct{})
+	defer close(stop)
+	go readLines(in, lines, stop, s.errOut)
+	for {
+		if tty {
+			fmt.Fprint(s.out, s.prompt())
+		}
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return s.status
+			}
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			s.count++
+			if quit := s.execute(tokenize(line)); quit {
+				return s.status
+			}
+		case ev, ok := <-s.events:
+			if !ok {
+				s.events = nil
+				s.reportEnd()
+				continue
+			}
+			s.printEvent(ev)
+		}
+	}
+}
+
+// readLines sends each line of in to lines until EOF or stop; it closes
+// lines at EOF.
+func readLines(in io.Reader, lines chan<- string, stop <-chan struct{}, errOut io.Writer) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 16<<20) // a set command carries its data
+	for sc.Scan() {
+		select {
+		case lines <- sc.Text():
+		case <-stop:
+			return
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(errOut, "reading commands: %v\n", err)
+	}
+	close(lines)
+}
+
+// prompt is zkCli's prompt: [zk: host:port(STATE) count].
+func (s *shell) prompt() string {
+	state := "CONNECTED"
+	switch err := s.conn.Err(); {
+	case errors.Is(err, zkproto.ErrAuthFailed):
+		state = "AUTH_FAILED"
+	case err != nil:
+		state = "CLOSED"
+	case s.conn.ReadOnly():
+		state = "CONNECTEDREADONLY"
+	}
+	return fmt.Sprintf("[zk: %s(%s) %d] ", s.server, state, s.count)
+}
+
+// close ends the session unless quit already did.
+func (s *shell) close() {
+	if !s.closed {
+		s.closed = true
+		s.conn.Close()
+	}
+}
+
+// execute runs one command line, prints its outcome and any notifications
+// that arrived meanwhile, and sets s.status. It reports whether the
+// command was quit.
+func (s *shell) execute(tokens []string) (quit bool) {
+	defer s.flushEvents()
+	if len(tokens) == 0 {
+		return false
+	}
+	name := tokens[0]
+	switch name {
+	case "quit":
+		s.closed = true
+		s.conn.Close()
+		s.printWatch("Closed", "None", "")
+		return true
+	case "help":
+		s.usage(s.out)
+		s.status = 0
+		return false
+	}
+	c, ok := findCommand(name)
+	if !ok {
+		s.usage(s.errOut)
+		s.fail(&cliError{msg: "Command not found: " + name, code: 127})
+		return false
+	}
+	flags, args, err := parseFlags(tokens[1:], c.flags)
+	if err == nil {
+		err = c.run(s, flags, args)
+		if errors.Is(err, errUsage) {
+			err = &cliError{msg: c.name + " " + c.usage}
+		}
+	}
+	s.fail(err)
+	return false
+}
+
+// fail prints err, if any, as zkCli does, and sets the exit status.
+func (s *shell) fail(err error) {
+	s.status = 0
+	if err == nil {
+		return
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) {
+		ce = &cliError{msg: err.Error()}
+	}
+	s.errf("%s\n", ce.msg)
+	s.status = ce.exitCode()
+}
+
+// usage prints the command list in zkCli's format.
+func (s *shell) usage(w io.Writer) {
+	s.flushEvents()
+	fmt.Fprintln(w, "keeper shell --server host:port [cmd args]")
+	for _, c := range commands {
+		fmt.Fprintf(w, "\t%s %s\n", c.name, c.usage)
+	}
+}
+
+// outf and errf print to stdout and stderr, after any notifications that
+// arrived before: the server sends a write's events before its reply, so
+// a command's output follows the events it caused, as in zkCli.
+func (s *shell) outf(format string, args ...any) {
+	s.flushEvents()
+	fmt.Fprintf(s.out, format, args...)
+}
+
+func (s *shell) errf(format string, args ...any) {
+	s.flushEvents()
+	fmt.Fprintf(s.errOut, format, args...)
+}
+
+// flushEvents prints the notifications already received.
+func (s *shell) flushEvents() {
+	for s.events != nil {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				s.events = nil
+				s.reportEnd()
+				return
+			}
+			s.printEvent(ev)
+		default:
+			return
+		}
+	}
+}
+
+// reportEnd prints the state event zkCli's watcher gets when the
+// connection ends other than by quit.
+func (s *shell) reportEnd() {
+	if s.closed || s.endReported {
+		return
+	}
+	s.endReported = true
+	state := "Disconnected"
+	if errors.Is(s.conn.Err(), zkproto.ErrAuthFailed) {
+		state = "AuthFailed"
+	}
+	s.printWatch(state, "None", "")
+}
+
+// printEvent prints a notification as zkCli's watcher does.
+func (s *shell) printEvent(ev zkproto.WatcherEvent) {
+	state := "SyncConnected"
+	if ev.State != zkproto.StateSyncConnected {
+		state = fmt.Sprintf("Unknown(%d)", ev.State)
+	}
+	s.printWatch(state, eventTypeName(ev.Type), ev.Path)
+}
+
+// printWatch prints one WatchedEvent; an empty path prints as null.
+func (s *shell) printWatch(state, typ, path string) {
+	if path == "" {
+		path = "null"
+	}
+	fmt.Fprintf(s.out, "\nWATCHER::\n\nWatchedEvent state:%s type:%s path:%s\n", state, typ, path)
+}
+
+// eventTypeName is Java's Watcher.Event.EventType name.
+func eventTypeName(t zkproto.EventType) string {
+	switch t {
+	case zkproto.EventNone:
+		return "None"
+	case zkproto.EventNodeCreated:
+		return "NodeCreated"
+	case zkproto.EventNodeDeleted:
+		return "NodeDeleted"
+	case zkproto.EventNodeDataChanged:
+		return "NodeDataChanged"
+	case zkproto.EventNodeChildrenChanged:
+		return "NodeChildrenChanged"
+	case zkproto.EventDataWatchRemoved:
+		return "DataWatchRemoved"
+	case zkproto.EventChildWatchRemoved:
+		return "ChildWatchRemoved"
+	case zkproto.EventPersistentWatchRemoved:
+		return "PersistentWatchRemoved"
+	}
+	return fmt.Sprintf("Unknown(%d)", t)
+}
+
+// cliError is a failed command: a message for stderr and an exit status.
+type cliError struct {
+	msg  string
+	code int // 0 means 1
+}
+
+func (e *cliError) Error() string { return e.msg }
+
+func (e *cliError) exitCode() int {
+	if e.code == 0 {
+		return 1
+	}
+	return e.code
+}
+
+// errUsage makes execute print the command's usage line.
+var errUsage = errors.New("usage")
+
+// command is one shell command.
+type command struct {
+	name  string
+	usage string // zkCli's option string, shown after the name
+	flags string // getopt-style: a letter per flag, ':' after one with a value
+	run   func(s *shell, f flagSet, args []string) error
+}
+
+// commands is sorted by name, as zkCli lists them.
+var commands = []command{
+	{"addWatch", "[-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE", "m:", (*shell).addWatch},
+	{"addauth", "scheme auth", "", (*shell).addAuth},
+	{"create", "[-s] [-e] [-c] [-t ttl] path [data] [acl]", "sect:", (*shell).create},
+	{"delete", "[-v version] path", "v:", (*shell).delete},
+	{"deleteall", "path [-b batch size]", "b:", (*shell).deleteAll},
+	{"get", "[-s] [-w] path", "sw", (*shell).get},
+	{"getAcl", "[-s] path", "s", (*shell).getACL},
+	{"getAllChildrenNumber", "path", "", (*shell).getAllChildrenNumber},
+	{"getEphemerals", "path", "", (*shell).getEphemerals},
+	{"help", "", "", nil},
+	{"ls", "[-s] [-w] [-R] path", "swR", (*shell).ls},
+	{"quit", "", "", nil},
+	{"set", "[-s] [-v version] path data", "sv:", (*shell).set},
+	{"setAcl", "[-s] [-v version] [-R] path acl", "sv:R", (*shell).setACL},
+	{"stat", "[-w] path", "w", (*shell).stat},
+	{"sync", "path", "", (*shell).sync},
+	{"whoami", "", "", (*shell).whoAmI},
+}
+
+// findCommand returns the command called name; help and quit, which
+// execute handles itself, are not found.
+func findCommand(name string) (command, bool) {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 || commands[i].run == nil {
+		return command{}, false
+	}
+	return commands[i], true
+}
+
+// tokenize splits a line as zkCli does: on whitespace, except inside a
+// pair of single or double quotes, which are removed. A quote without its
+// pair is dropped.
+func tokenize(line string) []string {
+	var out []string
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case isSpace(c):
+			i++
+		case c == '"' || c == '\'':
+			end := strings.IndexByte(line[i+1:], c)
+			if end < 0 {
+				i++
+				continue
+			}
+			out = append(out, line[i+1:i+1+end])
+			i += end + 2
+		default:
+			j := i
+			for j < len(line) && !isSpace(line[j]) {
+				j++
+			}
+			out = append(out, line[i:j])
+			i = j
+		}
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return strings.IndexByte(" \t\n\v\f\r", c) >= 0 }
+
+// flagSet holds the flags of one command line: the letter, and the value
+// for flags that take one.
+type flagSet map[byte]string
+
+func (f flagSet) has(c byte) bool { _, ok := f[c]; return ok }
+
+// parseFlags separates flags from arguments as Apache Commons CLI's
+// DefaultParser does for zkCli: flags may come anywhere, may be grouped
+// (-se), and a value may follow its letter directly (-v3) or as the next
+// token; "--" ends the flags.
+func parseFlags(tokens []string, spec string) (flagSet, []string, error) {
+	flags := flagSet{}
+	var args []string
+	for i := 0; i < len(tokens); i++ {
+		tok := tokens[i]
+		if tok == "--" {
+			return flags, append(args, tokens[i+1:]...), nil
+		}
+		if len(tok) < 2 || tok[0] != '-' {
+			args = append(args, tok)
+			continue
+		}
+		for j := 1; j < len(tok); j++ {
+			k := strings.IndexByte(spec, tok[j])
+			if k < 0 || tok[j] == ':' {
+				return nil, nil, &cliError{msg: "Unrecognized option: " + tok}
+			}
+			if k+1 < len(spec) && spec[k+1] == ':' {
+				switch {
+				case j+1 < len(tok):
+					flags[tok[j]] = tok[j+1:]
+				case i+1 < len(tokens):
+					i++
+					flags[tok[j]] = tokens[i]
+				default:
+					return nil, nil, &cliError{msg: "Missing argument for option: " + tok[j:j+1]}
+				}
+				break
+			}
+			flags[tok[j]] = ""
+		}
+	}
+	return flags, args, nil
+}
+
+// intFlag parses the value of an int flag, or returns def if it is absent.
+func intFlag(f flagSet, c byte, def int32) (int32, error) {
+	v, ok := f[c]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, &cliError{msg: fmt.Sprintf("-%c argument must be an int value", c)}
+	}
+	return int32(n), nil
+}
+
+// checkPath applies the Java client's path check (PathUtils.validatePath)
+// with its messages; zkCli reports them before sending anything.
+func checkPath(path string, sequential bool) error {
+	if sequential {
+		path += "1"
+	}
+	switch {
+	case path == "":
+		return &cliError{msg: "Path length must be > 0"}
+	case path[0] != '/':
+		return &cliError{msg: "Path must start with / character"}
+	case path == "/":
+		return nil
+	case path[len(path)-1] == '/':
+		return &cliError{msg: "Path must not end with / character"}
+	}
+	chars := utf16.Encode([]rune(path)) // Java indexes UTF-16 code units
+	reason := ""
+	lastc := uint16('/')
+	for i := 1; i < len(chars) && reason == ""; lastc, i = chars[i], i+1 {
+		c := chars[i]
+		atEnd := i+1 == len(chars) || chars[i+1] == '/'
+		switch {
+		case c == 0:
+			reason = "null character not allowed"
+		case c == '/' && lastc == '/':
+			reason = "empty node name specified"
+		case c == '.' && lastc == '.':
+			if chars[i-2] == '/' && atEnd {
+				reason = "relative paths not allowed"
+			}
+		case c == '.':
+			if chars[i-1] == '/' && atEnd {
+				reason = "relative paths not allowed"
+			}
+		case c <= 0x1f, c >= 0x7f && c <= 0x9f, c >= 0xd800 && c <= 0xf8ff, c >= 0xfff0:
+			reason = "invalid character"
+		}
+		if reason != "" {
+			reason += " @" + strconv.Itoa(i)
+		}
+	}
+	if reason != "" {
+		return &cliError{msg: fmt.Sprintf("Invalid path string %q caused by %s", path, reason)}
+	}
+	return nil
+}
+
+// keeperError turns an error from the server into zkCli's message for it
+// (CliWrapperException); path is the command's path, used when the error
+// carries none.
+func keeperError(err error, path string) error {
+	var zerr *zkproto.Error
+	if err == nil || !errors.As(err, &zerr) {
+		return err
+	}
+	if zerr.Path != "" {
+		path = zerr.Path
+	}
+	prefix, ok := map[zkproto.Code]string{
+		zkproto.CodeNoNode:                  "Node does not exist: ",
+		zkproto.CodeNoChildrenForEphemerals: "Ephemerals cannot have children: ",
+		zkproto.CodeNodeExists:              "Node already exists: ",
+		zkproto.CodeNotEmpty:                "Node not empty: ",
+		zkproto.CodeNotReadOnly:             "Not a read-only call: ",
+		zkproto.CodeInvalidACL:              "Acl is not valid : ",
+		zkproto.CodeNoAuth:                  "Insufficient permission : ",
+		zkproto.CodeBadArguments:            "Arguments are not valid : ",
+		zkproto.CodeBadVersion:              "version No is not valid : ",
+		zkproto.CodeQuotaExceeded:           "Quota has exceeded : ",
+	}[zerr.Code]
+	if !ok {
+		return &cliError{msg: keeperMessage(zerr.Code, path)}
+	}
+	return &cliError{msg: prefix + path}
+}
+
+// keeperMessage is Java's KeeperException message.
+func keeperMessage(c zkproto.Code, path string) string {
+	msg := "KeeperErrorCode = " + codeMessage(c)
+	if path != "" {
+		msg += " for " + path
+	}
+	return msg
+}
+
+// codeMessage is KeeperException.getCodeMessage: the code's name, except
+// where Java spells it out.
+func codeMessage(c zkproto.Code) string {
+	switch c {
+	case zkproto.CodeOK:
+		return "ok"
+	case zkproto.CodeNotEmpty:
+		return "Directory not empty"
+	case zkproto.CodeSessionExpired:
+		return "Session expired"
+	case zkproto.CodeInvalidCallback:
+		return "Invalid callback"
+	case zkproto.CodeSessionMoved:
+		return "Session moved"
+	case zkproto.CodeNotReadOnly:
+		return "Not a read-only call"
+	case zkproto.CodeEphemeralOnLocalSession:
+		return "Ephemeral node on local session"
+	case zkproto.CodeNoWatcher:
+		return "No such watcher"
+	case zkproto.CodeReconfigDisabled:
+		return "Reconfig is disabled"
+	case zkproto.CodeSessionClosedRequireSaslAuth:
+		return "Session closed because client failed to authenticate"
+	case zkproto.CodeQuotaExceeded:
+		return "Quota has exceeded"
+	case zkproto.CodeThrottled:
+		return "Op throttled due to high load"
+	}
+	return c.String()
+}
+
+// parseACL parses zkCli's ACL syntax, scheme:id:perms[,...]; like zkCli
+// it reports malformed entries and unknown permission letters on stderr
+// and skips them.
+func (s *shell) parseACL(text string) []zkproto.ACL {
+	parts := strings.Split(text, ",")
+	for len(parts) > 1 && parts[len(parts)-1] == "" { // Java's split drops trailing empties
+		parts = parts[:len(parts)-1]
+	}
+	if text == "," {
+		parts = nil
+	}
+	acl := []zkproto.ACL{}
+	for _, a := range parts {
+		first, last := strings.IndexByte(a, ':'), strings.LastIndexByte(a, ':')
+		if first < 0 || first == last {
+			s.errf("%s does not have the form scheme:id:perm\n", a)
+			continue
+		}
+		var perms int32
+		for _, c := range a[last+1:] {
+			switch c {
+			case 'r':
+				perms |= zkproto.PermRead
+			case 'w':
+				perms |= zkproto.PermWrite
+			case 'c':
+				perms |= zkproto.PermCreate
+			case 'd':
+				perms |= zkproto.PermDelete
+			case 'a':
+				perms |= zkproto.PermAdmin
+			default:
+				s.errf("Unknown perm type: %c\n", c)
+			}
+		}
+		acl = append(acl, zkproto.ACL{Perms: perms, ID: zkproto.ID{Scheme: a[:first], ID: a[first+1 : last]}})
+	}
+	return acl
+}
+
+// permString is ZKUtil.getPermString: the letters in cdrwa order.
+func permString(perms int32) string {
+	var b strings.Builder
+	for _, p := range []struct {
+		bit    int32
+		letter byte
+	}{{zkproto.PermCreate, 'c'}, {zkproto.PermDelete, 'd'}, {zkproto.PermRead, 'r'}, {zkproto.PermWrite, 'w'}, {zkproto.PermAdmin, 'a'}} {
+		if perms&p.bit != 0 {
+			b.WriteByte(p.letter)
+		}
+	}
+	return b.String()
+}
+
+// csvString is how Java's jute toString prints a string field.
+func csvString(v string) string {
+	r := strings.NewReplacer("\x00", "%00", "\n", "%0A", "\r", "%0D", ",", "%2C", "}", "%7D", "%", "%25")
+	return "'" + r.Replace(v)
+}
+
+// printStat prints a Stat as zkCli's StatPrinter does.
+func (s *shell) printStat(st zkproto.Stat) {
+	s.outf("cZxid = 0x%x\nctime = %s\nmZxid = 0x%x\nmtime = %s\npZxid = 0x%x\n"+
+		"cversion = %d\ndataVersion = %d\naclVersion = %d\nephemeralOwner = 0x%x\n"+
+		"dataLength = %d\nnumChildren = %d\n",
+		uint64(st.Czxid), javaDate(st.Ctime, s.loc), uint64(st.Mzxid), javaDate(st.Mtime, s.loc),
+		uint64(st.Pzxid), st.Cversion, st.Version, st.Aversion, uint64(st.EphemeralOwner),
+		st.DataLength, st.NumChildren)
+}
+
+// javaDate formats ms since the epoch as java.util.Date.toString does.
+func javaDate(ms int64, loc *time.Location) string {
+	return time.UnixMilli(ms).In(loc).Format("Mon Jan 02 15:04:05 MST 2006")
+}
+
+// javaString decodes data as Java's new String(data, UTF_8) does, with a
+// replacement character for each byte that is not valid UTF-8.
+func javaString(data []byte) string {
+	if utf8.Valid(data) {
+		return string(data)
+	}
+	var b strings.Builder
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		b.WriteRune(r) // utf8.RuneError for an invalid byte
+		data = data[size:]
+	}
+	return b.String()
+}
+
+// stringList prints like Java's List.toString: [a, b].
+func stringList(items []string) string { return "[" + strings.Join(items, ", ") + "]" }

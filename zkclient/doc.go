@@ -1,0 +1,67 @@
+// Package zkclient is keeper's own ZooKeeper client: one TCP connection
+// carrying one session, built directly on zkproto. `keeper shell` uses it,
+// and so does the load tool, so the request path is pipelined and cheap:
+// no goroutine, timer or map entry per request.
+//
+// # One connection, one session
+//
+// Dial opens a socket, performs the handshake (a ConnectRequest for a new
+// session) and returns a Conn. There is no reconnection: when the socket
+// breaks, the Conn is finished for good. Every call still waiting for a
+// reply fails with an error wrapping ErrConnectionLoss (the session itself
+// may live on in the server until it expires), Events is closed, Done is
+// closed and Err reports why. Dial again for a new session.
+//
+// # Goroutines and ordering
+//
+//	caller ──Go/Do──▶ encode frame, assign xid, append to pending (under mu)
+//	                        │ wake
+//	                        ▼
+//	                   writer: flush all queued frames in one write;
+//	                           ping when idle; detect a silent server
+//	socket ◀────────────────┘
+//	socket ────────────▶ reader: decode reply, pop the head of pending,
+//	                             check its xid, run its callback;
+//	                             notifications go to Events
+//
+// Requests leave in the order Go was called and the server answers them
+// in that order, so replies are matched strictly FIFO: a reply whose xid
+// is not the head of pending is a protocol violation that ends the
+// connection. Ordinary xids count up from 1 and wrap from 2^31-1 back to
+// 1, as the Java client's do. Pings (xid -2) and auth packets (xid -4)
+// use reserved xids and are matched in queues of their own, so a server
+// may answer them in order (as keeper does) or out of band (as Apache
+// ZooKeeper answers auth).
+//
+// Callbacks run on the reader goroutine, one at a time, in request order.
+// They must not block: a callback that waits for another reply (by calling
+// Do, say) deadlocks the connection. Calling Go from a callback is fine.
+//
+// # Watches
+//
+// Notifications (xid -1) are delivered to the Events channel in the order
+// the server sent them. The server sends a write's notifications before
+// its reply, so once a call returns, the events it triggered on this
+// connection are already in the channel. The channel is bounded
+// (Options.EventBuffer). If it is full when a notification arrives, the
+// event cannot be delivered without either losing it or stalling every
+// reply behind it, so the connection fails instead, with an error
+// wrapping ErrEventOverflow: a lost watch is a silent correctness bug, a
+// failed connection is a loud one. Whoever sets watches must drain Events.
+//
+// # Liveness
+//
+// With a negotiated session timeout T, the writer sends a ping when
+// nothing has been sent for T/3, and the connection fails if nothing at
+// all has been received for 2T/3; both follow the Java client.
+//
+// # Errors
+//
+// A reply with a non-zero err yields a *zkproto.Error carrying the code
+// and, when the request had one, the path; test it with errors.Is against
+// the zkproto sentinels or with zkproto.CodeOf. A failed connection
+// yields an error wrapping ErrConnectionLoss (and the cause), except after
+// a rejected auth packet, when every later call fails with an error
+// wrapping zkproto.ErrAuthFailed, and after Close, when calls fail with
+// ErrClosed.
+package zkclient
