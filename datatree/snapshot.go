@@ -1,0 +1,228 @@
+package datatree
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"keeper/jute"
+	"keeper/zkproto"
+)
+
+// ErrCorrupt means a snapshot body is well-formed jute but does not describe
+// a tree: no root, a node before its parent, a node twice, an ACL reference
+// that is not in the ACL map, or a path that cannot name a node.
+var ErrCorrupt = errors.New("datatree: corrupt snapshot body")
+
+// endMarker ends the node list; no node can have this path because the
+// root is written as "".
+const endMarker = "/"
+
+// flushBytes is how much WriteBody buffers before writing: large enough that
+// an unbuffered writer sees few calls, small enough to stay in cache.
+const flushBytes = 32 << 10
+
+// WriteBody writes the tree as the part of a snapshot between the session
+// list and the first seal (spec §9.4): the ACL cache in reference order,
+// then every node in pre-order from the root with children in name order,
+// then the "/" end marker. The output is deterministic, so replicas with
+// equal trees write equal bytes. Memory use is bounded by the tree's depth
+// and widest child list, not its size: the body streams to w in chunks of
+// about 32 KiB.
+func (t *Tree) WriteBody(w io.Writer) error {
+	bw := bodyWriter{w: w}
+	bw.e.B = make([]byte, 0, flushBytes+4096)
+	t.writeACLs(&bw)
+	t.writeNodes(&bw)
+	bw.e.String(endMarker)
+	bw.flush()
+	if bw.err != nil {
+		return fmt.Errorf("datatree: write snapshot body: %w", bw.err)
+	}
+	return nil
+}
+
+type bodyWriter struct {
+	w   io.Writer
+	e   jute.Encoder
+	err error
+}
+
+// maybeFlush writes the buffer out once it holds flushBytes.
+func (b *bodyWriter) maybeFlush() {
+	if len(b.e.B) >= flushBytes {
+		b.flush()
+	}
+}
+
+func (b *bodyWriter) flush() {
+	if b.err == nil && len(b.e.B) > 0 {
+		_, b.err = b.w.Write(b.e.B)
+	}
+	b.e.B = b.e.B[:0]
+}
+
+func (t *Tree) writeACLs(bw *bodyWriter) {
+	refs := slices.Sorted(maps.Keys(t.acl.byRef))
+	bw.e.Int(int32(len(refs)))
+	for _, ref := range refs {
+		bw.e.Long(ref)
+		zkproto.EncodeACLs(&bw.e, t.acl.byRef[ref].acls)
+		bw.maybeFlush()
+	}
+}
+
+// frame is one level of the pre-order walk: the sorted child names of the
+// node whose path is path[:plen], and the next one to visit.
+type frame struct {
+	node  *Node
+	names []string
+	next  int
+	plen  int
+}
+
+// writeNodes walks the tree iteratively, so a deep chain cannot exhaust the
+// stack, building each path in one reused buffer.
+func (t *Tree) writeNodes(bw *bodyWriter) {
+	root := t.nodes[RootPath]
+	if root == nil {
+		return
+	}
+	path := make([]byte, 0, 256)
+	writeNode(bw, path, root) // the root's path is written as ""
+	stack := []frame{{node: root, names: root.Children()}}
+	for len(stack) > 0 && bw.err == nil {
+		top := &stack[len(stack)-1]
+		if top.next == len(top.names) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		name := top.names[top.next]
+		top.next++
+		child := top.node.children[name]
+		path = append(append(path[:top.plen], '/'), name...)
+		writeNode(bw, path, child)
+		if len(child.children) > 0 {
+			stack = append(stack, frame{node: child, names: child.Children(), plen: len(path)})
+		}
+	}
+}
+
+// writeNode writes { ustring path; buffer data; long aclRef; StatPersisted }.
+func writeNode(bw *bodyWriter, path []byte, n *Node) {
+	bw.e.Int(int32(len(path)))
+	bw.e.B = append(bw.e.B, path...)
+	bw.e.Buffer(n.data)
+	bw.e.Long(n.aclRef)
+	n.stat.Encode(&bw.e)
+	bw.maybeFlush()
+}
+
+// ReadBody reads a snapshot body written by WriteBody or by ZooKeeper and
+// builds the tree it describes: nodes, ACL cache (entries no node uses are
+// dropped), ephemeral, container and TTL sets, data size and digest.
+// LastZxid is zero; the caller sets it from the snapshot with SetLastZxid.
+//
+// ReadBody reads exactly the body's bytes, so the caller can go on to read
+// the seal from r; pass a buffered reader for speed (and checksum above the
+// buffer, not below it). maxLen bounds every buffer, string and vector
+// (maxLen <= 0 means jute.DefaultMaxBuffer), and nothing is allocated ahead
+// of the bytes that back it, so corrupt input cannot make ReadBody allocate
+// much more than it reads.
+//
+// Errors wrap jute.ErrShort (the stream ended inside the body), jute.ErrLength
+// (a bad length), ErrCorrupt, or the reader's own error.
+func ReadBody(r io.Reader, maxLen int) (*Tree, error) {
+	if maxLen <= 0 {
+		maxLen = jute.DefaultMaxBuffer
+	}
+	br := &bodyReader{r: r, maxLen: maxLen}
+	t := newEmpty()
+	if err := t.readACLs(br); err != nil {
+		return nil, err
+	}
+	if err := t.readNodes(br); err != nil {
+		return nil, err
+	}
+	t.acl.purgeUnused()
+	return t, nil
+}
+
+func (t *Tree) readACLs(br *bodyReader) error {
+	count := br.int32()
+	if br.err == nil && count < 0 {
+		br.fail(fmt.Errorf("%w: ACL map size %d", ErrCorrupt, count))
+	}
+	for i := int32(0); i < count && br.err == nil; i++ {
+		at := br.off
+		ref := br.int64()
+		acls, isNull := br.acls()
+		switch {
+		case br.err != nil:
+		case isNull:
+			br.fail(fmt.Errorf("%w: null ACL list for ref %d at offset %d", ErrCorrupt, ref, at))
+		case !t.acl.load(ref, acls):
+			br.fail(fmt.Errorf("%w: duplicate or reserved ACL ref %d at offset %d", ErrCorrupt, ref, at))
+		}
+	}
+	return br.err
+}
+
+func (t *Tree) readNodes(br *bodyReader) error {
+	for {
+		at := br.off
+		path := br.string()
+		if br.err != nil {
+			return br.err
+		}
+		if path == endMarker {
+			break
+		}
+		n := &Node{}
+		n.data = br.bytes()
+		n.aclRef = br.int64()
+		br.stat(&n.stat)
+		if br.err != nil {
+			return br.err
+		}
+		if err := t.place(path, n); err != nil {
+			return fmt.Errorf("%w at offset %d", err, at)
+		}
+	}
+	if t.nodes[RootPath] == nil {
+		return fmt.Errorf("%w: no root node", ErrCorrupt)
+	}
+	return nil
+}
+
+// place links a node read from a snapshot into the tree.
+func (t *Tree) place(path string, n *Node) error {
+	var parent *Node
+	var name string
+	key := path
+	if path == "" {
+		key = RootPath
+		if len(t.nodes) != 0 {
+			return fmt.Errorf("%w: root is not the first node", ErrCorrupt)
+		}
+	} else {
+		parentPath, childName, ok := splitPath(path)
+		if !ok {
+			return fmt.Errorf("%w: invalid path %q", ErrCorrupt, path)
+		}
+		if parent = t.nodes[parentPath]; parent == nil {
+			return fmt.Errorf("%w: parent %q of %q is missing", ErrCorrupt, parentPath, path)
+		}
+		if t.nodes[path] != nil {
+			return fmt.Errorf("%w: node %q appears twice", ErrCorrupt, path)
+		}
+		name = childName
+	}
+	if !t.acl.use(n.aclRef) {
+		return fmt.Errorf("%w: node %q has unknown ACL ref %d", ErrCorrupt, path, n.aclRef)
+	}
+	t.insert(key, name, parent, n)
+	return nil
+}
