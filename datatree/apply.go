@@ -29,6 +29,10 @@ type Result struct {
 type Change struct {
 	Type zkproto.EventType
 	Path string
+	// ACL is the ACL of the node the event is about (the parent, for
+	// NodeChildrenChanged) at the moment of the change. Since Apache
+	// ZooKeeper 3.8.4/3.9.2 a watcher without READ on it gets no event.
+	ACL []zkproto.ACL
 }
 
 // Apply applies one committed txn and returns its result and the changes it

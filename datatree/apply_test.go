@@ -63,7 +63,7 @@ func TestCreateKinds(t *testing.T) {
 			if n.IsEphemeral() != tc.ephemeral || n.IsContainer() != tc.container || n.IsTTL() != (tc.ttl != 0) || n.TTL() != tc.ttl {
 				t.Errorf("kind: ephemeral %v container %v ttl %v/%d", n.IsEphemeral(), n.IsContainer(), n.IsTTL(), n.TTL())
 			}
-			if want := changes(created, "/n", childChg, "/"); !reflect.DeepEqual(ch, want) {
+			if want := changes(created, "/n", childChg, "/"); !reflect.DeepEqual(withoutACL(ch), want) {
 				t.Errorf("changes = %v, want %v", ch, want)
 			}
 			var wantEph []string
@@ -101,7 +101,7 @@ func TestSpecCversionSequence(t *testing.T) {
 	e.create("/a", nil)
 	e.create("/a/b", nil)
 	_, ch := e.mustApply(zkproto.OpDelete, &txn.Delete{Path: "/a/b"})
-	if want := changes(deleted, "/a/b", childChg, "/a"); !reflect.DeepEqual(ch, want) {
+	if want := changes(deleted, "/a/b", childChg, "/a"); !reflect.DeepEqual(withoutACL(ch), want) {
 		t.Fatalf("changes = %v, want %v", ch, want)
 	}
 	st := e.tree.Node("/a").Stat()
@@ -140,7 +140,7 @@ func TestSetDataAndSetACL(t *testing.T) {
 	e.create("/s", []byte("a"))
 	res, ch := e.mustApply(zkproto.OpSetData, &txn.SetData{Path: "/s", Data: nil, Version: 1})
 	z := e.zxid()
-	if want := changes(dataChg, "/s"); !reflect.DeepEqual(ch, want) {
+	if want := changes(dataChg, "/s"); !reflect.DeepEqual(withoutACL(ch), want) {
 		t.Fatalf("changes = %v", ch)
 	}
 	if res.Stat.Version != 1 || res.Stat.Mzxid != z || res.Stat.Mtime != baseTime+2 || res.Stat.DataLength != 0 || res.Stat.Czxid == z {
@@ -171,7 +171,7 @@ func TestSetDataAndSetACL(t *testing.T) {
 	}
 	// reconfig is a setData on /zookeeper/config.
 	res, ch = e.mustApply(zkproto.OpReconfig, &txn.SetData{Path: ConfigPath, Data: []byte("server.1=x"), Version: 1})
-	if res.Op != zkproto.OpReconfig || !reflect.DeepEqual(ch, changes(dataChg, ConfigPath)) {
+	if res.Op != zkproto.OpReconfig || !reflect.DeepEqual(withoutACL(ch), changes(dataChg, ConfigPath)) {
 		t.Fatalf("reconfig result %+v changes %v", res, ch)
 	}
 	// setData on the root, by either name, keeps the digest consistent.
@@ -275,4 +275,29 @@ func TestDeleteMissingRaisesParentPzxid(t *testing.T) {
 		t.Fatal("pzxid lowered")
 	}
 	e.check()
+}
+
+// withoutACL drops the ACLs from changes, for tests about types and paths.
+func withoutACL(chs []Change) []Change {
+	out := make([]Change, len(chs))
+	for i, c := range chs {
+		out[i] = Change{Type: c.Type, Path: c.Path}
+	}
+	return out
+}
+
+// Every change carries the ACL its event is filtered by: the node's, or
+// the parent's for NodeChildrenChanged.
+func TestChangesCarryACL(t *testing.T) {
+	tr := New()
+	secret := []zkproto.ACL{{Perms: zkproto.PermAll, ID: zkproto.ID{Scheme: "digest", ID: "u:h"}}}
+	_, ch := tr.Apply(&txn.Txn{Header: txn.Header{Zxid: 1, Type: zkproto.OpCreate},
+		Record: &txn.Create{Path: "/s", ACL: secret, ParentCversion: 1}})
+	if len(ch) != 2 || !reflect.DeepEqual(ch[0].ACL, secret) || !reflect.DeepEqual(ch[1].ACL, zkproto.OpenACLUnsafe) {
+		t.Fatalf("create changes %+v", ch)
+	}
+	_, ch = tr.Apply(&txn.Txn{Header: txn.Header{Zxid: 2, Type: zkproto.OpDelete}, Record: &txn.Delete{Path: "/s"}})
+	if len(ch) != 2 || !reflect.DeepEqual(ch[0].ACL, secret) {
+		t.Fatalf("delete changes %+v", ch)
+	}
 }

@@ -39,7 +39,8 @@ func (t *Tree) create(path string, data []byte, acl []zkproto.ACL, owner int64,
 		Czxid: z, Mzxid: z, Pzxid: z, Ctime: h.Time, Mtime: h.Time, EphemeralOwner: owner,
 	}}
 	t.insert(path, name, parent, n)
-	*ch = append(*ch, Change{zkproto.EventNodeCreated, path}, Change{zkproto.EventNodeChildrenChanged, parentPath})
+	*ch = append(*ch, Change{zkproto.EventNodeCreated, path, t.acl.get(ref)},
+		Change{zkproto.EventNodeChildrenChanged, parentPath, t.acl.get(parent.aclRef)})
 	return n.Stat(), nil
 }
 
@@ -114,6 +115,8 @@ func (t *Tree) deleteDescendants(path string, n *Node, ch *[]Change) {
 
 // unlink removes the childless node n from the tree and from every index.
 func (t *Tree) unlink(path, parentPath, name string, parent, n *Node, ch *[]Change) {
+	*ch = append(*ch, Change{zkproto.EventNodeDeleted, path, t.acl.get(n.aclRef)},
+		Change{zkproto.EventNodeChildrenChanged, parentPath, t.acl.get(parent.aclRef)})
 	delete(parent.children, name)
 	if len(parent.children) == 0 {
 		parent.children = nil // give the map back; most nodes are leaves
@@ -123,7 +126,6 @@ func (t *Tree) unlink(path, parentPath, name string, parent, n *Node, ch *[]Chan
 	t.dataSize -= sizeOf(path, n.data)
 	t.acl.release(n.aclRef)
 	t.untrack(path, n.stat.EphemeralOwner)
-	*ch = append(*ch, Change{zkproto.EventNodeDeleted, path}, Change{zkproto.EventNodeChildrenChanged, parentPath})
 }
 
 // setData replaces a node's data; version is the new version from the txn.
@@ -139,7 +141,7 @@ func (t *Tree) setData(path string, data []byte, version int32, h txn.Header, ch
 	n.stat.Mzxid = int64(h.Zxid)
 	n.stat.Version = version
 	t.rehash(path, n)
-	*ch = append(*ch, Change{zkproto.EventNodeDataChanged, path})
+	*ch = append(*ch, Change{zkproto.EventNodeDataChanged, path, t.acl.get(n.aclRef)})
 	return n.Stat(), nil
 }
 

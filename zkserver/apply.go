@@ -1,6 +1,7 @@
 package zkserver
 
 import (
+	"keeper/acl"
 	"keeper/datatree"
 	"keeper/jute"
 	"keeper/txn"
@@ -31,12 +32,16 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 }
 
 // notify queues a notification for every connection watching a change.
+// As in Apache ZooKeeper 3.8.4 and 3.9.2 (CVE-2024-23944), a connection
+// without READ on the node gets no event, though its watch is consumed.
 func (s *Server) notify(changes []datatree.Change) {
 	for _, ch := range changes {
 		for _, id := range s.watches.Trigger(ch.Type, ch.Path) {
-			if c, ok := s.conns[id]; ok {
-				s.emit(c, eventFrame(ch.Type, ch.Path))
+			c, ok := s.conns[id]
+			if !ok || !acl.Check(ch.ACL, zkproto.PermRead, c.ids) {
+				continue
 			}
+			s.emit(c, eventFrame(ch.Type, ch.Path))
 		}
 	}
 }

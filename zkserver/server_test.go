@@ -286,3 +286,20 @@ func TestReaper(t *testing.T) {
 		t.Fatalf("after reaping: /c %v /t %v /unused %v", tree.Node("/c") != nil, tree.Node("/t") != nil, tree.Node("/unused") != nil)
 	}
 }
+
+// A watcher without READ on the node gets no event (CVE-2024-23944, fixed
+// in Apache ZooKeeper 3.8.4 and 3.9.2); its watch is consumed anyway.
+func TestEventNeedsRead(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	h.send(2, zkproto.OpExists, &zkproto.ExistsRequest{Path: "/s", Watch: true})
+	h.take(2)
+	xa := h.send(1, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")})
+	x := h.send(1, zkproto.OpCreate, &zkproto.CreateRequest{Path: "/s", ACL: zkproto.CreatorAllACL})
+	h.expect(1, ok(xa), ok(x))
+	h.expect(2)
+	if h.s.Watches().Count() != 0 {
+		t.Fatalf("watch not consumed: %d left", h.s.Watches().Count())
+	}
+}
