@@ -56,12 +56,18 @@ func (s *Server) read(c *conn, op zkproto.Op, body jute.Record) (jute.Record, er
 	case *zkproto.AddWatchRequest:
 		return s.addWatch(c, r)
 	case *zkproto.CheckWatchesRequest:
-		if !s.watches.Check(r.Path, c.id, zkproto.WatcherType(r.Type)) {
+		if !validWatcherType(r.Type) {
+			return nil, zkproto.Errorf(zkproto.CodeMarshallingError, r.Path)
+		}
+		if !s.watches.Check(r.Path, c.id, r.Type) {
 			return nil, zkproto.Errorf(zkproto.CodeNoWatcher, r.Path)
 		}
 		return nil, nil
 	case *zkproto.RemoveWatchesRequest:
-		if !s.watches.Remove(r.Path, c.id, zkproto.WatcherType(r.Type)) {
+		if !validWatcherType(r.Type) {
+			return nil, zkproto.Errorf(zkproto.CodeMarshallingError, r.Path)
+		}
+		if !s.watches.Remove(r.Path, c.id, r.Type) {
 			return nil, zkproto.Errorf(zkproto.CodeNoWatcher, r.Path)
 		}
 		return nil, nil
@@ -198,4 +204,10 @@ func (s *Server) whoAmI(c *conn) jute.Record {
 		out.ClientInfo = append(out.ClientInfo, zkproto.ClientInfo{AuthScheme: id.Scheme, User: user})
 	}
 	return out
+}
+
+// validWatcherType reports whether t names a WatcherType. Apache ZooKeeper
+// fails to decode any other value and answers MarshallingError.
+func validWatcherType(t zkproto.WatcherType) bool {
+	return t >= zkproto.WatcherChildren && t <= zkproto.WatcherPersistentRecursive
 }

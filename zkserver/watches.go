@@ -55,7 +55,8 @@ func (s *Server) addWatch(c *conn, r *zkproto.AddWatchRequest) (jute.Record, err
 	case zkproto.AddWatchPersistentRecursive:
 		s.watches.AddPersistentRecursive(r.Path, c.id)
 	default:
-		return nil, zkproto.Errorf(zkproto.CodeBadArguments, r.Path)
+		// Apache ZooKeeper cannot decode an unknown mode.
+		return nil, zkproto.Errorf(zkproto.CodeMarshallingError, r.Path)
 	}
 	return &zkproto.ErrorResponse{Err: zkproto.CodeOK}, nil
 }
