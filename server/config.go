@@ -47,9 +47,17 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		FourLetterWhitelist: whitelist,
 		DataDir:             zc.DataDir,
 		DataLogDir:          zc.TxnLogDir(),
-		ConfLines:           confLines(zc),
-		AdminAddr:           adminAddr(zc),
-		Logger:              logger,
+		Storage: StorageConfig{
+			DataDir:           zc.DataDir,
+			DataLogDir:        zc.TxnLogDir(),
+			PreAllocSizeBytes: zc.PreAllocSizeKB * 1024,
+			SnapCount:         zc.SnapCount,
+			SnapRetainCount:   zc.AutopurgeSnapRetainCount,
+			PurgeInterval:     zc.AutopurgePurgeInterval,
+		},
+		ConfLines: confLines(zc),
+		AdminAddr: adminAddr(zc),
+		Logger:    logger,
 	}
 }
 

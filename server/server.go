@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -20,6 +21,9 @@ import (
 
 	"keeper/admin"
 	"keeper/clientconn"
+	"keeper/snap"
+	"keeper/txn"
+	"keeper/vfs"
 	"keeper/zkproto"
 	"keeper/zkserver"
 )
@@ -51,6 +55,9 @@ type Config struct {
 	// means lines derived from this Config. dataDirSize and dataLogSize
 	// lines get the live directory sizes.
 	ConfLines []string
+	// Storage says where the data lives; with an empty Storage.DataDir it
+	// lives in memory only.
+	Storage StorageConfig
 	// AdminAddr is where the admin HTTP server (commands and /metrics)
 	// listens, e.g. "0.0.0.0:8080"; "" disables it.
 	AdminAddr string
@@ -83,6 +90,14 @@ type Server struct {
 
 	admin     *admin.Admin      // set by Start, before any connection
 	adminHTTP *admin.HTTPServer // nil when Config.AdminAddr is ""
+
+	// Persistence; nil committer when data lives in memory only.
+	committer     *committer
+	trigger       *snap.Trigger
+	rng           *rand.Rand
+	sinceSnapshot int          // txns applied since the last snapshot started (loop)
+	snapshot      *snapshotJob // the snapshot in progress, or nil (loop)
+	snapDone      chan snapshotResult
 }
 
 // New validates cfg and builds a server; Start makes it listen.
@@ -100,26 +115,55 @@ func New(cfg Config) (*Server, error) {
 		cfg.Conn.MaxBuffer = cfg.Core.MaxBuffer
 		cfg.Conn.MaxOutstanding = cfg.Core.MaxOutstanding
 	}
+	if cfg.Storage.FS == nil {
+		cfg.Storage.FS = vfs.Default
+	}
+	if cfg.Storage.SnapshotStepNodes <= 0 {
+		cfg.Storage.SnapshotStepNodes = 2000
+	}
+	if cfg.Storage.SnapCount <= 0 {
+		cfg.Storage.SnapCount = snap.DefaultSnapCount
+	}
+	if cfg.Storage.SnapSizeLimitBytes == 0 {
+		cfg.Storage.SnapSizeLimitBytes = snap.DefaultSnapSizeLimitBytes
+	}
+	if cfg.Storage.enabled() {
+		cfg.DataDir, cfg.DataLogDir = cfg.Storage.DataDir, cfg.Storage.logDir()
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.Core.ServerID)))
 	return &Server{
-		cfg:     cfg,
-		log:     logger,
-		core:    core,
-		inbox:   make(chan func(), 4096),
-		stopped: make(chan struct{}),
-		conns:   make(map[zkserver.ConnID]*clientconn.Conn),
-		perIP:   make(map[netip.Addr]int),
+		cfg:      cfg,
+		log:      logger,
+		core:     core,
+		inbox:    make(chan func(), 4096),
+		stopped:  make(chan struct{}),
+		conns:    make(map[zkserver.ConnID]*clientconn.Conn),
+		perIP:    make(map[netip.Addr]int),
+		rng:      rng,
+		trigger:  snap.NewTrigger(cfg.Storage.SnapCount, cfg.Storage.SnapSizeLimitBytes, rng),
+		snapDone: make(chan snapshotResult, 1),
 	}, nil
 }
 
-// Start listens on the client address and starts the loop.
+// Start recovers the data from disk, listens on the client address and
+// starts the loop.
 func (s *Server) Start() error {
+	s.start = time.Now()
+	s.started = s.start
+	if s.cfg.Storage.enabled() {
+		log, err := recoverState(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log)
+		if err != nil {
+			return err
+		}
+		s.committer = newCommitter(log)
+		go s.committer.run()
+	}
 	ln, err := net.Listen("tcp", s.cfg.ClientAddr)
 	if err != nil {
+		s.closeStorage()
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr, err)
 	}
 	s.ln = ln
-	s.start = time.Now()
-	s.started = s.start
 	if err := s.startAdmin(); err != nil {
 		ln.Close()
 		return err
@@ -149,7 +193,39 @@ func (s *Server) Close() error {
 	for _, c := range s.conns {
 		c.Close()
 	}
+	if serr := s.closeStorage(); err == nil {
+		err = serr
+	}
 	return err
+}
+
+// storageFailed stops writes after the committer's first error. Batches
+// it made durable before failing are applied first: they are on disk and
+// will be replayed after a restart anyway.
+func (s *Server) storageFailed(durable <-chan []*txn.Txn, err error) {
+	for {
+		select {
+		case batch := <-durable:
+			s.applyDurable(batch)
+			continue
+		default:
+		}
+		break
+	}
+	s.core.FailWrites(err)
+}
+
+// closeStorage writes out what the committer holds and closes the log.
+func (s *Server) closeStorage() error {
+	if s.committer == nil {
+		return nil
+	}
+	err := s.committer.close()
+	s.committer = nil
+	if err != nil && !errors.Is(err, s.core.WritesFailed()) {
+		return err
+	}
+	return nil
 }
 
 // now reads the clocks the core runs on.
@@ -164,12 +240,26 @@ func (s *Server) loop(ctx context.Context) {
 	tickEvery := time.Duration(s.cfg.Core.TickMs) * time.Millisecond / 2
 	ticker := time.NewTicker(tickEvery)
 	defer ticker.Stop()
+	var durable <-chan []*txn.Txn
+	var failed <-chan error
+	if s.committer != nil {
+		durable, failed = s.committer.durable, s.committer.failed
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			s.abortSnapshot()
 			return
 		case fn := <-s.inbox:
 			fn()
+		case batch := <-durable:
+			s.applyDurable(batch)
+		case err := <-failed:
+			s.storageFailed(durable, err)
+		case <-s.snapshotStep():
+			s.stepSnapshot()
+		case r := <-s.snapDone:
+			s.snapshotFinished(r)
 		case <-ticker.C:
 			s.core.Tick(s.now())
 		}
@@ -179,8 +269,9 @@ func (s *Server) loop(ctx context.Context) {
 
 // drive carries out the core's Ready batches until it has none. Sends go
 // out before the proposals of the same batch are applied, so replies and
-// events keep their order. Without a transaction log, a proposal is durable
-// as soon as it is proposed.
+// events keep their order. Proposals go to the committer and come back
+// through applyDurable once they are on disk; without storage a proposal
+// is durable as soon as it is made.
 func (s *Server) drive() {
 	for s.core.HasReady() {
 		rd := s.core.Ready()
@@ -191,12 +282,30 @@ func (s *Server) drive() {
 			}
 			c.Send(snd.Data, snd.Completed, snd.Close)
 		}
-		if len(rd.Proposals) > 0 {
-			now := s.now()
-			for _, t := range rd.Proposals {
-				s.core.Apply(t, now)
-			}
+		if len(rd.Proposals) == 0 {
+			continue
 		}
+		if s.committer != nil {
+			s.committer.submit(rd.Proposals)
+			continue
+		}
+		now := s.now()
+		for _, t := range rd.Proposals {
+			s.core.Apply(t, now)
+		}
+	}
+}
+
+// applyDurable applies txns the committer made durable and starts a
+// snapshot when one is due (ZooKeeper's snapCount rule).
+func (s *Server) applyDurable(batch []*txn.Txn) {
+	now := s.now()
+	for _, t := range batch {
+		s.core.Apply(t, now)
+	}
+	s.sinceSnapshot += len(batch)
+	if s.snapshot == nil && s.trigger.Due(s.sinceSnapshot, 0) {
+		s.startSnapshot()
 	}
 }
 

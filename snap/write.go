@@ -78,6 +78,39 @@ func Write(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, tree *data
 	if err := checkWrite(z, sessions, tree, digest, opts); err != nil {
 		return "", err
 	}
+	return write(fs, dir, z, sessions, tree, digest, opts)
+}
+
+// Body writes a snapshot body: the ACL cache, the nodes and the end marker,
+// the part between the session list and the first seal. *datatree.Tree is
+// one; a fuzzy body staged while the tree kept changing is another.
+type Body interface {
+	WriteBody(w io.Writer) error
+}
+
+// WriteFrom is Write for a body that is not a still tree, such as a fuzzy
+// snapshot (datatree.FuzzyBody) staged by the caller. It cannot check the
+// digest against the body: the digest record must name the zxid whose tree
+// digest it holds, which for a fuzzy snapshot is the last txn applied when
+// the walk ended, and a reader checks it after replaying the log that far.
+func WriteFrom(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, body Body,
+	digest *Digest, opts Options) (string, error) {
+	if err := opts.Validate(); err != nil {
+		return "", err
+	}
+	switch {
+	case body == nil:
+		return "", fmt.Errorf("snap: write snapshot %s: no body", z)
+	case z < 0:
+		return "", fmt.Errorf("snap: write snapshot: negative zxid %d", int64(z))
+	case opts.LastProcessedZxid && digest == nil:
+		return "", fmt.Errorf("snap: write snapshot %s: the lastProcessedZxid trailer needs a digest record", z)
+	}
+	return write(fs, dir, z, sessions, body, digest, opts)
+}
+
+func write(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, body Body,
+	digest *Digest, opts Options) (string, error) {
 	sorted := slices.SortedFunc(slices.Values(sessions), func(a, b SessionEntry) int { return cmp.Compare(a.ID, b.ID) })
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i].ID == sorted[i-1].ID {
@@ -94,7 +127,7 @@ func Write(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, tree *data
 	if opts.LastProcessedZxid {
 		lpz = &z
 	}
-	if err := writeFile(f, opts.Compression, sorted, tree, digest, lpz); err != nil {
+	if err := writeFile(f, opts.Compression, sorted, body, digest, lpz); err != nil {
 		_ = f.Close()
 		_ = fs.Remove(tmp) // best effort; RemoveTemp finds it otherwise
 		return "", fmt.Errorf("snap: write %s: %w", tmp, err)
@@ -138,7 +171,7 @@ func checkWrite(z zxid.ID, sessions []SessionEntry, tree *datatree.Tree, digest 
 
 // writeFile writes the whole file to f through a buffer (and a compressor),
 // syncs and closes it.
-func writeFile(f vfs.File, c Compression, sessions []SessionEntry, tree *datatree.Tree, digest *Digest, lpz *zxid.ID) error {
+func writeFile(f vfs.File, c Compression, sessions []SessionEntry, body Body, digest *Digest, lpz *zxid.ID) error {
 	fileBuf := bufio.NewWriterSize(f, writeBufferBytes)
 	var zw *gzip.Writer
 	var dst io.Writer = fileBuf
@@ -146,7 +179,7 @@ func writeFile(f vfs.File, c Compression, sessions []SessionEntry, tree *datatre
 		zw = gzip.NewWriter(fileBuf)
 		dst = bufio.NewWriterSize(zw, writeBufferBytes)
 	}
-	if err := encode(dst, sessions, tree, digest, lpz); err != nil {
+	if err := encode(dst, sessions, body, digest, lpz); err != nil {
 		return err
 	}
 	if zw != nil {
@@ -192,7 +225,7 @@ func (enc *encoder) seal() {
 // encode writes the uncompressed snapshot bytes (the diagram in doc.go) to
 // w. w should be buffered; the tree is streamed in chunks of about 32 KiB.
 // sessions are written in the order given.
-func encode(w io.Writer, sessions []SessionEntry, tree *datatree.Tree, digest *Digest, lpz *zxid.ID) error {
+func encode(w io.Writer, sessions []SessionEntry, body Body, digest *Digest, lpz *zxid.ID) error {
 	enc := &encoder{sw: &sumWriter{w: w, h: adler32.New()}}
 	enc.e.B = make([]byte, 0, flushBytes+64)
 	enc.e.Int(Magic)
@@ -210,7 +243,7 @@ func encode(w io.Writer, sessions []SessionEntry, tree *datatree.Tree, digest *D
 	if enc.err != nil {
 		return enc.err
 	}
-	if err := tree.WriteBody(enc.sw); err != nil {
+	if err := body.WriteBody(enc.sw); err != nil {
 		return err
 	}
 	enc.seal()

@@ -35,6 +35,10 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 	e := &entry{kind: kindConnect, executed: true, received: now.MonoMs}
 	c.queue = append(c.queue, e)
 	if req.SessionID == 0 {
+		if s.writeErr != nil {
+			s.closeConn(c) // a new session needs a txn
+			return
+		}
 		s.newSession(c, e, timeout, now)
 		return
 	}

@@ -141,6 +141,10 @@ type Server struct {
 
 	reaper reaper
 	stats  serverStats
+
+	// writeErr is the storage failure that stopped all writes; see
+	// FailWrites.
+	writeErr error
 }
 
 // New returns a Server with the built-in tree of a fresh ZooKeeper.

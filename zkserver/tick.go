@@ -14,6 +14,9 @@ type reaper struct {
 // ContainerCheckMs, empty containers and expired TTL nodes are removed.
 // Drivers call it at least every tick (Config.TickMs).
 func (s *Server) Tick(now Now) {
+	if s.writeErr != nil {
+		return // expiring a session or reaping a node would need a txn
+	}
 	for _, sid := range s.sessions.Expire(now.MonoMs) {
 		s.log.Info("session expired", "session", sessionHex(sid))
 		s.stats.expiredSessions++

@@ -25,6 +25,10 @@ func (s *Server) propose(t *txn.Txn) {
 // prepWrite turns a client's write into a txn. A write that fails its
 // checks still becomes a txn, an error txn, and consumes a zxid (spec §2.4).
 func (s *Server) prepWrite(c *conn, e *entry, now Now) {
+	if s.writeErr != nil {
+		s.refuseWrite(e)
+		return
+	}
 	z := s.nextZxid()
 	p := s.newPrep(c.session, c.ids, z, now.WallMs)
 	t := &txn.Txn{Header: txn.Header{

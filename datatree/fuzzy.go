@@ -1,0 +1,119 @@
+package datatree
+
+import (
+	"maps"
+	"slices"
+
+	"keeper/jute"
+	"keeper/zkproto"
+)
+
+// FuzzyBody writes a snapshot body a few nodes at a time while the tree
+// keeps changing in between: Apache ZooKeeper's "fuzzy snapshot". The
+// owner of the tree calls Step between applying txns, so no lock is needed
+// and writes never stop for long.
+//
+// The result is not the tree at any one zxid: each node is written as it
+// was when the walk reached it. Every txn applied after the walk started
+// has a zxid above the snapshot's, so replaying the log from there
+// converges on the right tree (Apply is idempotent for that purpose, spec
+// §9.4). Nodes created after their parent was visited are left out; nodes
+// deleted before the walk reached them are skipped.
+//
+// The ACL section must precede the nodes in the file but depends on which
+// ACL lists the written nodes use, so FuzzyBody hands out the encoded nodes
+// (Take) for the caller to stage, and builds the ACL section (ACLSection)
+// from the lists the nodes used, as they were when each node was written.
+type FuzzyBody struct {
+	stack []fuzzyFrame
+	refs  map[int64][]zkproto.ACL // ACL lists of the references written
+	e     jute.Encoder            // nodes encoded since the last Take
+	nodes int
+}
+
+// fuzzyFrame is one level of the walk: the child names of path as they were
+// when it was visited, and the next one to visit.
+type fuzzyFrame struct {
+	path  string
+	names []string
+	next  int
+}
+
+// StartFuzzyBody begins a walk from the root.
+func (t *Tree) StartFuzzyBody() *FuzzyBody {
+	return &FuzzyBody{stack: []fuzzyFrame{{names: []string{""}}}, refs: make(map[int64][]zkproto.ACL)}
+}
+
+// Step writes up to maxNodes more nodes and reports whether the walk is
+// complete. It must be called by the tree's owner, never concurrently with
+// Apply.
+func (f *FuzzyBody) Step(t *Tree, maxNodes int) bool {
+	for n := 0; n < maxNodes && len(f.stack) > 0; {
+		top := &f.stack[len(f.stack)-1]
+		if top.next == len(top.names) {
+			f.stack = f.stack[:len(f.stack)-1]
+			continue
+		}
+		name := top.names[top.next]
+		top.next++
+		path := top.path + "/" + name
+		key := path
+		if name == "" { // the root: written as "", stored as "/"
+			path, key = "", RootPath
+		}
+		node := t.nodes[key]
+		if node == nil {
+			continue // deleted since its parent was visited
+		}
+		f.write(t, path, node)
+		n++
+		if len(node.children) > 0 {
+			f.stack = append(f.stack, fuzzyFrame{path: path, names: node.Children()})
+		}
+	}
+	return len(f.stack) == 0
+}
+
+func (f *FuzzyBody) write(t *Tree, path string, n *Node) {
+	if n.aclRef != openACLRef {
+		if _, ok := f.refs[n.aclRef]; !ok {
+			f.refs[n.aclRef] = t.acl.get(n.aclRef)
+		}
+	}
+	f.e.String(path)
+	f.e.Buffer(n.data)
+	f.e.Long(n.aclRef)
+	n.stat.Encode(&f.e)
+	f.nodes++
+}
+
+// Take returns the nodes encoded since the last call, in file order. The
+// caller owns the slice.
+func (f *FuzzyBody) Take() []byte {
+	b := f.e.B
+	f.e.B = nil
+	return b
+}
+
+// Nodes returns the number of nodes written so far.
+func (f *FuzzyBody) Nodes() int { return f.nodes }
+
+// ACLSection returns the ACL cache section of the body: the lists of every
+// reference the written nodes use, in reference order.
+func (f *FuzzyBody) ACLSection() []byte {
+	var e jute.Encoder
+	refs := slices.Sorted(maps.Keys(f.refs))
+	e.Int(int32(len(refs)))
+	for _, ref := range refs {
+		e.Long(ref)
+		zkproto.EncodeACLs(&e, f.refs[ref])
+	}
+	return e.B
+}
+
+// EndMarker returns the bytes that end the node list.
+func EndMarker() []byte {
+	var e jute.Encoder
+	e.String(endMarker)
+	return e.B
+}

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync/atomic"
+
+	"keeper/datatree"
+	"keeper/snap"
+	"keeper/vfs"
+	"keeper/zxid"
+)
+
+// snapshotChunks bounds the encoded nodes waiting for the writer: the loop
+// stops stepping the walk (but keeps serving) while the disk catches up.
+const snapshotChunks = 8
+
+// snapshotJob is a fuzzy snapshot in progress. The loop walks the tree a
+// step at a time between requests and hands the encoded nodes to a writer
+// goroutine, which stages them in a file and, once the walk is done, writes
+// the snapshot around them. Writes never stop for it (spec §9.4).
+type snapshotJob struct {
+	zxid     zxid.ID // the last txn applied when the walk started
+	sessions []snap.SessionEntry
+	body     *datatree.FuzzyBody
+	chunks   chan []byte
+
+	// Set by the loop before it closes chunks; read by the writer after.
+	aclSection []byte
+	digest     *snap.Digest
+	aborted    atomic.Bool
+}
+
+// snapshotResult is what the writer reports back to the loop.
+type snapshotResult struct {
+	name  string
+	nodes int
+	err   error
+}
+
+// startSnapshot begins a snapshot of the tree as it is now; the log rolls
+// so that the snapshot's txns and the later ones sit in separate files.
+func (s *Server) startSnapshot() {
+	s.committer.rollLog()
+	s.trigger.Reset(s.rng)
+	s.sinceSnapshot = 0
+	tree := s.core.Tree()
+	job := &snapshotJob{
+		zxid:   s.core.LastZxid(),
+		body:   tree.StartFuzzyBody(),
+		chunks: make(chan []byte, snapshotChunks),
+	}
+	for _, ss := range s.core.SnapshotSessions() {
+		job.sessions = append(job.sessions, snap.SessionEntry{ID: ss.ID, TimeoutMs: ss.TimeoutMs})
+	}
+	s.snapshot = job
+	s.log.Info("snapshot started", "zxid", job.zxid)
+	go s.writeSnapshot(job)
+}
+
+// snapshotStep returns a channel that is ready when the loop should walk the
+// next part of the tree: a snapshot is being walked and the writer has room.
+func (s *Server) snapshotStep() <-chan struct{} {
+	if job := s.snapshot; job != nil && job.aclSection == nil && len(job.chunks) < cap(job.chunks) {
+		return closedChan
+	}
+	return nil
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// stepSnapshot walks part of the tree. When the walk ends it records the
+// tree digest and the zxid it belongs to: the last txn applied now.
+func (s *Server) stepSnapshot() {
+	job := s.snapshot
+	tree := s.core.Tree()
+	done := job.body.Step(tree, s.cfg.Storage.SnapshotStepNodes)
+	if chunk := job.body.Take(); len(chunk) > 0 {
+		job.chunks <- chunk
+	}
+	if done {
+		job.aclSection = job.body.ACLSection()
+		job.digest = &snap.Digest{Zxid: s.core.LastZxid(), Version: datatree.DigestVersion, TreeDigest: tree.Digest()}
+		close(job.chunks)
+	}
+}
+
+// abortSnapshot stops a snapshot whose walk the loop will not finish.
+func (s *Server) abortSnapshot() {
+	if job := s.snapshot; job != nil && job.aclSection == nil {
+		job.aborted.Store(true)
+		close(job.chunks)
+	}
+}
+
+// writeSnapshot stages the nodes the loop hands over, then writes the
+// snapshot file around them and reports to the loop.
+func (s *Server) writeSnapshot(job *snapshotJob) {
+	fs := s.cfg.Storage.FS
+	dir := s.cfg.Storage.snapDir()
+	staging := filepath.Join(dir, fmt.Sprintf(".snapshot.%x.nodes.tmp", int64(job.zxid)))
+	res := snapshotResult{nodes: 0}
+	res.err = stageNodes(fs, staging, job.chunks)
+	if job.aborted.Load() {
+		_ = fs.Remove(staging)
+		return
+	}
+	if res.err == nil {
+		res.nodes = job.body.Nodes()
+		body := &stagedBody{fs: fs, acl: job.aclSection, nodes: staging}
+		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, body, job.digest, snap.Options{})
+	}
+	_ = fs.Remove(staging)
+	s.snapDone <- res
+}
+
+// stageNodes writes every chunk to a staging file. It drains chunks even
+// after an error, so the loop never blocks on a failed writer.
+func stageNodes(fs vfs.FS, path string, chunks <-chan []byte) error {
+	f, err := fs.Create(path)
+	var w *bufio.Writer
+	if err == nil {
+		w = bufio.NewWriterSize(f, 256<<10)
+	}
+	for chunk := range chunks {
+		if err == nil {
+			_, err = w.Write(chunk)
+		}
+	}
+	if f == nil {
+		return fmt.Errorf("server: stage snapshot nodes: %w", err)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("server: stage snapshot nodes in %s: %w", path, err)
+	}
+	return nil
+}
+
+// stagedBody is a fuzzy snapshot body: the ACL section, the staged nodes,
+// the end marker.
+type stagedBody struct {
+	fs    vfs.FS
+	acl   []byte
+	nodes string
+}
+
+func (b *stagedBody) WriteBody(w io.Writer) error {
+	if _, err := w.Write(b.acl); err != nil {
+		return err
+	}
+	f, err := b.fs.Open(b.nodes)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return err
+	}
+	_, err = w.Write(datatree.EndMarker())
+	return err
+}
+
+// snapshotFinished logs the outcome. A failed snapshot is not fatal: the
+// log still holds every txn, and the next snapshot will be tried later.
+func (s *Server) snapshotFinished(r snapshotResult) {
+	job := s.snapshot
+	s.snapshot = nil
+	if r.err != nil {
+		s.log.Error("snapshot failed", "zxid", job.zxid, "err", r.err)
+		return
+	}
+	s.log.Info("snapshot taken", "file", r.name, "nodes", r.nodes)
+}

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"keeper/datatree"
+	"keeper/snap"
+	"keeper/txn"
+	"keeper/txnlog"
+	"keeper/vfs"
+	"keeper/zkserver"
+	"keeper/zxid"
+)
+
+// StorageConfig says where and how the server keeps its data. With an
+// empty DataDir the server keeps everything in memory.
+type StorageConfig struct {
+	// FS is the filesystem; nil means vfs.Default. Tests inject faults here.
+	FS vfs.FS
+	// DataDir holds snapshots (in DataDir/version-2); DataLogDir holds the
+	// transaction log (in DataLogDir/version-2) and defaults to DataDir.
+	DataDir, DataLogDir string
+	// PreAllocSizeBytes is the log's preallocation step; 0 is 64 MiB.
+	PreAllocSizeBytes int64
+	// SnapCount is ZooKeeper's snapCount: about this many txns (randomised
+	// between half and all of it) pass between snapshots.
+	SnapCount int
+	// SnapSizeLimitBytes also triggers a snapshot once the log grows by
+	// about this much; 0 is ZooKeeper's 4 GiB default, negative disables.
+	SnapSizeLimitBytes int64
+	// SnapRetainCount and PurgeInterval are autopurge.snapRetainCount and
+	// autopurge.purgeInterval; a zero interval disables autopurge.
+	SnapRetainCount int
+	PurgeInterval   time.Duration
+	// SnapshotStepNodes is how many nodes the loop serialises between
+	// requests while a snapshot is being taken; 0 means 2000.
+	SnapshotStepNodes int
+}
+
+func (c *StorageConfig) enabled() bool { return c.DataDir != "" }
+
+func (c *StorageConfig) logDir() string {
+	if c.DataLogDir != "" {
+		return c.DataLogDir
+	}
+	return c.DataDir
+}
+
+func (c *StorageConfig) snapDir() string { return filepath.Join(c.DataDir, txnlog.DirName) }
+
+// recoverState loads the newest valid snapshot and replays the log after
+// it into core, and opens the log for appending. A checksum failure, or a
+// digest that does not match after replay, stops start-up with an error
+// that names the file; only a torn tail at the very end of the log is
+// repaired, since it can only hold txns never acknowledged.
+func recoverState(cfg *StorageConfig, core *zkserver.Server, maxRecord int, now zkserver.Now, logger *slog.Logger) (*txnlog.Log, error) {
+	fs := cfg.FS
+	snapDir := cfg.snapDir()
+	for _, dir := range []string{snapDir, filepath.Join(cfg.logDir(), txnlog.DirName)} {
+		if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
+			return nil, fmt.Errorf("server: create %s: %w", dir, err)
+		}
+	}
+	if removed, err := snap.RemoveTemp(fs, snapDir); err != nil {
+		return nil, err
+	} else if len(removed) > 0 {
+		logger.Warn("removed unfinished snapshots", "files", removed)
+	}
+	sn, skipped, err := snap.NewestValid(fs, snapDir, maxRecord)
+	if err != nil {
+		return nil, err
+	}
+	for _, sk := range skipped {
+		logger.Warn("skipped unusable snapshot", "file", sk.Info.Name, "reason", sk.Err)
+	}
+	tree := datatree.New()
+	var sessions []zkserver.SessionState
+	var pendingDigest *snap.Digest
+	if sn != nil {
+		tree = sn.Tree
+		tree.SetLastZxid(sn.Zxid)
+		for _, s := range sn.Sessions {
+			sessions = append(sessions, zkserver.SessionState{ID: s.ID, TimeoutMs: s.TimeoutMs})
+		}
+		if sn.Digest != nil && !sn.DigestChecked && sn.Digest.Zxid > sn.Zxid {
+			pendingDigest = sn.Digest
+		}
+		logger.Info("loaded snapshot", "file", sn.Name, "zxid", sn.Zxid, "nodes", tree.NodeCount(), "sessions", len(sessions))
+	}
+	core.Restore(tree, sessions, now)
+	lcfg := txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, Logger: logger}
+	if torn, err := txnlog.RepairTornTail(fs, cfg.logDir(), lcfg); err != nil {
+		return nil, err
+	} else if torn != nil {
+		logger.Warn("truncated a torn record at the end of the log", "file", torn.File, "offset", torn.Offset)
+	}
+	replayed, err := replay(fs, cfg.logDir(), lcfg, core, pendingDigest, now)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("replayed transaction log", "txns", replayed, "last_zxid", core.LastZxid())
+	return txnlog.Open(fs, cfg.logDir(), lcfg)
+}
+
+// replay applies every txn after the tree's last zxid and checks a fuzzy
+// snapshot's digest when the replay reaches the zxid it names.
+func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkserver.Server, digest *snap.Digest, now zkserver.Now) (int, error) {
+	it, err := txnlog.Read(fs, logDir, core.LastZxid()+1, lcfg)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	n := 0
+	for {
+		t, err := it.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, fmt.Errorf("server: replaying the transaction log: %w", err)
+		}
+		last := core.LastZxid()
+		if t.Header.Zxid <= last {
+			continue
+		}
+		if !follows(last, t.Header.Zxid) {
+			path, off := it.Position()
+			return n, fmt.Errorf("server: txns missing from the log: %s follows %s (%s at offset %d)",
+				t.Header.Zxid, last, path, off)
+		}
+		core.Apply(t, now)
+		n++
+		if digest != nil && t.Header.Zxid == digest.Zxid {
+			if got := core.Tree().Digest(); got != digest.TreeDigest {
+				return n, fmt.Errorf("server: %w: after replaying to %s the tree digest is %d, the snapshot recorded %d",
+					snap.ErrDigestMismatch, digest.Zxid, got, digest.TreeDigest)
+			}
+			digest = nil
+		}
+	}
+	if digest != nil {
+		return n, fmt.Errorf("server: the log ends at %s, before %s where the snapshot's digest was taken: txns are missing",
+			core.LastZxid(), digest.Zxid)
+	}
+	return n, nil
+}
+
+// follows reports whether next may come right after last: the next counter
+// of the same epoch, or the first txn of a later epoch.
+func follows(last, next zxid.ID) bool {
+	return next == last+1 || (next.Counter() == 1 && next.Epoch() > last.Epoch())
+}
+
+// committer makes proposals durable, many at a time: every batch the loop
+// hands over while the previous fsync runs shares the next one (group
+// commit). It is the only goroutine that touches the log.
+type committer struct {
+	log *txnlog.Log
+
+	mu      sync.Mutex
+	queue   []*txn.Txn // mu guards queue, roll, closed
+	roll    bool       // start a new log file before the next append
+	closed  bool
+	wake    chan struct{}
+	durable chan []*txn.Txn // batches now on disk, in order, for the loop
+	failed  chan error      // the first storage error; the committer then stops
+	done    chan struct{}
+}
+
+// maxBatchTxns bounds one group commit, so that one fsync never waits for an
+// unbounded amount of data to be written first.
+const maxBatchTxns = 4096
+
+func newCommitter(log *txnlog.Log) *committer {
+	return &committer{
+		log:     log,
+		wake:    make(chan struct{}, 1),
+		durable: make(chan []*txn.Txn, 64),
+		failed:  make(chan error, 1),
+		done:    make(chan struct{}),
+	}
+}
+
+// submit queues txns for the log; it never blocks.
+func (c *committer) submit(ts []*txn.Txn) {
+	c.mu.Lock()
+	c.queue = append(c.queue, ts...)
+	c.mu.Unlock()
+	c.signal()
+}
+
+// rollLog asks for a new log file before the next append (a snapshot
+// started).
+func (c *committer) rollLog() {
+	c.mu.Lock()
+	c.roll = true
+	c.mu.Unlock()
+}
+
+func (c *committer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the committer after it has written what was queued.
+func (c *committer) close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.signal()
+	<-c.done
+	return c.log.Close()
+}
+
+// take returns the next batch, whether to roll first, and whether the
+// committer was closed with nothing left to do.
+func (c *committer) take() (batch []*txn.Txn, roll, stop bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.queue), maxBatchTxns)
+	batch = c.queue[:n:n]
+	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
+	roll, c.roll = c.roll, false
+	return batch, roll, c.closed && n == 0
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	for {
+		batch, roll, stop := c.take()
+		if stop {
+			return
+		}
+		if len(batch) == 0 {
+			<-c.wake
+			continue
+		}
+		if err := c.write(batch, roll); err != nil {
+			c.failed <- err
+			return
+		}
+		c.durable <- batch
+	}
+}
+
+// write appends a batch and syncs it once. After an error the log is
+// poisoned and nothing is retried.
+func (c *committer) write(batch []*txn.Txn, roll bool) error {
+	if roll {
+		if err := c.log.Roll(); err != nil {
+			return err
+		}
+	}
+	for _, t := range batch {
+		if err := c.log.Append(t); err != nil {
+			return err
+		}
+	}
+	return c.log.Sync()
+}
