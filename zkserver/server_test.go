@@ -1,6 +1,7 @@
 package zkserver
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 
@@ -301,5 +302,37 @@ func TestEventNeedsRead(t *testing.T) {
 	h.expect(2)
 	if h.s.Watches().Count() != 0 {
 		t.Fatalf("watch not consumed: %d left", h.s.Watches().Count())
+	}
+}
+
+// After a storage failure, writes whose outcome is unknown close their
+// connection, later writes are refused, and reads go on.
+func TestFailWrites(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	h.send(1, zkproto.OpCreate, create("/a", "v", 0))
+	h.take(1)
+	h.autoApply = false
+	h.send(1, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/a", Data: []byte("lost"), Version: -1})
+	h.s.FailWrites(errors.New("fsync: input/output error"))
+	h.pending = nil
+	h.drive()
+	if !h.closed[1] {
+		t.Fatal("connection with a write of unknown outcome left open")
+	}
+	xw := h.send(2, zkproto.OpCreate, create("/b", "", 0))
+	xr := h.send(2, zkproto.OpGetData, &zkproto.GetDataRequest{Path: "/a"})
+	fs := h.expect(2, fail(xw, zkproto.CodeNotReadOnly), ok(xr))
+	var gd zkproto.GetDataResponse
+	h.decode(fs[1], &gd)
+	if string(gd.Data) != "v" || len(h.pending) != 0 {
+		t.Fatalf("read %q, %d proposals after failure", gd.Data, len(h.pending))
+	}
+	h.now.MonoMs += 60000
+	h.s.Tick(h.now)
+	h.drive()
+	if len(h.pending) != 0 {
+		t.Fatal("expiry proposed a txn after the failure")
 	}
 }
