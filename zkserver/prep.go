@@ -308,9 +308,17 @@ func (p *prep) check(path string, version int32) (jute.Record, error) {
 // multi preps every sub-op against the effects of the ones before it. If one
 // fails, nothing changes and every sub-txn becomes an error txn: 0 before
 // the failure, its code at it, RuntimeInconsistency after (spec §2.3).
-func (p *prep) multi(m *zkproto.MultiRequest) *txn.Multi {
+//
+// A create op with TTL flags that is not a createTTL is a request Apache
+// ZooKeeper fails as a whole when prep reaches it (MarshallingError).
+func (p *prep) multi(m *zkproto.MultiRequest) (*txn.Multi, error) {
 	ops := make([]txn.Op, len(m.Ops))
 	for i, sub := range m.Ops {
+		if cr, ok := sub.Record.(*zkproto.CreateRequest); ok &&
+			(cr.Flags == zkproto.FlagPersistentWithTTL || cr.Flags == zkproto.FlagPersistentSequentialWithTTL) {
+			p.reset()
+			return nil, zkproto.Errorf(zkproto.CodeMarshallingError, cr.Path)
+		}
 		rec, err := p.op(sub.Op, sub.Record)
 		if err == nil {
 			ops[i] = txn.Op{Type: sub.Op, Record: rec}
@@ -329,7 +337,7 @@ func (p *prep) multi(m *zkproto.MultiRequest) *txn.Multi {
 		}
 		break
 	}
-	return &txn.Multi{Ops: ops}
+	return &txn.Multi{Ops: ops}, nil
 }
 
 // closeSession deletes every ephemeral the session will own once pending

@@ -37,7 +37,11 @@ func (s *Server) read(c *conn, op zkproto.Op, body jute.Record) (jute.Record, er
 		if _, err := s.readable(c, r.Path); err != nil {
 			return nil, err
 		}
-		return &zkproto.GetAllChildrenNumberResponse{TotalNumber: int32(s.tree.CountDescendants(r.Path))}, nil
+		n := s.tree.CountDescendants(r.Path)
+		if r.Path == "" {
+			n++ // Apache ZooKeeper counts the root's second key, "/", as a descendant of ""
+		}
+		return &zkproto.GetAllChildrenNumberResponse{TotalNumber: int32(n)}, nil
 	case *zkproto.GetEphemeralsRequest:
 		return s.getEphemerals(c, r.PrefixPath), nil
 	case *zkproto.SyncRequest:

@@ -52,7 +52,7 @@ func DecodeRequest(payload []byte, maxBuffer int) (Request, error) {
 	}
 	// Like Java's reader, ignore bytes after the record.
 	body.Decode(d)
-	if d.Err() != nil || !multiKindOK(r.Header.Op, body) {
+	if d.Err() != nil || !multiKindOK(r.Header.Op, body) || !normalizeMulti(body) {
 		r.Bad = true
 		return r, nil
 	}
@@ -83,6 +83,46 @@ func multiKindOK(op zkproto.Op, body jute.Record) bool {
 		isRead := sub.Op == zkproto.OpGetData || sub.Op == zkproto.OpGetChildren
 		if isRead != (op == zkproto.OpMultiRead) {
 			return false
+		}
+	}
+	return true
+}
+
+// normalizeMulti gives the ops of a multi the meaning Apache ZooKeeper's
+// MultiOperationRecord gives them when it decodes: a create's kind comes
+// from its flags, not its op (the container flag makes a container, a
+// non-TTL createTTL a plain create, ignoring its ttl; TTL flags on another
+// op are left for prep to refuse), and the watch flag of a multiRead's
+// reads is dropped. It reports false for a request ZooKeeper cannot decode
+// (MarshallingError).
+func normalizeMulti(body jute.Record) bool {
+	m, ok := body.(*zkproto.MultiRequest)
+	if !ok {
+		return true
+	}
+	for i := range m.Ops {
+		sub := &m.Ops[i]
+		switch r := sub.Record.(type) {
+		case *zkproto.GetDataRequest:
+			r.Watch = false
+		case *zkproto.GetChildrenRequest:
+			r.Watch = false
+		case *zkproto.CreateRequest:
+			switch {
+			case r.Flags == zkproto.FlagContainer:
+				sub.Op = zkproto.OpCreateContainer
+			case sub.Op == zkproto.OpCreateContainer:
+				sub.Op = zkproto.OpCreate
+			}
+		case *zkproto.CreateTTLRequest:
+			ttlFlags := r.Flags == zkproto.FlagPersistentWithTTL || r.Flags == zkproto.FlagPersistentSequentialWithTTL
+			if !ttlFlags {
+				sub.Op = zkproto.OpCreate
+				if r.Flags == zkproto.FlagContainer {
+					sub.Op = zkproto.OpCreateContainer
+				}
+				sub.Record = &zkproto.CreateRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
+			}
 		}
 	}
 	return true

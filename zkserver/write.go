@@ -40,7 +40,7 @@ func (s *Server) prepWrite(c *conn, e *entry, now Now) {
 	case e.badBody:
 		err = zkproto.ErrMarshallingError
 	case e.op == zkproto.OpMulti:
-		rec = p.multi(e.body.(*zkproto.MultiRequest))
+		rec, err = p.multi(e.body.(*zkproto.MultiRequest))
 	case e.op == zkproto.OpCloseSession:
 		rec = p.closeSession()
 		s.sessions.SetClosing(c.session)
