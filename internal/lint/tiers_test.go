@@ -31,6 +31,7 @@ var tierTable = []tierEntry{
 	// Tier 4, verification and the binary.
 	{pkg: "sim", tier: 4, subpackages: true}, {pkg: "compat", tier: 4, subpackages: true},
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
+	{pkg: "zkbench", tier: 4}, // the load tool: zkclient, the null server, fsync
 }
 
 // maxPureTier is the highest tier whose packages must be pure.

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"keeper/zkbench"
+)
+
+// This file is `keeper bench`: the load tool (zk), its null server (null)
+// and the disk's fsync rate (fsync). Each measurement prints one JSON line
+// on stdout.
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure a ZooKeeper server, the load tool's own ceiling, or the disk",
+	}
+	cmd.AddCommand(newBenchZKCmd(), newBenchNullCmd(), newBenchFsyncCmd())
+	return cmd
+}
+
+// signalContext returns ctx, also cancelled by SIGINT or SIGTERM.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+func newBenchZKCmd() *cobra.Command {
+	var cfg zkbench.Config
+	var op string
+	cmd := &cobra.Command{
+		Use:   "zk",
+		Short: "Load ZooKeeper servers (Apache ZooKeeper or keeper) and print one JSON line",
+		Long: `Load ZooKeeper servers and print one JSON line: ops/s, p50, p99 and p999
+latency in microseconds, errors by code, and CPU time.
+
+  keeper bench zk --servers 127.0.0.1:2181 --op get --clients 16 --inflight 16
+
+Ops: get, exists, set, create, mixed (--read-ratio gets, the rest sets) and
+watch (--watchers sessions watch one znode; a writer sets it; the latencies
+are the time from the set to the last notification, over --rounds rounds).
+Every client keeps --inflight requests outstanding on its own session;
+clients are spread round-robin over --servers. The znodes the run needs are
+created under a fresh /bench-<random> root and deleted afterwards.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Op = zkbench.Op(op)
+			return runBenchZK(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&cfg.Servers, "servers", []string{"127.0.0.1:2181"}, "host:port of the servers, comma-separated")
+	f.StringVar(&op, "op", "get", "workload: get, exists, set, create, mixed or watch")
+	f.IntVar(&cfg.Clients, "clients", 1, "sessions issuing requests")
+	f.IntVar(&cfg.Inflight, "inflight", 1, "requests outstanding per session")
+	f.IntVar(&cfg.SizeBytes, "size", zkbench.DefaultSizeBytes, "bytes of data per written znode")
+	f.DurationVar(&cfg.Duration, "duration", zkbench.DefaultDuration, "measured interval")
+	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before the measured interval, not recorded")
+	f.IntVar(&cfg.KeySpace, "keyspace", zkbench.DefaultKeySpace, "znodes that get, exists, set and mixed spread over")
+	f.Float64Var(&cfg.ReadRatio, "read-ratio", zkbench.DefaultReadRatio, "fraction of gets in mixed")
+	f.IntVar(&cfg.Watchers, "watchers", zkbench.DefaultWatchers, "watch: watching sessions")
+	f.IntVar(&cfg.Rounds, "rounds", zkbench.DefaultRounds, "watch: measured rounds")
+	f.IntVar(&cfg.CPUPID, "cpu-pid", 0, "pid of the server process, to report its CPU time per request")
+	f.DurationVar(&cfg.SessionTimeout, "session-timeout", zkbench.DefaultSessionTimeout, "session timeout to ask for")
+	return cmd
+}
+
+// runBenchZK runs the load and prints its result.
+func runBenchZK(ctx context.Context, cfg zkbench.Config, out io.Writer) error {
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	res, err := zkbench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printLine(out, res.MarshalLine)
+}
+
+func newBenchNullCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "null",
+		Short: "Run a null ZooKeeper server: it answers every request at once and stores nothing",
+		Long: `Run a null ZooKeeper server until interrupted. It completes the handshake and
+answers every request at once with an empty successful reply, storing
+nothing and firing no watches, so that bench zk against it measures the
+load tool itself. It prints its address on stdout.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBenchNull(cmd.Context(), addr, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "address to listen on; port 0 picks a free one")
+	return cmd
+}
+
+// runBenchNull serves until ctx ends or a signal arrives.
+func runBenchNull(ctx context.Context, addr string, out io.Writer) error {
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	s, err := zkbench.NewNullServer(addr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := fmt.Fprintln(out, s.Addr()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func newBenchFsyncCmd() *cobra.Command {
+	var cfg zkbench.FsyncConfig
+	cmd := &cobra.Command{
+		Use:   "fsync",
+		Short: "Measure the disk's raw write+fdatasync rate, appending and overwriting",
+		Long: `Measure write+fdatasync of --size bytes in a loop in --dir, first appending to
+a growing file (each sync also commits the new file size), then overwriting
+inside a file preallocated with --prealloc bytes of zeros (each sync only
+flushes data), each for --duration. Prints one JSON line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			res, err := zkbench.Fsync(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			return printLine(cmd.OutOrStdout(), res.MarshalLine)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "dir", ".", "directory on the disk to measure")
+	f.IntVar(&cfg.SizeBytes, "size", zkbench.DefaultFsyncSizeBytes, "bytes written before each sync")
+	f.DurationVar(&cfg.Duration, "duration", zkbench.DefaultFsyncDuration, "how long each mode runs")
+	f.Int64Var(&cfg.PreallocBytes, "prealloc", zkbench.DefaultPreallocBytes, "size of the overwrite mode's file")
+	return cmd
+}
+
+// printLine writes the line marshal returns.
+func printLine(out io.Writer, marshal func() ([]byte, error)) error {
+	b, err := marshal()
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(b)
+	return err
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"keeper/server"
+	"keeper/zkserver"
+)
+
+// runKeeper runs the keeper command line with args and returns its stdout.
+func runKeeper(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// decodeLine checks that out is one JSON line and decodes it.
+func decodeLine(t *testing.T, out string) map[string]any {
+	t.Helper()
+	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
+		t.Fatalf("want one line, got %q", out)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	return m
+}
+
+// TestBenchNullAndZK starts `bench null`, reads its address, and loads it
+// with `bench zk`.
+func TestBenchNullAndZK(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCmd()
+		root.SetArgs([]string{"bench", "null", "--addr", "127.0.0.1:0"})
+		root.SetOut(pw)
+		done <- root.ExecuteContext(ctx)
+		pw.Close()
+	}()
+	addr, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	out, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", strings.TrimSpace(addr),
+		"--op", "get", "--clients", "2", "--inflight", "3", "--duration", "200ms", "--warmup", "50ms", "--keyspace", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodeLine(t, out)
+	if m["op"] != "get" || m["clients"] != 2.0 || m["inflight"] != 3.0 || m["ops"].(float64) <= 0 || m["errors"] != 0.0 {
+		t.Errorf("result %v", m)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("bench null: %v", err)
+	}
+}
+
+func TestBenchZKFlags(t *testing.T) {
+	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: zkserver.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := s.Addr().String()
+	out, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", addr+","+addr, "--op", "mixed",
+		"--clients", "2", "--inflight", "2", "--size", "10", "--duration", "200ms", "--warmup", "0s",
+		"--keyspace", "20", "--read-ratio", "0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodeLine(t, out)
+	if m["op"] != "mixed" || m["size_bytes"] != 10.0 || len(m["servers"].([]any)) != 2 || m["ops"].(float64) <= 0 {
+		t.Errorf("result %v", m)
+	}
+	out, err = runKeeper(t, t.Context(), "bench", "zk", "--servers", addr, "--op", "watch", "--watchers", "5", "--rounds", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := decodeLine(t, out); m["op"] != "watch" || m["watchers"] != 5.0 || m["ops"] != 3.0 {
+		t.Errorf("watch result %v", m)
+	}
+	if _, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", addr, "--op", "nonsense"); err == nil ||
+		!strings.Contains(err.Error(), "unknown op") {
+		t.Errorf("bad op: %v", err)
+	}
+}
+
+func TestBenchFsync(t *testing.T) {
+	out, err := runKeeper(t, t.Context(), "bench", "fsync", "--dir", t.TempDir(), "--size", "512",
+		"--duration", "50ms", "--prealloc", "65536")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodeLine(t, out)
+	for _, mode := range []string{"append", "overwrite"} {
+		r, ok := m[mode].(map[string]any)
+		if !ok || r["ops"].(float64) <= 0 || r["p50_us"].(float64) <= 0 {
+			t.Errorf("%s: %v", mode, m[mode])
+		}
+	}
+	if m["size_bytes"] != 512.0 {
+		t.Errorf("result %v", m)
+	}
+}
