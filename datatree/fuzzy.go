@@ -1,6 +1,7 @@
 package datatree
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -31,17 +32,38 @@ type FuzzyBody struct {
 	nodes int
 }
 
-// fuzzyFrame is one level of the walk: the child names of path as they were
-// when it was visited, and the next one to visit.
+// fuzzyFrame is one level of the walk: an iterator over the children of
+// the node at path, pulled lazily so that a node with a million children
+// costs no more per step than any other (listing or sorting them at once
+// would stall the owner of the tree). Children added or removed while the
+// walk is suspended may or may not be visited, which a fuzzy snapshot
+// allows: the log replay after it settles them.
 type fuzzyFrame struct {
-	path  string
-	names []string
-	next  int
+	path string
+	next func() (string, *Node, bool)
+	stop func()
 }
 
-// StartFuzzyBody begins a walk from the root.
+// StartFuzzyBody begins a walk from the root. The walk must be run to
+// completion with Step, or ended with Abort.
 func (t *Tree) StartFuzzyBody() *FuzzyBody {
-	return &FuzzyBody{stack: []fuzzyFrame{{names: []string{""}}}, refs: make(map[int64][]zkproto.ACL)}
+	f := &FuzzyBody{refs: make(map[int64][]zkproto.ACL)}
+	root := map[string]*Node{"": t.nodes[RootPath]}
+	f.push("", root)
+	return f
+}
+
+func (f *FuzzyBody) push(path string, children map[string]*Node) {
+	next, stop := iter.Pull2(maps.All(children))
+	f.stack = append(f.stack, fuzzyFrame{path: path, next: next, stop: stop})
+}
+
+// Abort ends an unfinished walk and releases what it holds.
+func (f *FuzzyBody) Abort() {
+	for _, fr := range f.stack {
+		fr.stop()
+	}
+	f.stack = nil
 }
 
 // Step writes up to maxNodes more nodes and reports whether the walk is
@@ -50,12 +72,12 @@ func (t *Tree) StartFuzzyBody() *FuzzyBody {
 func (f *FuzzyBody) Step(t *Tree, maxNodes int) bool {
 	for n := 0; n < maxNodes && len(f.stack) > 0; {
 		top := &f.stack[len(f.stack)-1]
-		if top.next == len(top.names) {
+		name, _, ok := top.next()
+		if !ok {
+			top.stop()
 			f.stack = f.stack[:len(f.stack)-1]
 			continue
 		}
-		name := top.names[top.next]
-		top.next++
 		path := top.path + "/" + name
 		key := path
 		if name == "" { // the root: written as "", stored as "/"
@@ -68,7 +90,7 @@ func (f *FuzzyBody) Step(t *Tree, maxNodes int) bool {
 		f.write(t, path, node)
 		n++
 		if len(node.children) > 0 {
-			f.stack = append(f.stack, fuzzyFrame{path: path, names: node.Children()})
+			f.push(path, node.children)
 		}
 	}
 	return len(f.stack) == 0

@@ -119,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Storage.FS = vfs.Default
 	}
 	if cfg.Storage.SnapshotStepNodes <= 0 {
-		cfg.Storage.SnapshotStepNodes = 2000
+		cfg.Storage.SnapshotStepNodes = 1000
 	}
 	if cfg.Storage.SnapCount <= 0 {
 		cfg.Storage.SnapCount = snap.DefaultSnapCount
@@ -174,6 +174,7 @@ func (s *Server) Start() error {
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.loop(ctx) }()
 	go func() { defer s.wg.Done(); s.accept() }()
+	s.startPurge(ctx)
 	s.log.Info("serving clients", "addr", ln.Addr().String())
 	return nil
 }

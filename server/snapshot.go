@@ -90,6 +90,7 @@ func (s *Server) stepSnapshot() {
 // abortSnapshot stops a snapshot whose walk the loop will not finish.
 func (s *Server) abortSnapshot() {
 	if job := s.snapshot; job != nil && job.aclSection == nil {
+		job.body.Abort()
 		job.aborted.Store(true)
 		close(job.chunks)
 	}

@@ -39,7 +39,7 @@ type StorageConfig struct {
 	SnapRetainCount int
 	PurgeInterval   time.Duration
 	// SnapshotStepNodes is how many nodes the loop serialises between
-	// requests while a snapshot is being taken; 0 means 2000.
+	// requests while a snapshot is being taken; 0 means 1000.
 	SnapshotStepNodes int
 }
 
