@@ -98,6 +98,7 @@ type Server struct {
 	sinceSnapshot int          // txns applied since the last snapshot started (loop)
 	snapshot      *snapshotJob // the snapshot in progress, or nil (loop)
 	snapDone      chan snapshotResult
+	snapWriters   sync.WaitGroup // snapshot writer goroutines; Close waits
 }
 
 // New validates cfg and builds a server; Start makes it listen.
@@ -194,6 +195,7 @@ func (s *Server) Close() error {
 	for _, c := range s.conns {
 		c.Close()
 	}
+	s.snapWriters.Wait()
 	if serr := s.closeStorage(); err == nil {
 		err = serr
 	}

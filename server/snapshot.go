@@ -57,7 +57,11 @@ func (s *Server) startSnapshot() {
 	}
 	s.snapshot = job
 	s.log.Info("snapshot started", "zxid", job.zxid)
-	go s.writeSnapshot(job)
+	s.snapWriters.Add(1)
+	go func() {
+		defer s.snapWriters.Done()
+		s.writeSnapshot(job)
+	}()
 }
 
 // snapshotStep returns a channel that is ready when the loop should walk the
@@ -114,7 +118,10 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, body, job.digest, snap.Options{})
 	}
 	_ = fs.Remove(staging)
-	s.snapDone <- res
+	select {
+	case s.snapDone <- res:
+	case <-s.stopped: // the loop is gone; Close is waiting for us
+	}
 }
 
 // stageNodes writes every chunk to a staging file. It drains chunks even

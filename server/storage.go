@@ -231,7 +231,9 @@ func (c *committer) take() (batch []*txn.Txn, roll, stop bool) {
 	if len(c.queue) == 0 {
 		c.queue = nil
 	}
-	roll, c.roll = c.roll, false
+	if n > 0 { // a roll applies to the next txn appended, not to an empty take
+		roll, c.roll = c.roll, false
+	}
 	return batch, roll, c.closed && n == 0
 }
 
