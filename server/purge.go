@@ -20,8 +20,8 @@ const MinSnapRetainCount = 3
 
 // PurgeResult lists the files one purge removed, as paths, oldest first.
 type PurgeResult struct {
-	Snapshots []string
-	Logs      []string
+	Snapshots []string // snapshot files removed
+	Logs      []string // log files removed
 }
 
 // Purge removes old snapshots from dataDir/version-2 and old log files

@@ -41,11 +41,14 @@ type Snapshot struct {
 	Tree *datatree.Tree
 	// Digest is the digest record, or nil if the file has none.
 	Digest *Digest
-	// DigestChecked reports whether Read compared Digest with the tree: it
-	// does when Digest.Zxid is Zxid and the digest version is known. When
-	// Digest.Zxid is newer (a fuzzy Java snapshot), only the caller can
-	// check it, after replaying the log through Digest.Zxid; an older or
-	// empty (zero) record is meaningless and Java ignores it too.
+	// DigestChecked reports whether Read found the digest record equal to
+	// the tree's digest: it can only when Digest.Zxid is Zxid and the
+	// digest version is known. Even then a mismatch proves nothing: a fuzzy
+	// snapshot may hold the effects of txns after the record's zxid (Apache
+	// ZooKeeper 3.8 writes such files, and a zero record in snapshot.0), and
+	// ZooKeeper never checks this case, so Read does not reject it. When
+	// Digest.Zxid is newer, only the caller can check it, after replaying
+	// the log through Digest.Zxid; an older record is meaningless.
 	DigestChecked bool
 	// LastProcessedZxid is the value in ZooKeeper 3.9's trailer, or
 	// zxid.None if the file has none. It is informational: recovery still
@@ -279,17 +282,14 @@ func parseTrailer(t []byte, sum uint32, path string, off int64) (*Digest, zxid.I
 	return d, lpz, nil
 }
 
-// checkDigest compares the digest record with the tree when the record
-// describes the tree as loaded (see Snapshot.DigestChecked).
+// checkDigest notes whether the digest record matches the tree when it
+// names the snapshot's own zxid (see Snapshot.DigestChecked). A mismatch
+// there is not an error: the file may be fuzzy.
 func (s *Snapshot) checkDigest(path string) error {
 	d := s.Digest
 	if d == nil || s.Zxid < 0 || d.Zxid != s.Zxid || d.Version != datatree.DigestVersion {
 		return nil
 	}
-	s.DigestChecked = true
-	if got := s.Tree.Digest(); got != d.TreeDigest {
-		return fmt.Errorf("%w: %s: the digest record for zxid %s says %d, the tree's digest is %d",
-			ErrDigestMismatch, path, d.Zxid, d.TreeDigest, got)
-	}
+	s.DigestChecked = s.Tree.Digest() == d.TreeDigest
 	return nil
 }

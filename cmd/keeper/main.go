@@ -34,6 +34,8 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newServerCmd(), newSandboxCmd())
 	root.AddCommand(newShellCmd())
+	root.AddCommand(newToolCmd())
+	root.AddCommand(newBenchCmd())
 	return root
 }
 
