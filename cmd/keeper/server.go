@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,8 @@ import (
 )
 
 func newServerCmd() *cobra.Command {
-	return &cobra.Command{
+	var cpuProfile string
+	cmd := &cobra.Command{
 		Use:   "server [zoo.cfg]",
 		Short: "Run a coordination server (Apache ZooKeeper's zoo.cfg format)",
 		Long: `Run a coordination server. With a zoo.cfg it reads Apache ZooKeeper's
@@ -31,9 +33,31 @@ data under ./keeper-data.`,
 			if err != nil {
 				return err
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return runServer(cmd.Context(), zc, logger, nil)
 		},
 	}
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) to this file until shutdown")
+	return cmd
+}
+
+// startCPUProfile profiles the process until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // loadZooConfig reads zoo.cfg (and myid for an ensemble), or returns the
