@@ -1,0 +1,197 @@
+package zab
+
+import (
+	"fmt"
+
+	"keeper/zxid"
+)
+
+// learnerStage is how far a follower or observer got with its leader.
+type learnerStage uint8
+
+const (
+	stageInfo     learnerStage = iota // FOLLOWERINFO sent, waiting for LEADERINFO
+	stageEpoch                        // ACKEPOCH sent, waiting for the sync
+	stageSyncing                      // receiving the sync
+	stageNewEpoch                     // NEWLEADER acked, waiting for UPTODATE
+	stageServing                      // UPTODATE received: broadcast
+)
+
+// learnerState is what a follower or observer keeps about its leader.
+type learnerState struct {
+	stage      learnerStage
+	newEpoch   zxid.Epoch
+	quietTicks int
+	syncs      int // sync requests sent and not yet answered
+}
+
+// becomeLearner connects to the elected leader: FOLLOWERINFO (or
+// OBSERVERINFO) starts discovery.
+func (n *Node) becomeLearner(r Role, leader PeerID) {
+	n.leaveRole()
+	n.learn = &learnerState{}
+	n.setRole(r, leader)
+	t := MsgFollowerInfo
+	if r == Observing {
+		t = MsgObserverInfo
+	}
+	n.send(Message{Type: t, To: leader, Zxid: zxid.Make(n.hard.AcceptedEpoch, 0),
+		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.log.last})
+}
+
+// stepLearner handles a message from the leader.
+func (n *Node) stepLearner(m Message) error {
+	if m.From != n.leader {
+		if m.Type == MsgFollowerInfo || m.Type == MsgObserverInfo {
+			return nil // a peer that thinks we lead; it will time out and re-elect
+		}
+		return errFromUnknown(m)
+	}
+	ls := n.learn
+	ls.quietTicks = 0
+	switch m.Type {
+	case MsgDisconnected:
+		n.becomeLooking()
+	case MsgLeaderInfo:
+		return n.leaderInfo(m)
+	case MsgDiff:
+		ls.stage = stageSyncing
+	case MsgTrunc:
+		ls.stage = stageSyncing
+		z := m.Zxid
+		n.ready.Truncate = &z
+		n.log.truncate(z)
+		n.committed = z
+	case MsgSnap:
+		ls.stage = stageSyncing
+		n.ready.InstallSnapshot = true
+		n.ready.SnapshotZxid = m.Zxid
+		n.ready.Snapshot = m.Data
+		n.ready.Entries = nil
+		n.log.reset(m.Zxid)
+		n.committed = m.Zxid
+	case MsgProposal:
+		n.learnerProposal(m)
+	case MsgCommit:
+		n.commitTo(min(m.Zxid, n.log.last))
+	case MsgInform:
+		if m.Zxid > n.log.last {
+			n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
+		}
+		n.commitTo(m.Zxid)
+	case MsgNewLeader:
+		return n.newLeader(m)
+	case MsgUpToDate:
+		ls.stage = stageServing
+		n.serving = true
+		n.setRole(n.role, n.leader)
+		if n.learn.stage >= stageNewEpoch && n.role == Following {
+			n.send(Message{Type: MsgAck, To: n.leader, Zxid: zxid.Make(ls.newEpoch, 0)})
+		}
+	case MsgPing:
+		n.send(Message{Type: MsgPing, To: n.leader, Zxid: m.Zxid})
+	case MsgSync:
+		if ls.syncs > 0 {
+			ls.syncs--
+			n.ready.SyncsDone++
+		}
+	default:
+		return errUnexpected(n, m)
+	}
+	return nil
+}
+
+// leaderInfo accepts the new epoch (persisting it before ACKEPOCH says so)
+// or refuses a leader whose epoch is older than one already accepted.
+func (n *Node) leaderInfo(m Message) error {
+	ls := n.learn
+	if ls.stage != stageInfo {
+		return errUnexpected(n, m)
+	}
+	e := m.Zxid.Epoch()
+	ack := Message{Type: MsgAckEpoch, To: n.leader, Zxid: n.log.last, Epoch: int64(n.hard.CurrentEpoch)}
+	switch {
+	case e > n.hard.AcceptedEpoch:
+		n.hard.AcceptedEpoch = e
+		n.persist()
+	case e == n.hard.AcceptedEpoch:
+		ack.Epoch = -1
+	default:
+		n.becomeLooking()
+		return fmt.Errorf("zab: leader %d offers epoch %d, below accepted epoch %d", m.From, e, n.hard.AcceptedEpoch)
+	}
+	ls.newEpoch = e
+	ls.stage = stageEpoch
+	n.send(ack)
+	return nil
+}
+
+// learnerProposal logs a proposal; in broadcast a follower acks it once it
+// is durable (Ready sends the ACK after persisting Entries).
+func (n *Node) learnerProposal(m Message) {
+	if m.Zxid <= n.log.last {
+		return // already logged (a DIFF overlapping the learner's log)
+	}
+	n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
+	if n.learn.stage >= stageNewEpoch && n.role == Following {
+		n.send(Message{Type: MsgAck, To: n.leader, Zxid: m.Zxid})
+	}
+}
+
+func (n *Node) appendEntry(e Entry) {
+	n.log.append(e)
+	n.ready.Entries = append(n.ready.Entries, e)
+}
+
+// newLeader completes the sync: the learner makes the new epoch current
+// (durably, before the ACK leaves) and acknowledges.
+func (n *Node) newLeader(m Message) error {
+	ls := n.learn
+	if ls.stage != stageSyncing && ls.stage != stageEpoch {
+		return errUnexpected(n, m)
+	}
+	n.hard.CurrentEpoch = ls.newEpoch
+	n.persist()
+	n.settleVote(n.leader, ls.newEpoch)
+	ls.stage = stageNewEpoch
+	n.send(Message{Type: MsgAck, To: n.leader, Zxid: m.Zxid})
+	return nil
+}
+
+// tickLearner gives up on a leader that went silent: initLimit while
+// syncing, syncLimit once in broadcast.
+func (n *Node) tickLearner() {
+	ls := n.learn
+	ls.quietTicks++
+	limit := n.cfg.SyncLimitTicks
+	if ls.stage < stageServing {
+		limit = n.cfg.InitLimitTicks
+	}
+	if ls.quietTicks > limit {
+		n.becomeLooking()
+	}
+}
+
+// RequestSync asks for a sync: once everything the leader had proposed
+// when it got the request is committed here, Ready.SyncsDone counts it.
+func (n *Node) RequestSync() error {
+	switch {
+	case n.role == Leading && n.serving:
+		n.lead.syncs = append(n.lead.syncs, n.log.last)
+		n.answerSyncs()
+	case (n.role == Following || n.role == Observing) && n.serving:
+		n.learn.syncs++
+		n.send(Message{Type: MsgSyncRequest, To: n.leader})
+	default:
+		return ErrNotLeader
+	}
+	return nil
+}
+
+func errFromUnknown(m Message) error {
+	return fmt.Errorf("zab: %s from %d, which is not a peer of this role", m.Type, m.From)
+}
+
+func errUnexpected(n *Node, m Message) error {
+	return fmt.Errorf("zab: node %d (%s) did not expect %s", n.id, n.role, m)
+}
