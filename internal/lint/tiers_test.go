@@ -60,6 +60,8 @@ var thirdParty = map[string][]string{
 	"github.com/prometheus/client_golang": {"admin", "bookie"},
 	"github.com/cockroachdb/datadriven":   {testSupport},
 	"github.com/anishathalye/porcupine":   {testSupport},
+	// The ledger store's v3 protocol and metadata are protobuf, as the mission's dependency list says.
+	"google.golang.org/protobuf": {"bkproto", "bookie", "metadata", "ledgerclient"},
 }
 
 // testSupport stands for tier-4 packages and scenario environments (a

@@ -1,0 +1,185 @@
+package bkproto
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// fuzzFrame marshals m for a fuzz seed, without the length prefix.
+func fuzzFrame(f *testing.F, m proto.Message) []byte {
+	b, err := AppendFrame(nil, m)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b[FrameLengthBytes:]
+}
+
+// checkStatusError fails unless err is nil or an *Error: a message that
+// unmarshalled may be malformed, but only in ways ValidateX describes.
+func checkStatusError(t *testing.T, err error) {
+	t.Helper()
+	var e *Error
+	if err != nil && !errors.As(err, &e) {
+		t.Fatalf("decoded message with a non-status error: %v", err)
+	}
+}
+
+// FuzzDecodeRequest feeds arbitrary frames to DecodeRequest. Whatever
+// unmarshals must re-marshal to bytes that decode to an equal request with
+// the same verdict, and re-marshal to the same bytes (a canonical form).
+func FuzzDecodeRequest(f *testing.F) {
+	for _, req := range sampleRequests() {
+		f.Add(fuzzFrame(f, req))
+	}
+	for _, tc := range frameCases(f) {
+		if _, ok := tc.msg.(*Request); ok {
+			f.Add(fuzzFrame(f, tc.msg))
+		}
+	}
+	f.Add([]byte{})
+	f.Add([]byte("\x0a\x06\x08\x03\x10\x02\x18\x07"))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		req, err := DecodeRequest(frame)
+		if req == nil {
+			if err == nil {
+				t.Fatal("nil request without an error")
+			}
+			return // rejecting garbage is correct; panicking is not
+		}
+		checkStatusError(t, err)
+		enc, mErr := proto.Marshal(req)
+		if mErr != nil {
+			t.Fatalf("decoded request does not marshal: %v", mErr)
+		}
+		again, err2 := DecodeRequest(enc)
+		if again == nil || !proto.Equal(req, again) || StatusOf(err) != StatusOf(err2) {
+			t.Fatalf("round trip turned %v (%v) into %v (%v)", req, err, again, err2)
+		}
+		if enc2, _ := proto.Marshal(again); !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding not canonical:\n% x\n% x", enc, enc2)
+		}
+	})
+}
+
+// FuzzDecodeResponse is FuzzDecodeRequest for responses.
+func FuzzDecodeResponse(f *testing.F) {
+	for _, op := range supportedOps {
+		f.Add(fuzzFrame(f, okResponse(op)))
+	}
+	for _, tc := range frameCases(f) {
+		if _, ok := tc.msg.(*Response); ok {
+			f.Add(fuzzFrame(f, tc.msg))
+		}
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		resp, err := DecodeResponse(frame)
+		if resp == nil {
+			if err == nil {
+				t.Fatal("nil response without an error")
+			}
+			return
+		}
+		checkStatusError(t, err)
+		_ = ResponseStatus(resp) // must not panic, whatever the response holds
+		enc, mErr := proto.Marshal(resp)
+		if mErr != nil {
+			t.Fatalf("decoded response does not marshal: %v", mErr)
+		}
+		again, err2 := DecodeResponse(enc)
+		if again == nil || !proto.Equal(resp, again) || StatusOf(err) != StatusOf(err2) {
+			t.Fatalf("round trip turned %v (%v) into %v (%v)", resp, err, again, err2)
+		}
+		if enc2, _ := proto.Marshal(again); !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding not canonical:\n% x\n% x", enc, enc2)
+		}
+	})
+}
+
+// FuzzReadFrame reads frames from arbitrary bytes with a small limit until
+// the first error. Every frame must respect the limit and, re-prefixed,
+// reproduce exactly the bytes consumed; the error must be one ReadFrame
+// documents; memory must stay near the bytes actually supplied.
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte("\x00\x00\x00\x02hi\x00\x00\x00\x00"), uint16(10), uint8(0))
+	f.Add([]byte("\x00\x00\x00\x0bhello world"), uint16(10), uint8(4))
+	f.Add([]byte("\xff\xff\xff\xfe"), uint16(0), uint8(0))
+	f.Add([]byte("\x00\x00\x10"), uint16(100), uint8(16))
+	f.Fuzz(func(t *testing.T, data []byte, limit uint16, bufCap uint8) {
+		r := bytes.NewReader(data)
+		buf := make([]byte, 0, bufCap)
+		var rebuilt []byte
+		max := int(limit)
+		if max == 0 {
+			max = DefaultMaxFrameBytes
+		}
+		for {
+			frame, err := ReadFrame(r, buf, int(limit))
+			if err != nil {
+				switch {
+				case err == io.EOF:
+					if len(rebuilt) != len(data) {
+						t.Fatalf("io.EOF after %d of %d bytes", len(rebuilt), len(data))
+					}
+				case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, ErrFrameTooLarge):
+				default:
+					t.Fatalf("undocumented error %v", err)
+				}
+				break
+			}
+			if len(frame) > max {
+				t.Fatalf("frame of %d bytes, limit %d", len(frame), max)
+			}
+			if cap(frame) > 2*len(data)+readChunkBytes {
+				t.Fatalf("frame capacity %d for %d input bytes", cap(frame), len(data))
+			}
+			rebuilt = binary.BigEndian.AppendUint32(rebuilt, uint32(len(frame)))
+			rebuilt = append(rebuilt, frame...)
+			if !bytes.Equal(rebuilt, data[:len(rebuilt)]) {
+				t.Fatal("frames do not reproduce the input")
+			}
+		}
+	})
+}
+
+// FuzzDecodeEntry feeds arbitrary bodies to DecodeEntry and DecodeLAC for
+// every digest type (and unknown ones). What verifies must re-encode to the
+// same bytes.
+func FuzzDecodeEntry(f *testing.F) {
+	for _, typ := range []DigestType{DigestCRC32, DigestHMAC, DigestCRC32C, DigestDummy} {
+		f.Add(EncodeEntry(vecLedger, vecEntry, vecLAC, vecLength, typ, vecMacKey(), []byte(vecPayload)),
+			int32(typ), int64(vecLedger), int64(vecEntry))
+		f.Add(EncodeLAC(vecLedger, vecLAC, typ, vecMacKey()), int32(typ), int64(vecLedger), LastAddConfirmed)
+	}
+	f.Add([]byte{}, int32(0), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, body []byte, typ int32, ledger, entry int64) {
+		dt := DigestType(typ)
+		e, err := DecodeEntry(body, dt, vecMacKey(), ledger, entry)
+		if err == nil {
+			if e.LedgerID != ledger || (entry != LastAddConfirmed && e.EntryID != entry) {
+				t.Fatalf("accepted %+v for ledger %d entry %d", e.EntryHeader, ledger, entry)
+			}
+			again := EncodeEntry(e.LedgerID, e.EntryID, e.LAC, e.Length, dt, vecMacKey(), e.Payload)
+			if !bytes.Equal(again, body) {
+				t.Fatalf("re-encoded entry differs:\n% x\n% x", body, again)
+			}
+		} else if !errors.Is(err, ErrDigestMismatch) {
+			t.Fatalf("DecodeEntry error %v is not a digest mismatch", err)
+		}
+		lac, err := DecodeLAC(body, dt, vecMacKey(), ledger)
+		if err == nil {
+			n, _ := DigestBytes(dt)
+			again := EncodeLAC(ledger, lac, dt, vecMacKey())
+			if !bytes.Equal(again, body[:LACHeaderBytes+n]) {
+				t.Fatalf("re-encoded LAC body differs:\n% x\n% x", body, again)
+			}
+		} else if !errors.Is(err, ErrDigestMismatch) {
+			t.Fatalf("DecodeLAC error %v is not a digest mismatch", err)
+		}
+	})
+}
