@@ -89,15 +89,17 @@ func (s *Server) complete(t *txn.Txn, res datatree.Result, now Now) {
 }
 
 // pendingWrite returns the write of c that produced t: its first write not
-// yet completed, if that write got t's zxid.
+// yet completed (syncs aside), if that write got t's zxid — or, for a write
+// forwarded to the leader, t's cxid.
 func pendingWrite(c *conn, t *txn.Txn) *entry {
 	for _, e := range c.queue {
-		if e.kind == kindWrite && e.executed && !e.done {
-			if e.zxid == t.Header.Zxid {
-				return e
-			}
-			return nil
+		if e.kind != kindWrite || !e.executed || e.done || e.op == zkproto.OpSync {
+			continue
 		}
+		if e.zxid == t.Header.Zxid || (e.zxid == 0 && e.xid == t.Header.Cxid) {
+			return e
+		}
+		return nil
 	}
 	return nil
 }

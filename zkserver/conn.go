@@ -62,9 +62,15 @@ type conn struct {
 	stats connStats
 }
 
-// isRead reports whether op is served from the committed tree in order.
-func classify(op zkproto.Op) kind {
+// classify says when a request may run. In a quorum a sync waits, like a
+// write, for the leader's commit point.
+func (s *Server) classify(op zkproto.Op) kind {
 	switch op {
+	case zkproto.OpSync:
+		if s.mode == Standalone {
+			return kindRead
+		}
+		return kindWrite
 	case zkproto.OpPing, zkproto.OpAuth:
 		return kindEager
 	case zkproto.OpCreate, zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL,

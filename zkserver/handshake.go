@@ -23,6 +23,10 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 	c.stats.received++
 	c.stats.lastOp = zkproto.OpCreateSession
 	c.readOnlyByte = req.HasReadOnly
+	if s.mode == NotServing {
+		s.closeConn(c) // no leader: Apache ZooKeeper is not serving either
+		return
+	}
 	if zxid.ID(req.LastZxidSeen) > s.LastZxid() {
 		// The client has seen a newer state than ours: it must try another
 		// server. Apache ZooKeeper closes without a response.
@@ -51,6 +55,12 @@ func (s *Server) newSession(c *conn, e *entry, timeoutMs int32, now Now) {
 	sid := s.sessions.Create(timeoutMs, now.MonoMs)
 	c.session, c.timeoutMs = sid, timeoutMs
 	s.sessionConn[sid] = c.id
+	if s.mode == Learner {
+		s.forwards = append(s.forwards, Forward{SessionID: sid, Op: zkproto.OpCreateSession,
+			Body: &txn.CreateSession{TimeoutMs: timeoutMs}})
+		e.zxid = 0
+		return
+	}
 	z := s.nextZxid()
 	e.zxid = z
 	s.propose(&txn.Txn{
@@ -94,7 +104,7 @@ func (s *Server) sessionCreated(sid int64, z zxid.ID) *conn {
 		return nil
 	}
 	e := c.queue[0]
-	if e.kind != kindConnect || e.done || e.zxid != z {
+	if e.kind != kindConnect || e.done || (e.zxid != z && e.zxid != 0) {
 		return nil
 	}
 	pw := session.Password(sid)

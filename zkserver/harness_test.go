@@ -21,6 +21,8 @@ type harness struct {
 	frames    map[ConnID][]frame
 	closed    map[ConnID]bool
 	xid       map[ConnID]int32
+	forwards  []Forward // a learner's writes for the leader
+	syncReqs  int       // syncs a learner passed on
 }
 
 // frame is one decoded frame sent to a connection.
@@ -57,6 +59,8 @@ func (h *harness) drive() {
 		for _, snd := range rd.Sends {
 			h.record(snd)
 		}
+		h.forwards = append(h.forwards, rd.Forwards...)
+		h.syncReqs += rd.SyncRequests
 		h.pending = append(h.pending, rd.Proposals...)
 		if h.autoApply {
 			h.applyN(len(h.pending))

@@ -137,11 +137,9 @@ func (s *Server) Request(id ConnID, r Request, now Now) {
 	s.stats.packetsReceived++
 	c.stats.received++
 	c.stats.lastOp = r.Header.Op
-	if c.session != 0 {
-		s.sessions.Touch(c.session, now.MonoMs)
-	}
+	s.touch(c, now)
 	e := &entry{
-		kind:     classify(r.Header.Op),
+		kind:     s.classify(r.Header.Op),
 		xid:      r.Header.Xid,
 		op:       r.Header.Op,
 		body:     r.Body,

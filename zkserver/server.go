@@ -119,6 +119,11 @@ type Send struct {
 type Ready struct {
 	Proposals []*txn.Txn
 	Sends     []Send
+	// Forwards are writes for the leader (learner only).
+	Forwards []Forward
+	// SyncRequests is how many client syncs to pass on (zab.RequestSync);
+	// each completes with a SyncDone, in order.
+	SyncRequests int
 }
 
 // Server is the ZooKeeper service state of one server. It is not safe for
@@ -145,6 +150,12 @@ type Server struct {
 	// writeErr is the storage failure that stopped all writes; see
 	// FailWrites.
 	writeErr error
+
+	mode         Mode
+	forwards     []Forward
+	syncs        []syncWait // client syncs waiting for the leader, oldest first
+	syncRequests int
+	touched      map[int64]int32 // sessions active since the last TakeTouches (learner)
 }
 
 // New returns a Server with the built-in tree of a fresh ZooKeeper.
@@ -170,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 		auth:        acl.Authenticator{SuperDigest: cfg.SuperDigest},
 		conns:       make(map[ConnID]*conn),
 		sessionConn: make(map[int64]ConnID),
+		touched:     make(map[int64]int32),
 	}
 	s.view = newView(tree)
 	s.stats.reset()
@@ -189,12 +201,14 @@ func (s *Server) Watches() *watch.Manager { return s.watches }
 func (s *Server) LastZxid() zxid.ID { return s.tree.LastZxid() }
 
 // HasReady reports whether Ready has work.
-func (s *Server) HasReady() bool { return len(s.proposals) > 0 || len(s.dirty) > 0 }
+func (s *Server) HasReady() bool {
+	return len(s.proposals) > 0 || len(s.dirty) > 0 || len(s.forwards) > 0 || s.syncRequests > 0
+}
 
 // Ready returns the work accumulated since the last call and resets it.
 func (s *Server) Ready() Ready {
-	rd := Ready{Proposals: s.proposals}
-	s.proposals = nil
+	rd := Ready{Proposals: s.proposals, Forwards: s.forwards, SyncRequests: s.syncRequests}
+	s.proposals, s.forwards, s.syncRequests = nil, nil, 0
 	for _, id := range s.dirty {
 		c, ok := s.conns[id]
 		if !ok || !c.dirty {

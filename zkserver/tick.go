@@ -14,8 +14,8 @@ type reaper struct {
 // ContainerCheckMs, empty containers and expired TTL nodes are removed.
 // Drivers call it at least every tick (Config.TickMs).
 func (s *Server) Tick(now Now) {
-	if s.writeErr != nil {
-		return // expiring a session or reaping a node would need a txn
+	if s.writeErr != nil || (s.mode != Standalone && s.mode != Leader) {
+		return // expiring a session or reaping a node needs a txn only a leader makes
 	}
 	for _, sid := range s.sessions.Expire(now.MonoMs) {
 		s.log.Info("session expired", "session", sessionHex(sid))

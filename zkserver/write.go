@@ -25,28 +25,45 @@ func (s *Server) propose(t *txn.Txn) {
 // prepWrite turns a client's write into a txn. A write that fails its
 // checks still becomes a txn, an error txn, and consumes a zxid (spec §2.4).
 func (s *Server) prepWrite(c *conn, e *entry, now Now) {
-	if s.writeErr != nil {
+	switch {
+	case s.writeErr != nil:
 		s.refuseWrite(e)
 		return
+	case e.op == zkproto.OpSync:
+		s.queueSync(c, e)
+		return
+	case e.op == zkproto.OpCloseSession:
+		c.closing = true
 	}
+	if s.mode == Learner {
+		s.forward(c, e)
+		return
+	}
+	e.zxid = s.prepare(c.session, c.ids, e.xid, e.op, e.body, e.badBody, now)
+	e.executed = true
+}
+
+// prepare validates one write of a session and proposes its txn, an error
+// txn if it fails; it returns the zxid.
+func (s *Server) prepare(sessionID int64, ids []zkproto.ID, cxid int32, op zkproto.Op, body jute.Record,
+	bad bool, now Now) zxid.ID {
 	z := s.nextZxid()
-	p := s.newPrep(c.session, c.ids, z, now.WallMs)
+	p := s.newPrep(sessionID, ids, z, now.WallMs)
 	t := &txn.Txn{Header: txn.Header{
-		ClientID: c.session, Cxid: e.xid, Zxid: z, Time: now.WallMs, Type: e.op,
+		ClientID: sessionID, Cxid: cxid, Zxid: z, Time: now.WallMs, Type: op,
 	}}
 	var rec jute.Record
 	var err error
 	switch {
-	case e.badBody:
+	case bad:
 		err = zkproto.ErrMarshallingError
-	case e.op == zkproto.OpMulti:
-		rec, err = p.multi(e.body.(*zkproto.MultiRequest))
-	case e.op == zkproto.OpCloseSession:
+	case op == zkproto.OpMulti:
+		rec, err = p.multi(body.(*zkproto.MultiRequest))
+	case op == zkproto.OpCloseSession:
 		rec = p.closeSession()
-		s.sessions.SetClosing(c.session)
-		c.closing = true
+		s.sessions.SetClosing(sessionID)
 	default:
-		rec, err = p.op(e.op, e.body)
+		rec, err = p.op(op, body)
 	}
 	if err != nil {
 		t.Header.Type = zkproto.OpError
@@ -55,9 +72,8 @@ func (s *Server) prepWrite(c *conn, e *entry, now Now) {
 		t.Record = rec
 		s.view.add(p.order)
 	}
-	e.executed = true
-	e.zxid = z
 	s.propose(t)
+	return z
 }
 
 // closeSessionTxn proposes the close of a session the server decided to
