@@ -125,4 +125,3 @@ func TestLearnerSyncAndLeaderLoss(t *testing.T) {
 		t.Fatal("connection open without a leader")
 	}
 }
-
