@@ -1,0 +1,397 @@
+// Package peer runs one server of a ZooKeeper ensemble: it drives a
+// zab.Node and the zkserver core together, persisting the replicated log
+// before it sends what promises durability, applying what is committed,
+// forwarding learners' writes to the leader and bringing the core's mode
+// (leader, learner, not serving) in line with Zab's.
+//
+// A Peer is not safe for concurrent use: the server's loop, or the
+// simulator, owns it. It does no I/O of its own: the log, the links to
+// other servers and the client connections come in through the interfaces
+// below, so the simulator can run whole ensembles in virtual time.
+package peer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"keeper/datatree"
+	"keeper/jute"
+	"keeper/txn"
+	"keeper/zab"
+	"keeper/zkproto"
+	"keeper/zkserver"
+	"keeper/zxid"
+)
+
+// Log is the durable replicated log and the epoch files.
+type Log interface {
+	// SaveState writes acceptedEpoch and currentEpoch durably.
+	SaveState(zab.HardState) error
+	// Append adds txns (payloads are txn records); Sync makes them durable.
+	Append([]zab.Entry) error
+	Sync() error
+	// Truncate removes every txn after z.
+	Truncate(z zxid.ID) error
+	// InstallSnapshot makes snapshot (taken at z) the durable state: the
+	// log restarts after z.
+	InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkserver.SessionState) error
+	// Reload rebuilds the state from what is durable (the newest snapshot
+	// and every txn logged after it), as at start-up.
+	Reload() (*datatree.Tree, []zkserver.SessionState, error)
+}
+
+// Transport carries messages to other servers.
+type Transport interface {
+	Send([]zab.Message)
+	Disconnect(zab.PeerID)
+}
+
+// Clients delivers bytes to client connections.
+type Clients interface {
+	Send(zkserver.Send)
+}
+
+// Peer is one server of an ensemble.
+type Peer struct {
+	id      zab.PeerID
+	node    *zab.Node
+	zk      *zkserver.Server
+	log     Log
+	tr      Transport
+	clients Clients
+	logger  *slog.Logger
+	maxBuf  int
+
+	// writeErr is the first storage error: the peer stops, since the disk's
+	// state is unknown (STYLE rule 6).
+	writeErr error
+}
+
+// New returns a peer over a node and a core restored from the log.
+func New(node *zab.Node, zk *zkserver.Server, log Log, tr Transport, clients Clients, logger *slog.Logger) *Peer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Peer{id: node.ID(), node: node, zk: zk, log: log, tr: tr, clients: clients, logger: logger,
+		maxBuf: jute.DefaultMaxBuffer + 1024}
+}
+
+// Node returns the Zab node.
+func (p *Peer) Node() *zab.Node { return p.node }
+
+// Core returns the service core.
+func (p *Peer) Core() *zkserver.Server { return p.zk }
+
+// Err returns the storage error that stopped the peer, or nil.
+func (p *Peer) Err() error { return p.writeErr }
+
+// Step handles a message from another server. Forwarded client writes go
+// to the core; a learner's PING carries the sessions it saw active.
+func (p *Peer) Step(m zab.Message, now zkserver.Now) error {
+	switch {
+	case m.Type == zab.MsgRequest:
+		if p.node.Role() != zab.Leading || !p.node.Serving() {
+			return nil // the learner will time out and find the new leader
+		}
+		f, err := DecodeForward(m.Data, p.maxBuf)
+		if err != nil {
+			return fmt.Errorf("peer %d: request from %d: %w", p.id, m.From, err)
+		}
+		p.zk.Remote(f, now)
+		return nil
+	case m.Type == zab.MsgPing && p.node.Role() == zab.Leading && len(m.Data) > 0:
+		touches, err := decodeTouches(m.Data)
+		if err != nil {
+			return fmt.Errorf("peer %d: ping from %d: %w", p.id, m.From, err)
+		}
+		p.zk.TouchSessions(touches, now)
+	}
+	return p.node.Step(m)
+}
+
+// Tick lets time pass for Zab and for the core.
+func (p *Peer) Tick(now zkserver.Now) {
+	p.node.Tick()
+	p.zk.Tick(now)
+}
+
+// HandleReady carries out the work of the core and of the node until
+// neither has any, in the order zab.Ready documents. After a storage error
+// it does nothing and returns that error.
+func (p *Peer) HandleReady(now zkserver.Now) error {
+	if p.writeErr != nil {
+		return p.writeErr
+	}
+	for p.zk.HasReady() || p.node.HasReady() {
+		if p.zk.HasReady() {
+			p.handleCore(now)
+		}
+		if p.node.HasReady() {
+			if err := p.handleNode(p.node.Ready(), now); err != nil {
+				p.writeErr = fmt.Errorf("peer %d: %w", p.id, err)
+				p.zk.FailWrites(p.writeErr)
+				return p.writeErr
+			}
+		}
+	}
+	return nil
+}
+
+// handleCore sends client bytes and hands the core's writes to Zab: the
+// leader proposes them, a learner forwards them.
+func (p *Peer) handleCore(now zkserver.Now) {
+	rd := p.zk.Ready()
+	for _, s := range rd.Sends {
+		p.clients.Send(s)
+	}
+	for _, t := range rd.Proposals {
+		if err := p.node.Propose(t.Header.Zxid, txn.Marshal(t)); err != nil {
+			// The core and Zab disagree on the zxid or on who leads:
+			// void what the core prepared; its clients see the
+			// connection drop and retry.
+			p.logger.Warn("proposal refused", "zxid", t.Header.Zxid, "err", err)
+			p.zk.SetMode(zkserver.NotServing, 0, now)
+			return
+		}
+	}
+	for _, f := range rd.Forwards {
+		p.tr.Send([]zab.Message{{Type: zab.MsgRequest, From: p.id, To: p.node.Leader(), Data: EncodeForward(f)}})
+	}
+	for range rd.SyncRequests {
+		if err := p.node.RequestSync(); err != nil {
+			p.zk.SetMode(zkserver.NotServing, 0, now)
+			return
+		}
+	}
+}
+
+// handleNode carries out one zab.Ready.
+func (p *Peer) handleNode(rd zab.Ready, now zkserver.Now) error {
+	if rd.State != nil {
+		if err := p.log.SaveState(*rd.State); err != nil {
+			return err
+		}
+	}
+	if err := p.rebuild(rd, now); err != nil {
+		return err
+	}
+	if len(rd.Entries) > 0 {
+		if err := p.log.Append(rd.Entries); err != nil {
+			return err
+		}
+		if err := p.log.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
+		return err
+	}
+	for _, id := range rd.Disconnect {
+		p.tr.Disconnect(id)
+	}
+	for _, e := range rd.Committed {
+		t, err := txn.Unmarshal(e.Data, p.maxBuf)
+		if err != nil {
+			return fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err)
+		}
+		p.zk.Apply(t, now)
+	}
+	for range rd.SyncsDone {
+		p.zk.SyncDone(now)
+	}
+	if rd.Role != nil {
+		p.setMode(*rd.Role, now)
+	}
+	p.node.Advance(rd)
+	return nil
+}
+
+// rebuild carries out a TRUNC or a SNAP: the log changes under the state
+// machine, which is rebuilt from what is durable.
+func (p *Peer) rebuild(rd zab.Ready, now zkserver.Now) error {
+	switch {
+	case rd.InstallSnapshot:
+		tree, sessions, err := DecodeSnapshot(rd.Snapshot, p.maxBuf)
+		if err != nil {
+			return fmt.Errorf("snapshot from the leader at %s: %w", rd.SnapshotZxid, err)
+		}
+		tree.SetLastZxid(rd.SnapshotZxid)
+		if err := p.log.InstallSnapshot(rd.SnapshotZxid, tree, sessions); err != nil {
+			return err
+		}
+		p.zk.Restore(tree, sessions, now)
+	case rd.Truncate != nil:
+		if err := p.log.Truncate(*rd.Truncate); err != nil {
+			return err
+		}
+		tree, sessions, err := p.log.Reload()
+		if err != nil {
+			return err
+		}
+		p.zk.Restore(tree, sessions, now)
+	}
+	return nil
+}
+
+// send passes messages on, filling in what only the peer knows: the
+// snapshot a learner needs, and a learner's active sessions in its PING.
+func (p *Peer) send(msgs []zab.Message, snapshotsFor []zab.PeerID) error {
+	for i := range msgs {
+		m := &msgs[i]
+		switch {
+		case m.Type == zab.MsgSnap && contains(snapshotsFor, m.To):
+			b, err := EncodeSnapshot(p.zk)
+			if err != nil {
+				return err
+			}
+			m.Data = b
+		case m.Type == zab.MsgPing && p.node.Role() != zab.Leading:
+			m.Data = encodeTouches(p.zk.TakeTouches())
+		}
+	}
+	if len(msgs) > 0 {
+		p.tr.Send(msgs)
+	}
+	return nil
+}
+
+// setMode follows Zab's role with the core's mode.
+func (p *Peer) setMode(rc zab.RoleChange, now zkserver.Now) {
+	switch {
+	case !rc.Serving:
+		p.zk.SetMode(zkserver.NotServing, rc.Epoch, now)
+	case rc.Role == zab.Leading:
+		p.zk.SetMode(zkserver.Leader, rc.Epoch, now)
+	default:
+		p.zk.SetMode(zkserver.Learner, rc.Epoch, now)
+	}
+}
+
+func contains(ids []zab.PeerID, id zab.PeerID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// EncodeSnapshot is the SNAP stream's body: the sessions, then the tree as
+// a snapshot file holds it (spec §10.3), without header or seals.
+func EncodeSnapshot(zk *zkserver.Server) ([]byte, error) {
+	var e jute.Encoder
+	sessions := zk.SnapshotSessions()
+	e.Int(int32(len(sessions)))
+	for _, s := range sessions {
+		e.Long(s.ID)
+		e.Int(s.TimeoutMs)
+	}
+	buf := bytes.NewBuffer(e.B)
+	if err := zk.Tree().WriteBody(buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeSnapshot reads EncodeSnapshot's bytes.
+func DecodeSnapshot(b []byte, maxLen int) (*datatree.Tree, []zkserver.SessionState, error) {
+	d := jute.NewDecoder(b, maxLen)
+	n := d.VectorLen(12)
+	var sessions []zkserver.SessionState
+	for i := 0; i < n; i++ {
+		sessions = append(sessions, zkserver.SessionState{ID: d.Long(), TimeoutMs: d.Int()})
+	}
+	if d.Err() != nil {
+		return nil, nil, d.Err()
+	}
+	tree, err := datatree.ReadBody(bytes.NewReader(b[d.Offset():]), maxLen)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tree, sessions, nil
+}
+
+// ErrBadForward means a forwarded request does not decode.
+var ErrBadForward = errors.New("peer: bad forwarded request")
+
+// EncodeForward encodes a learner's forwarded write as Zab REQUEST data:
+// long sessionId; int cxid; int type; the request body (as ZooKeeper's
+// Request), then keeper's own trailer: boolean bad; vector<Id> ids.
+func EncodeForward(f zkserver.Forward) []byte {
+	var e jute.Encoder
+	e.Long(f.SessionID)
+	e.Int(f.Cxid)
+	e.Int(int32(f.Op))
+	var body jute.Encoder
+	if f.Body != nil {
+		f.Body.Encode(&body)
+	}
+	e.Buffer(body.B)
+	e.Bool(f.Bad)
+	e.VectorLen(len(f.IDs), false)
+	for i := range f.IDs {
+		f.IDs[i].Encode(&e)
+	}
+	return e.B
+}
+
+// DecodeForward reads EncodeForward's bytes.
+func DecodeForward(b []byte, maxLen int) (zkserver.Forward, error) {
+	d := jute.NewDecoder(b, maxLen)
+	f := zkserver.Forward{SessionID: d.Long(), Cxid: d.Int(), Op: zkproto.Op(d.Int())}
+	body := d.Buffer()
+	f.Bad = d.Bool()
+	k := d.VectorLen(8)
+	for i := 0; i < k; i++ {
+		var id zkproto.ID
+		id.Decode(d)
+		f.IDs = append(f.IDs, id)
+	}
+	if err := d.Finish(); err != nil {
+		return f, fmt.Errorf("%w: %v", ErrBadForward, err)
+	}
+	if f.Bad {
+		return f, nil
+	}
+	var rec jute.Record
+	if f.Op == zkproto.OpCreateSession {
+		rec = &txn.CreateSession{}
+	} else {
+		r, known := zkproto.NewRequest(f.Op)
+		if !known {
+			return f, fmt.Errorf("%w: op %v", ErrBadForward, f.Op)
+		}
+		rec = r
+	}
+	if rec != nil {
+		if err := jute.Unmarshal(body, rec, maxLen); err != nil {
+			return f, fmt.Errorf("%w: %v body: %v", ErrBadForward, f.Op, err)
+		}
+	}
+	f.Body = rec
+	return f, nil
+}
+
+// encodeTouches is a learner's PING data: repeated {long session; int timeout}.
+func encodeTouches(ts []zkserver.SessionTouch) []byte {
+	var e jute.Encoder
+	for _, t := range ts {
+		e.Long(t.ID)
+		e.Int(t.TimeoutMs)
+	}
+	return e.B
+}
+
+func decodeTouches(b []byte) ([]zkserver.SessionTouch, error) {
+	if len(b)%12 != 0 {
+		return nil, fmt.Errorf("ping data of %d bytes is not a list of session touches", len(b))
+	}
+	d := jute.NewDecoder(b, 0)
+	out := make([]zkserver.SessionTouch, 0, len(b)/12)
+	for d.Remaining() > 0 {
+		out = append(out, zkserver.SessionTouch{ID: d.Long(), TimeoutMs: d.Int()})
+	}
+	return out, d.Err()
+}
