@@ -53,7 +53,10 @@ type Config struct {
 	// turned into wall-clock times with it.
 	Start time.Time
 	// State returns the server state srvr and mntr report ("standalone",
-	// "leader", "follower", "observer", "read-only"); nil means standalone.
+	// "leader", "follower", "observer", "read-only"; "" while an ensemble
+	// member has no leader, which makes the words answer as a stopped
+	// server); nil means standalone. It must be safe to call from any
+	// goroutine.
 	State func() string
 	// Logger receives the admin logs; nil discards them.
 	Logger *slog.Logger

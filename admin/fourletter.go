@@ -69,7 +69,12 @@ func (a *Admin) FourLetter(cmd string, self zkserver.ConnID, arg int64) []byte {
 	if !known {
 		return nil
 	}
-	out, ok := run(a, self)
+	// An ensemble member without a leader answers as a stopped server.
+	var out []byte
+	ok := false
+	if a.state() != "" {
+		out, ok = run(a, self)
+	}
 	if ok {
 		return out
 	}
@@ -90,5 +95,5 @@ func (a *Admin) whitelisted(cmd string) bool {
 
 // serving reports whether the core still runs.
 func (a *Admin) serving() bool {
-	return a.core.Inspect(func(*zkserver.Server) {})
+	return a.state() != "" && a.core.Inspect(func(*zkserver.Server) {})
 }

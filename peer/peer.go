@@ -185,11 +185,12 @@ func (p *Peer) handleNode(rd zab.Ready, now zkserver.Now) error {
 			return err
 		}
 	}
-	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
-		return err
-	}
+	// Close links first: a FOLLOWERINFO in the same batch opens a new one.
 	for _, id := range rd.Disconnect {
 		p.tr.Disconnect(id)
+	}
+	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
+		return err
 	}
 	for _, e := range rd.Committed {
 		t, err := txn.Unmarshal(e.Data, p.maxBuf)

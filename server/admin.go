@@ -20,6 +20,7 @@ func (s *Server) startAdmin() error {
 		LogDir:              versionDir(s.cfg.DataLogDir),
 		ConfLines:           s.confLines(),
 		Start:               s.start,
+		State:               s.quorumRole,
 		Logger:              s.log,
 	}, s)
 	if err != nil {

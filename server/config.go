@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"keeper/clientconn"
+	"keeper/transport"
+	"keeper/zab"
 	"keeper/zkserver"
 	"keeper/zoocfg"
 )
@@ -39,7 +41,7 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 			whitelist = append(whitelist, w)
 		}
 	}
-	return Config{
+	cfg := Config{
 		ClientAddr:          zc.ClientAddress(),
 		Core:                core,
 		Conn:                conn,
@@ -59,6 +61,37 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		AdminAddr: adminAddr(zc),
 		Logger:    logger,
 	}
+	if zc.Distributed() {
+		cfg.Quorum = quorumFromZoo(zc)
+		cfg.ConfLines = nil // the standalone conf lines do not apply
+	}
+	return cfg
+}
+
+// quorumFromZoo maps the server.N lines and myid onto a QuorumConfig.
+func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
+	q := &QuorumConfig{
+		MyID:           zab.PeerID(zc.MyID),
+		Peers:          map[zab.PeerID]transport.PeerAddrs{},
+		InitLimitTicks: zc.InitLimitTicks,
+		SyncLimitTicks: zc.SyncLimitTicks,
+	}
+	for _, srv := range zc.Servers {
+		id := zab.PeerID(srv.ID)
+		q.Peers[id] = transport.PeerAddrs{
+			Quorum:   net.JoinHostPort(srv.Host, strconv.Itoa(srv.QuorumPort)),
+			Election: net.JoinHostPort(srv.Host, strconv.Itoa(srv.ElectionPort)),
+		}
+		if srv.Role == zoocfg.Observer {
+			q.Observers = append(q.Observers, id)
+		} else {
+			q.Voters = append(q.Voters, id)
+		}
+		if id == q.MyID {
+			q.ListenQuorum, q.ListenElection = q.Peers[id].Quorum, q.Peers[id].Election
+		}
+	}
+	return q
 }
 
 // adminAddr is the admin HTTP server's address from admin.enableServer,

@@ -24,6 +24,7 @@ import (
 	"keeper/snap"
 	"keeper/txn"
 	"keeper/vfs"
+	"keeper/zab"
 	"keeper/zkproto"
 	"keeper/zkserver"
 )
@@ -58,6 +59,9 @@ type Config struct {
 	// Storage says where the data lives; with an empty Storage.DataDir it
 	// lives in memory only.
 	Storage StorageConfig
+	// Quorum makes the server a member of an ensemble; nil runs it
+	// standalone.
+	Quorum *QuorumConfig
 	// AdminAddr is where the admin HTTP server (commands and /metrics)
 	// listens, e.g. "0.0.0.0:8080"; "" disables it.
 	AdminAddr string
@@ -99,6 +103,8 @@ type Server struct {
 	snapshot      *snapshotJob // the snapshot in progress, or nil (loop)
 	snapDone      chan snapshotResult
 	snapWriters   sync.WaitGroup // snapshot writer goroutines; Close waits
+
+	quorum *quorumState // nil when standalone
 }
 
 // New validates cfg and builds a server; Start makes it listen.
@@ -151,7 +157,12 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Start() error {
 	s.start = time.Now()
 	s.started = s.start
-	if s.cfg.Storage.enabled() {
+	switch {
+	case s.cfg.Quorum != nil:
+		if err := s.startQuorum(); err != nil {
+			return err
+		}
+	case s.cfg.Storage.enabled():
 		log, err := recoverState(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log)
 		if err != nil {
 			return err
@@ -198,6 +209,9 @@ func (s *Server) Close() error {
 	s.snapWriters.Wait()
 	if serr := s.closeStorage(); err == nil {
 		err = serr
+	}
+	if qerr := s.stopQuorum(); err == nil {
+		err = qerr
 	}
 	return err
 }
@@ -248,6 +262,12 @@ func (s *Server) loop(ctx context.Context) {
 	if s.committer != nil {
 		durable, failed = s.committer.durable, s.committer.failed
 	}
+	var quorumIn <-chan zab.Message
+	if s.quorum != nil {
+		quorumIn = s.quorum.tr.Recv()
+		tickEvery = time.Duration(s.cfg.Core.TickMs) * time.Millisecond
+		ticker.Reset(tickEvery)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -255,6 +275,8 @@ func (s *Server) loop(ctx context.Context) {
 			return
 		case fn := <-s.inbox:
 			fn()
+		case m := <-quorumIn:
+			s.quorumStep(m)
 		case batch := <-durable:
 			s.applyDurable(batch)
 		case err := <-failed:
@@ -264,9 +286,17 @@ func (s *Server) loop(ctx context.Context) {
 		case r := <-s.snapDone:
 			s.snapshotFinished(r)
 		case <-ticker.C:
-			s.core.Tick(s.now())
+			if s.quorum != nil {
+				s.quorum.peer.Tick(s.now())
+			} else {
+				s.core.Tick(s.now())
+			}
 		}
-		s.drive()
+		if s.quorum != nil {
+			s.driveQuorum()
+		} else {
+			s.drive()
+		}
 	}
 }
 

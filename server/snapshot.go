@@ -43,7 +43,9 @@ type snapshotResult struct {
 // startSnapshot begins a snapshot of the tree as it is now; the log rolls
 // so that the snapshot's txns and the later ones sit in separate files.
 func (s *Server) startSnapshot() {
-	s.committer.rollLog()
+	if s.committer != nil {
+		s.committer.rollLog() // a quorum member's peer log rolls before this
+	}
 	s.trigger.Reset(s.rng)
 	s.sinceSnapshot = 0
 	tree := s.core.Tree()

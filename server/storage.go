@@ -14,6 +14,7 @@ import (
 	"keeper/txn"
 	"keeper/txnlog"
 	"keeper/vfs"
+	"keeper/zab"
 	"keeper/zkserver"
 	"keeper/zxid"
 )
@@ -60,21 +61,35 @@ func (c *StorageConfig) snapDir() string { return filepath.Join(c.DataDir, txnlo
 // that names the file; only a torn tail at the very end of the log is
 // repaired, since it can only hold txns never acknowledged.
 func recoverState(cfg *StorageConfig, core *zkserver.Server, maxRecord int, now zkserver.Now, logger *slog.Logger) (*txnlog.Log, error) {
+	if err := loadState(cfg, core, maxRecord, now, logger, nil); err != nil {
+		return nil, err
+	}
+	return txnlog.Open(cfg.FS, cfg.logDir(), txnlogConfig(cfg, maxRecord, logger))
+}
+
+func txnlogConfig(cfg *StorageConfig, maxRecord int, logger *slog.Logger) txnlog.Config {
+	return txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, Logger: logger}
+}
+
+// loadState restores core from the newest valid snapshot and the log after
+// it. When recent is not nil it also keeps the tail of the log it replays
+// (for Zab, which brings learners up to date from it).
+func loadState(cfg *StorageConfig, core *zkserver.Server, maxRecord int, now zkserver.Now, logger *slog.Logger, recent *recentTail) error {
 	fs := cfg.FS
 	snapDir := cfg.snapDir()
 	for _, dir := range []string{snapDir, filepath.Join(cfg.logDir(), txnlog.DirName)} {
 		if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
-			return nil, fmt.Errorf("server: create %s: %w", dir, err)
+			return fmt.Errorf("server: create %s: %w", dir, err)
 		}
 	}
 	if removed, err := snap.RemoveTemp(fs, snapDir); err != nil {
-		return nil, err
+		return err
 	} else if len(removed) > 0 {
 		logger.Warn("removed unfinished snapshots", "files", removed)
 	}
 	sn, skipped, err := snap.NewestValid(fs, snapDir, maxRecord)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, sk := range skipped {
 		logger.Warn("skipped unusable snapshot", "file", sk.Info.Name, "reason", sk.Err)
@@ -94,23 +109,44 @@ func recoverState(cfg *StorageConfig, core *zkserver.Server, maxRecord int, now 
 		logger.Info("loaded snapshot", "file", sn.Name, "zxid", sn.Zxid, "nodes", tree.NodeCount(), "sessions", len(sessions))
 	}
 	core.Restore(tree, sessions, now)
-	lcfg := txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, Logger: logger}
+	lcfg := txnlogConfig(cfg, maxRecord, logger)
 	if torn, err := txnlog.RepairTornTail(fs, cfg.logDir(), lcfg); err != nil {
-		return nil, err
+		return err
 	} else if torn != nil {
 		logger.Warn("truncated a torn record at the end of the log", "file", torn.File, "offset", torn.Offset)
 	}
-	replayed, err := replay(fs, cfg.logDir(), lcfg, core, pendingDigest, now)
+	replayed, err := replay(fs, cfg.logDir(), lcfg, core, pendingDigest, now, recent)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	logger.Info("replayed transaction log", "txns", replayed, "last_zxid", core.LastZxid())
-	return txnlog.Open(fs, cfg.logDir(), lcfg)
+	return nil
+}
+
+// recentTail keeps the last max txns of a replay, with their payloads.
+type recentTail struct {
+	max     int
+	entries []zab.Entry
+}
+
+func (r *recentTail) add(z zxid.ID, payload []byte) {
+	r.entries = append(r.entries, zab.Entry{Zxid: z, Data: append([]byte(nil), payload...)})
+	if len(r.entries) > 2*r.max {
+		r.entries = append(r.entries[:0:0], r.entries[len(r.entries)-r.max:]...)
+	}
+}
+
+func (r *recentTail) tail() []zab.Entry {
+	if len(r.entries) > r.max {
+		return r.entries[len(r.entries)-r.max:]
+	}
+	return r.entries
 }
 
 // replay applies every txn after the tree's last zxid and checks a fuzzy
 // snapshot's digest when the replay reaches the zxid it names.
-func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkserver.Server, digest *snap.Digest, now zkserver.Now) (int, error) {
+func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkserver.Server, digest *snap.Digest, now zkserver.Now,
+	recent *recentTail) (int, error) {
 	it, err := txnlog.Read(fs, logDir, core.LastZxid()+1, lcfg)
 	if err != nil {
 		return 0, err
@@ -135,6 +171,9 @@ func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkserver.Server,
 				t.Header.Zxid, last, path, off)
 		}
 		core.Apply(t, now)
+		if recent != nil {
+			recent.add(t.Header.Zxid, it.Payload())
+		}
 		n++
 		if digest != nil && t.Header.Zxid == digest.Zxid {
 			if got := core.Tree().Digest(); got != digest.TreeDigest {

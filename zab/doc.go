@@ -12,9 +12,10 @@
 //  2. Truncate the log to Truncate when non-nil, or replace the state
 //     machine and the log with the snapshot the leader streamed when
 //     InstallSnapshot is set; then append Entries and sync.
-//  3. Send Messages, in order per destination: a message may promise the
-//     peer that the steps above are done (an ACK promises the entry is on
-//     disk, ACKEPOCH that acceptedEpoch is).
+//  3. Close the links in Disconnect, then send Messages, in order per
+//     destination: a message may promise the peer that the steps above are
+//     done (an ACK promises the entry is on disk, ACKEPOCH that
+//     acceptedEpoch is).
 //  4. Apply Committed to the state machine, in order.
 //
 // Then call Advance with the same Ready.

@@ -48,9 +48,7 @@ func (n *Node) becomeLooking() {
 // leaveRole drops the state of the role the node is leaving.
 func (n *Node) leaveRole() {
 	if n.lead != nil {
-		for p := range n.lead.learners {
-			n.ready.Disconnect = append(n.ready.Disconnect, p)
-		}
+		n.ready.Disconnect = append(n.ready.Disconnect, n.sortedLearners()...)
 	}
 	if n.learn != nil && n.leader != 0 {
 		n.ready.Disconnect = append(n.ready.Disconnect, n.leader)

@@ -49,7 +49,7 @@ const (
 	MsgSync         MsgType = 7  // leader to learner: everything committed before the sync request is sent
 	MsgInform       MsgType = 8  // leader to observer: a committed txn with its data
 	MsgNewLeader    MsgType = 10 // leader to learner: sync done; Zxid = newEpoch<<32
-	MsgFollowerInfo MsgType = 11 // follower to leader: Zxid = acceptedEpoch<<32, Data: lastZxid
+	MsgFollowerInfo MsgType = 11 // follower to leader: Zxid = acceptedEpoch<<32 (its last zxid comes in ACKEPOCH)
 	MsgUpToDate     MsgType = 12 // leader to learner: start serving
 	MsgDiff         MsgType = 13 // leader to learner: proposals up to Zxid follow
 	MsgTrunc        MsgType = 14 // leader to learner: truncate the log to Zxid

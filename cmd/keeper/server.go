@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -97,9 +96,6 @@ func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
 // runServer serves until SIGINT or SIGTERM, then shuts down cleanly.
 // ready, if not nil, is called once the server listens.
 func runServer(ctx context.Context, zc *zoocfg.Config, logger *slog.Logger, ready func(*server.Server)) error {
-	if zc.Distributed() {
-		return errors.New("ensembles (server.N lines) are not supported yet: run standalone")
-	}
 	if err := os.MkdirAll(zc.DataDir, 0o755); err != nil {
 		return err
 	}

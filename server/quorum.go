@@ -1,0 +1,163 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"keeper/peer"
+	"keeper/transport"
+	"keeper/txnlog"
+	"keeper/zab"
+	"keeper/zkserver"
+)
+
+// QuorumConfig makes the server a member of an ensemble (zoo.cfg's
+// server.N lines and the myid file). A nil QuorumConfig runs standalone.
+type QuorumConfig struct {
+	// MyID is this server's id.
+	MyID zab.PeerID
+	// Voters and Observers are the ensemble's members.
+	Voters, Observers []zab.PeerID
+	// Peers are every member's quorum and election addresses.
+	Peers map[zab.PeerID]transport.PeerAddrs
+	// ListenQuorum and ListenElection are where this server listens for
+	// the others (its own server.N addresses, or ":0" in tests).
+	ListenQuorum, ListenElection string
+	// InitLimitTicks and SyncLimitTicks are zoo.cfg's initLimit and
+	// syncLimit, in ticks of Core.TickMs.
+	InitLimitTicks, SyncLimitTicks int
+	// MaxRecentEntries bounds the txns kept in memory to bring learners
+	// up to date with a DIFF; 0 means 10,000.
+	MaxRecentEntries int
+}
+
+// quorumState is the part of a Server that runs Zab.
+type quorumState struct {
+	peer *peer.Peer
+	tr   *transport.Transport
+	log  *diskLog
+	// role is what srvr and mntr report: leader, follower, observer, or
+	// "" while not serving. Written by the loop, read by the admin side.
+	role atomic.Value
+}
+
+// startQuorum recovers the data, opens the log and the links to the other
+// servers, and builds the peer. Called by Start before the loop runs.
+func (s *Server) startQuorum() error {
+	q := s.cfg.Quorum
+	if !s.cfg.Storage.enabled() {
+		return errors.New("server: an ensemble member needs a data directory")
+	}
+	maxRecord := s.cfg.Core.MaxBuffer + 1024
+	hs, err := readEpochs(s.cfg.Storage.FS, s.cfg.Storage.snapDir())
+	if err != nil {
+		return err
+	}
+	maxRecent := q.MaxRecentEntries
+	if maxRecent <= 0 {
+		maxRecent = 10000
+	}
+	recent := &recentTail{max: maxRecent}
+	if err := loadState(&s.cfg.Storage, s.core, maxRecord, s.now(), s.log, recent); err != nil {
+		return err
+	}
+	lg, err := txnlog.Open(s.cfg.Storage.FS, s.cfg.Storage.logDir(), txnlogConfig(&s.cfg.Storage, maxRecord, s.log))
+	if err != nil {
+		return err
+	}
+	s.core.SetMode(zkserver.NotServing, 0, s.now())
+	node, err := zab.New(zab.Config{
+		ID: q.MyID, Voters: q.Voters, Observers: q.Observers,
+		InitLimitTicks: q.InitLimitTicks, SyncLimitTicks: q.SyncLimitTicks,
+		HardState: hs, LastZxid: s.core.LastZxid(), Recent: recent.tail(), MaxRecentEntries: maxRecent,
+		Rand: rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
+	})
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	tr, err := transport.New(transport.Config{ID: q.MyID, Peers: q.Peers,
+		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, Logger: s.log})
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	if err := tr.Start(); err != nil {
+		lg.Close()
+		return fmt.Errorf("server: quorum transport: %w", err)
+	}
+	coreCfg := s.cfg.Core
+	coreCfg.Logger = nil
+	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
+		logger: s.log, hard: hs, now: s.now}
+	s.quorum = &quorumState{tr: tr, log: dl}
+	s.quorum.role.Store("")
+	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
+	return nil
+}
+
+// stopQuorum closes the links and the log.
+func (s *Server) stopQuorum() error {
+	if s.quorum == nil {
+		return nil
+	}
+	err := s.quorum.tr.Close()
+	if lerr := s.quorum.log.log.Close(); err == nil && !errors.Is(lerr, s.core.WritesFailed()) {
+		err = lerr
+	}
+	return err
+}
+
+// clientSink hands the core's output to client connections (peer.Clients).
+type clientSink struct{ s *Server }
+
+func (c clientSink) Send(snd zkserver.Send) {
+	if conn, ok := c.s.conns[snd.Conn]; ok {
+		conn.Send(snd.Data, snd.Completed, snd.Close)
+	}
+}
+
+// quorumStep handles one message from another server, on the loop.
+func (s *Server) quorumStep(m zab.Message) {
+	if err := s.quorum.peer.Step(m, s.now()); err != nil {
+		s.log.Debug("dropped quorum message", "from", m.From, "type", m.Type, "err", err)
+	}
+}
+
+// driveQuorum carries out the peer's work, and starts a snapshot when one
+// is due, on the loop.
+func (s *Server) driveQuorum() {
+	before := s.core.LastZxid()
+	if err := s.quorum.peer.HandleReady(s.now()); err != nil && s.core.WritesFailed() == nil {
+		s.core.FailWrites(err)
+	}
+	n := s.quorum.peer.Node()
+	role := ""
+	if n.Serving() {
+		role = map[zab.Role]string{zab.Leading: "leader", zab.Following: "follower", zab.Observing: "observer"}[n.Role()]
+	}
+	s.quorum.role.Store(role)
+	if after := s.core.LastZxid(); after > before {
+		s.sinceSnapshot += int(after.Counter() - before.Counter())
+		if after.Epoch() != before.Epoch() {
+			s.sinceSnapshot++
+		}
+	}
+	if s.snapshot == nil && s.trigger.Due(s.sinceSnapshot, 0) {
+		if err := s.quorum.log.log.Roll(); err != nil {
+			s.core.FailWrites(err)
+			return
+		}
+		s.startSnapshot()
+	}
+}
+
+// quorumRole returns what srvr reports as Mode.
+func (s *Server) quorumRole() string {
+	if s.quorum == nil {
+		return "standalone"
+	}
+	return s.quorum.role.Load().(string)
+}
