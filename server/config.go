@@ -75,6 +75,7 @@ func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
 		Peers:          map[zab.PeerID]transport.PeerAddrs{},
 		InitLimitTicks: zc.InitLimitTicks,
 		SyncLimitTicks: zc.SyncLimitTicks,
+		ReadOnly:       zc.ReadOnlyModeEnabled,
 	}
 	for _, srv := range zc.Servers {
 		id := zab.PeerID(srv.ID)

@@ -31,16 +31,28 @@ type QuorumConfig struct {
 	// MaxRecentEntries bounds the txns kept in memory to bring learners
 	// up to date with a DIFF; 0 means 10,000.
 	MaxRecentEntries int
+	// ReadOnly lets the server serve reads in read-only mode once it has
+	// had no leader for a while (readonlymode.enabled).
+	ReadOnly bool
 }
+
+// readOnlyDelay is how long a member without a leader waits before it
+// serves read-only: Apache ZooKeeper waits max(2 s, tickTime), so that an
+// ordinary election does not flip every client to a read-only server.
+const readOnlyDelayMs = 2000
 
 // quorumState is the part of a Server that runs Zab.
 type quorumState struct {
 	peer *peer.Peer
 	tr   *transport.Transport
 	log  *diskLog
-	// role is what srvr and mntr report: leader, follower, observer, or
-	// "" while not serving. Written by the loop, read by the admin side.
+	// role is what srvr and mntr report: leader, follower, observer,
+	// read-only, or "" while not serving. Written by the loop, read by the
+	// admin side.
 	role atomic.Value
+	// leaderlessSinceMs is when the server last lost its leader (MonoMs),
+	// or -1 while it has one.
+	leaderlessSinceMs int64
 }
 
 // startQuorum recovers the data, opens the log and the links to the other
@@ -92,7 +104,7 @@ func (s *Server) startQuorum() error {
 	coreCfg.Logger = nil
 	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
 		logger: s.log, hard: hs, now: s.now}
-	s.quorum = &quorumState{tr: tr, log: dl}
+	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0}
 	s.quorum.role.Store("")
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
 	return nil
@@ -134,9 +146,21 @@ func (s *Server) driveQuorum() {
 		s.core.FailWrites(err)
 	}
 	n := s.quorum.peer.Node()
+	now := s.now()
 	role := ""
-	if n.Serving() {
+	switch {
+	case n.Serving():
 		role = map[zab.Role]string{zab.Leading: "leader", zab.Following: "follower", zab.Observing: "observer"}[n.Role()]
+		s.quorum.leaderlessSinceMs = -1
+	case s.quorum.leaderlessSinceMs < 0:
+		s.quorum.leaderlessSinceMs = now.MonoMs
+	case s.cfg.Quorum.ReadOnly && s.core.Mode() == zkserver.NotServing &&
+		now.MonoMs-s.quorum.leaderlessSinceMs >= max(readOnlyDelayMs, s.cfg.Core.TickMs):
+		s.core.SetMode(zkserver.ReadOnly, 0, now)
+		s.log.Info("serving read-only: no leader")
+	}
+	if s.core.Mode() == zkserver.ReadOnly {
+		role = "read-only"
 	}
 	s.quorum.role.Store(role)
 	if after := s.core.LastZxid(); after > before {

@@ -23,8 +23,10 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 	c.stats.received++
 	c.stats.lastOp = zkproto.OpCreateSession
 	c.readOnlyByte = req.HasReadOnly
-	if s.mode == NotServing {
-		s.closeConn(c) // no leader: Apache ZooKeeper is not serving either
+	if s.mode == NotServing || (s.mode == ReadOnly && !req.ReadOnly) {
+		// No leader: Apache ZooKeeper is not serving either, or serves
+		// only clients that accept a read-only server.
+		s.closeConn(c)
 		return
 	}
 	if zxid.ID(req.LastZxidSeen) > s.LastZxid() {
@@ -38,6 +40,11 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 	timeout := session.Negotiate(req.TimeoutMs, s.cfg.MinSessionTimeoutMs, s.cfg.MaxSessionTimeoutMs)
 	e := &entry{kind: kindConnect, executed: true, received: now.MonoMs}
 	c.queue = append(c.queue, e)
+	if req.SessionID == 0 && s.mode == ReadOnly {
+		s.localSession(c, e, timeout, now)
+		s.pump(c, now)
+		return
+	}
 	if req.SessionID == 0 {
 		if s.writeErr != nil {
 			s.closeConn(c) // a new session needs a txn
@@ -113,10 +120,23 @@ func (s *Server) sessionCreated(sid int64, z zxid.ID) *conn {
 	return c
 }
 
+// localSession opens a session a read-only server keeps to itself.
+func (s *Server) localSession(c *conn, e *entry, timeoutMs int32, now Now) {
+	sid := s.sessions.Create(timeoutMs, now.MonoMs)
+	s.localSessions[sid] = true
+	c.session, c.timeoutMs = sid, timeoutMs
+	s.sessionConn[sid] = c.id
+	pw := session.Password(sid)
+	e.reply = s.connectFrame(c, &zkproto.ConnectResponse{TimeoutMs: timeoutMs, SessionID: sid, Passwd: pw[:]})
+	e.done = true
+}
+
 // connectFrame encodes a ConnectResponse, with the readOnly byte only if
-// the request had one (spec §1.2).
+// the request had one (spec §1.2); it says whether this server is
+// read-only.
 func (s *Server) connectFrame(c *conn, r *zkproto.ConnectResponse) []byte {
 	r.HasReadOnly = c.readOnlyByte
+	r.ReadOnly = r.TimeoutMs != 0 && s.mode == ReadOnly
 	e := jute.Encoder{B: make([]byte, 4, 48)}
 	r.Encode(&e)
 	putLength(e.B)

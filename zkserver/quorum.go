@@ -25,6 +25,10 @@ const (
 	// NotServing has no leader: it closes connections and refuses new
 	// ones.
 	NotServing
+	// ReadOnly has no leader either, but serves reads to clients that
+	// accept a read-only server (readonlymode.enabled, spec §6.4): their
+	// sessions are local to this server, writes get NotReadOnly.
+	ReadOnly
 )
 
 func (m Mode) String() string {
@@ -35,6 +39,8 @@ func (m Mode) String() string {
 		return "leader"
 	case Learner:
 		return "learner"
+	case ReadOnly:
+		return "read-only"
 	}
 	return "not serving"
 }
@@ -88,11 +94,18 @@ func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 	if m == Leader {
 		s.lastProposed = max(s.lastProposed, zxid.Make(epoch, 0))
 	}
-	if m == NotServing {
+	if old != m && (m == NotServing || m == ReadOnly || old == ReadOnly) {
 		for _, id := range s.sortedConns() {
 			s.closeConn(s.conns[id])
 		}
 		s.syncs = nil
+	}
+	if old == ReadOnly && m != ReadOnly {
+		// Read-only sessions were never committed anywhere: they end here.
+		for id := range s.localSessions {
+			s.sessions.Remove(id)
+		}
+		clear(s.localSessions)
 	}
 }
 

@@ -125,3 +125,41 @@ func TestLearnerSyncAndLeaderLoss(t *testing.T) {
 		t.Fatal("connection open without a leader")
 	}
 }
+
+// Without a leader, a read-only server serves reads to clients that accept
+// it, refuses writes with NotReadOnly and refuses other clients.
+func TestReadOnlyMode(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	x := h.send(1, zkproto.OpCreate, create("/r", "v", 0))
+	h.expect(1, ok(x))
+	h.s.SetMode(ReadOnly, 0, h.now)
+	h.drive()
+	if !h.closed[1] {
+		t.Fatal("connection survived the switch to read-only")
+	}
+	h.s.NewConn(2, netip.MustParseAddrPort("127.0.0.1:2"), h.now)
+	h.s.Connect(2, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16), HasReadOnly: true}, h.now)
+	h.drive()
+	if !h.closed[2] {
+		t.Fatal("a client that needs a read-write server was accepted")
+	}
+	h.s.NewConn(3, netip.MustParseAddrPort("127.0.0.1:3"), h.now)
+	h.s.Connect(3, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16), ReadOnly: true, HasReadOnly: true}, h.now)
+	h.drive()
+	fs := h.take(3)
+	var resp zkproto.ConnectResponse
+	h.decode(frame{body: fs[0].raw}, &resp)
+	if resp.SessionID == 0 || !resp.ReadOnly || len(h.pending) != 0 {
+		t.Fatalf("read-only handshake %+v, %d txns", resp, len(h.pending))
+	}
+	xr := h.send(3, zkproto.OpGetData, &zkproto.GetDataRequest{Path: "/r"})
+	xw := h.send(3, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/r", Data: []byte("x"), Version: -1})
+	h.expect(3, ok(xr), fail(xw, zkproto.CodeNotReadOnly))
+	h.now.MonoMs += 60000
+	h.s.Tick(h.now)
+	h.drive()
+	if !h.closed[3] {
+		t.Fatal("a local session outlived its timeout")
+	}
+}

@@ -156,6 +156,9 @@ type Server struct {
 	syncs        []syncWait // client syncs waiting for the leader, oldest first
 	syncRequests int
 	touched      map[int64]int32 // sessions active since the last TakeTouches (learner)
+	// localSessions are the sessions a read-only server created: never
+	// committed, they end when it finds a leader.
+	localSessions map[int64]bool
 }
 
 // New returns a Server with the built-in tree of a fresh ZooKeeper.
@@ -173,15 +176,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	tree := datatree.New()
 	s := &Server{
-		cfg:         cfg,
-		log:         logger,
-		tree:        tree,
-		sessions:    sessions,
-		watches:     watch.New(),
-		auth:        acl.Authenticator{SuperDigest: cfg.SuperDigest},
-		conns:       make(map[ConnID]*conn),
-		sessionConn: make(map[int64]ConnID),
-		touched:     make(map[int64]int32),
+		cfg:           cfg,
+		log:           logger,
+		tree:          tree,
+		sessions:      sessions,
+		watches:       watch.New(),
+		auth:          acl.Authenticator{SuperDigest: cfg.SuperDigest},
+		conns:         make(map[ConnID]*conn),
+		sessionConn:   make(map[int64]ConnID),
+		touched:       make(map[int64]int32),
+		localSessions: make(map[int64]bool),
 	}
 	s.view = newView(tree)
 	s.stats.reset()

@@ -14,6 +14,10 @@ type reaper struct {
 // ContainerCheckMs, empty containers and expired TTL nodes are removed.
 // Drivers call it at least every tick (Config.TickMs).
 func (s *Server) Tick(now Now) {
+	if s.mode == ReadOnly {
+		s.expireLocal(now)
+		return
+	}
 	if s.writeErr != nil || (s.mode != Standalone && s.mode != Leader) {
 		return // expiring a session or reaping a node needs a txn only a leader makes
 	}
@@ -71,3 +75,24 @@ func (s *Server) reapCandidates(now Now) []string {
 
 // sessionHex formats a session id as Apache ZooKeeper's logs do.
 func sessionHex(sid int64) string { return fmt.Sprintf("0x%x", uint64(sid)) }
+
+// expireLocal ends a read-only server's sessions whose timeout passed; they
+// own no ephemerals, so no txn is needed. Committed sessions are left to
+// the next leader.
+func (s *Server) expireLocal(now Now) {
+	var due []int64
+	for sid := range s.localSessions {
+		if sess, ok := s.sessions.Get(sid); !ok || sess.ExpiresAtMs <= now.MonoMs {
+			due = append(due, sid)
+		}
+	}
+	slices.Sort(due)
+	for _, sid := range due {
+		s.sessions.Remove(sid)
+		delete(s.localSessions, sid)
+		if c := s.connOf(sid); c != nil {
+			delete(s.sessionConn, sid)
+			s.closeConn(c)
+		}
+	}
+}

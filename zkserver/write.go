@@ -29,6 +29,15 @@ func (s *Server) prepWrite(c *conn, e *entry, now Now) {
 	case s.writeErr != nil:
 		s.refuseWrite(e)
 		return
+	case s.mode == ReadOnly && e.op == zkproto.OpCloseSession:
+		s.sessions.Remove(c.session)
+		delete(s.localSessions, c.session)
+		s.finish(e, s.LastZxid(), zkproto.CodeOK, nil)
+		e.close = true
+		return
+	case s.mode == ReadOnly:
+		s.refuseWrite(e)
+		return
 	case e.op == zkproto.OpSync:
 		s.queueSync(c, e)
 		return
