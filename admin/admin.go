@@ -58,6 +58,10 @@ type Config struct {
 	// server); nil means standalone. It must be safe to call from any
 	// goroutine.
 	State func() string
+	// Quorum, if set, reports a leader's learners for mntr (zk_followers,
+	// zk_synced_followers, zk_pending_syncs). It runs inside Inspect, on
+	// the goroutine that owns the core; ok is false when not leading.
+	Quorum func() (q QuorumFacts, ok bool)
 	// Logger receives the admin logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -129,6 +133,8 @@ func (a *Admin) wallTime(monoMs int64) time.Time {
 // facts are the scalar figures srvr, stat, mntr and the metrics share,
 // copied from the core in one Inspect.
 type facts struct {
+	quorum      QuorumFacts
+	leading     bool
 	stats       zkserver.Stats
 	conns       []zkserver.ConnInfo
 	outstanding int
@@ -156,8 +162,20 @@ func (a *Admin) facts() (f facts, ok bool) {
 			watchCount:  core.Watches().Count(),
 			sessions:    core.Sessions().Len(),
 		}
+		if a.cfg.Quorum != nil {
+			f.quorum, f.leading = a.cfg.Quorum()
+		}
 	})
 	return f, ok
+}
+
+// QuorumFacts are a leader's figures about its learners.
+type QuorumFacts struct {
+	QuorumSize      int // voters in the ensemble
+	Followers       int
+	SyncedFollowers int
+	Observers       int
+	PendingSyncs    int
 }
 
 // sessionOf maps each connection to its session id (0 before the

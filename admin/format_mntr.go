@@ -58,11 +58,23 @@ func (a *Admin) monitorFields(f facts) []field {
 	if fdOK {
 		fields = append(fields, field{"open_file_descriptor_count", open})
 	}
-	return append(fields,
+	fields = append(fields,
 		field{"local_sessions", int64(0)}, // keeper has no local sessions yet
 		field{"uptime", a.uptime()},
 		field{"max_latency", st.MaxLatencyMs},
 	)
+	if f.leading {
+		q := f.quorum
+		fields = append(fields,
+			field{"quorum_size", int64(q.QuorumSize)},
+			field{"learners", int64(q.Followers + q.Observers)},
+			field{"followers", int64(q.Followers)},
+			field{"synced_followers", int64(q.SyncedFollowers)},
+			field{"synced_observers", int64(q.Observers)},
+			field{"pending_syncs", int64(q.PendingSyncs)},
+		)
+	}
+	return fields
 }
 
 // mntr renders monitorFields as "zk_<key>\t<value>" lines (spec §8.2).

@@ -21,6 +21,7 @@ func (s *Server) startAdmin() error {
 		ConfLines:           s.confLines(),
 		Start:               s.start,
 		State:               s.quorumRole,
+		Quorum:              s.quorumFacts,
 		Logger:              s.log,
 	}, s)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
+	"keeper/admin"
 	"keeper/peer"
 	"keeper/transport"
 	"keeper/txnlog"
@@ -184,4 +185,17 @@ func (s *Server) quorumRole() string {
 		return "standalone"
 	}
 	return s.quorum.role.Load().(string)
+}
+
+// quorumFacts reports a leader's learners to mntr; it runs on the loop.
+func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
+	if s.quorum == nil {
+		return admin.QuorumFacts{}, false
+	}
+	st, ok := s.quorum.peer.Node().LeaderStats()
+	if !ok {
+		return admin.QuorumFacts{}, false
+	}
+	return admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), Followers: st.Followers,
+		SyncedFollowers: st.SyncedFollowers, Observers: st.Observers, PendingSyncs: st.PendingSyncs}, true
 }

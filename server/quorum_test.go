@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,27 @@ func TestEnsembleOverTCP(t *testing.T) {
 			t.Fatalf("server %d: %d children, %v", i, len(kids), err)
 		}
 		c2.Close()
+	}
+}
+
+// The leader reports its followers in mntr.
+func TestEnsembleMntr(t *testing.T) {
+	servers := startEnsemble(t, 3)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, s := range servers {
+			if s.quorumRole() != "leader" {
+				continue
+			}
+			out := string(s.fourLetter(0, "mntr", 0))
+			if strings.Contains(out, "zk_synced_followers\t2\n") && strings.Contains(out, "zk_server_state\tleader\n") &&
+				strings.Contains(out, "zk_followers\t2\n") && strings.Contains(out, "zk_pending_syncs\t0\n") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader reporting two synced followers")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -293,3 +293,32 @@ func (n *Node) quorum(set map[PeerID]bool) bool {
 	}
 	return k > len(n.cfg.Voters)/2
 }
+
+// LeaderStats describes a leader's learners for monitoring.
+type LeaderStats struct {
+	Followers       int // followers connected (any phase)
+	SyncedFollowers int // followers in broadcast
+	Observers       int // observers connected
+	PendingSyncs    int // learners' sync requests waiting for a commit
+}
+
+// LeaderStats returns the leader's view of its learners; ok is false on a
+// node that does not lead.
+func (n *Node) LeaderStats() (st LeaderStats, ok bool) {
+	if n.role != Leading || n.lead == nil {
+		return st, false
+	}
+	for _, p := range n.lead.learners {
+		switch {
+		case p.observer:
+			st.Observers++
+		case p.phase == phaseUpToDate:
+			st.Followers++
+			st.SyncedFollowers++
+		default:
+			st.Followers++
+		}
+	}
+	st.PendingSyncs = len(n.lead.remoteSyncs)
+	return st, true
+}
