@@ -146,21 +146,21 @@ func (p *Peer) handleCore(now zkserver.Now) {
 	for _, s := range rd.Sends {
 		p.clients.Send(s)
 	}
-	for _, t := range rd.Proposals {
-		if err := p.node.Propose(t.Header.Zxid, txn.Marshal(t)); err != nil {
-			// The core and Zab disagree on the zxid or on who leads:
-			// void what the core prepared; its clients see the
-			// connection drop and retry.
-			p.logger.Warn("proposal refused", "zxid", t.Header.Zxid, "err", err)
-			p.zk.SetMode(zkserver.NotServing, 0, now)
-			return
+	for _, o := range rd.Outbox {
+		var err error
+		switch {
+		case o.Txn != nil:
+			err = p.node.Propose(o.Txn.Header.Zxid, txn.Marshal(o.Txn))
+		case o.Forward != nil:
+			err = p.node.Forward(EncodeForward(*o.Forward))
+		case o.Sync:
+			err = p.node.RequestSync()
 		}
-	}
-	for _, f := range rd.Forwards {
-		p.tr.Send([]zab.Message{{Type: zab.MsgRequest, From: p.id, To: p.node.Leader(), Data: EncodeForward(f)}})
-	}
-	for range rd.SyncRequests {
-		if err := p.node.RequestSync(); err != nil {
+		if err != nil {
+			// The core and Zab disagree on who leads or on the next
+			// zxid: void what the core prepared; its clients see the
+			// connection drop and retry.
+			p.logger.Warn("write refused by zab", "err", err)
 			p.zk.SetMode(zkserver.NotServing, 0, now)
 			return
 		}
@@ -192,14 +192,19 @@ func (p *Peer) handleNode(rd zab.Ready, now zkserver.Now) error {
 	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
 		return err
 	}
-	for _, e := range rd.Committed {
+	syncs := rd.SyncsDone
+	for i, e := range rd.Committed {
+		for len(syncs) > 0 && syncs[0] == i {
+			p.zk.SyncDone(now)
+			syncs = syncs[1:]
+		}
 		t, err := txn.Unmarshal(e.Data, p.maxBuf)
 		if err != nil {
 			return fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err)
 		}
 		p.zk.Apply(t, now)
 	}
-	for range rd.SyncsDone {
+	for range syncs {
 		p.zk.SyncDone(now)
 	}
 	if rd.Role != nil {

@@ -162,6 +162,21 @@ func (t *Table) SetTimeout(id int64, timeoutMs int32, nowMs int64) bool {
 	return true
 }
 
+// Renew gives every session a full timeout from nowMs and clears Closing
+// marks: what a server does when it becomes the one that expires sessions
+// (a new leader). A close it had started and not finished was voided with
+// the leadership it belonged to; until the session's client goes silent
+// again nothing says it is dead, and it was only ever touched on the
+// servers its client talked to.
+func (t *Table) Renew(nowMs int64) {
+	for _, id := range slices.Sorted(maps.Keys(t.sessions)) {
+		e := t.sessions[id]
+		e.Closing = false
+		t.unbucket(e) // a session Expire took out of its bucket goes back in
+		t.rebucket(e, nowMs)
+	}
+}
+
 // rebucket moves e to the bucket for a touch at nowMs with its timeout.
 func (t *Table) rebucket(e *entry, nowMs int64) {
 	exp := t.expiryFor(nowMs, e.TimeoutMs)

@@ -122,7 +122,7 @@ func (n *e2eNode) handle(rd zab.Ready) {
 		}
 	}
 	n.applied = append(n.applied, rd.Committed...)
-	n.syncs += rd.SyncsDone
+	n.syncs += len(rd.SyncsDone)
 	n.mu.Unlock()
 	for _, p := range rd.Disconnect {
 		n.tr.Disconnect(p) // before Send: a FOLLOWERINFO below opens a new link

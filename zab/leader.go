@@ -95,6 +95,13 @@ func (n *Node) learnerInfo(m Message) {
 	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo || !n.isVoter(m.From),
 		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid}
 	l.learners[m.From] = p
+	if l.epochDecided && p.acceptedEpoch > l.newEpoch {
+		// It promised a later epoch (as a candidate whose own leadership
+		// never took hold) and may not accept ours: a new election picks an
+		// epoch above every promise, or it could never rejoin.
+		n.becomeLooking()
+		return
+	}
 	if l.epochDecided {
 		n.offerEpoch(p)
 		return
@@ -293,7 +300,10 @@ func (n *Node) leaderAdvanced() {
 
 // tryCommit commits up to the highest zxid a quorum of voters has made
 // durable, tells followers (COMMIT) and observers (INFORM), and answers the
-// syncs that waited for it.
+// syncs that waited for it — each at its own point: a sync issued when the
+// leader's log ended at u is answered after the commit of u and before
+// later ones, so a learner applies exactly what the sync promised before it
+// answers, and no reply that follows the sync carries an older zxid.
 func (n *Node) tryCommit() {
 	l := n.lead
 	acks := []zxid.ID{n.durable}
@@ -312,10 +322,45 @@ func (n *Node) tryCommit() {
 	if z <= n.committed {
 		return
 	}
+	for {
+		step := z
+		if u, ok := n.nextSyncPoint(); ok && u < z {
+			step = u
+		}
+		n.commitStep(step)
+		n.answerSyncs()
+		if step == z {
+			return
+		}
+	}
+}
+
+// nextSyncPoint returns the lowest zxid a pending sync waits for, above the
+// commit point.
+func (n *Node) nextSyncPoint() (zxid.ID, bool) {
+	best, ok := zxid.ID(0), false
+	for _, s := range n.lead.remoteSyncs {
+		if s.upTo > n.committed && (!ok || s.upTo < best) {
+			best, ok = s.upTo, true
+		}
+	}
+	for _, u := range n.lead.syncs {
+		if u > n.committed && (!ok || u < best) {
+			best, ok = u, true
+		}
+	}
+	return best, ok
+}
+
+// commitStep commits up to z and tells the learners.
+func (n *Node) commitStep(z zxid.ID) {
+	if z <= n.committed {
+		return
+	}
 	newly := n.log.between(n.committed, z)
 	n.commitTo(z)
 	for _, id := range n.sortedLearners() {
-		p := l.learners[id]
+		p := n.lead.learners[id]
 		switch {
 		case !p.forward:
 		case p.observer:
@@ -326,7 +371,6 @@ func (n *Node) tryCommit() {
 			n.send(Message{Type: MsgCommit, To: id, Zxid: z})
 		}
 	}
-	n.answerSyncs()
 }
 
 // syncRequest queues a learner's sync until everything proposed so far is
@@ -336,6 +380,9 @@ func (n *Node) syncRequest(from PeerID) {
 	n.answerSyncs()
 }
 
+// answerSyncs answers every sync whose point is committed: a learner's
+// with SYNC, a local one in Ready.SyncsDone at the current end of
+// Committed.
 func (n *Node) answerSyncs() {
 	l := n.lead
 	k := 0
@@ -357,7 +404,7 @@ func (n *Node) answerSyncs() {
 			k++
 			continue
 		}
-		n.ready.SyncsDone++
+		n.ready.SyncsDone = append(n.ready.SyncsDone, len(n.ready.Committed))
 	}
 	l.syncs = l.syncs[:k]
 }

@@ -93,7 +93,7 @@ func (n *Node) stepLearner(m Message) error {
 	case MsgSync:
 		if ls.syncs > 0 {
 			ls.syncs--
-			n.ready.SyncsDone++
+			n.ready.SyncsDone = append(n.ready.SyncsDone, len(n.ready.Committed))
 		}
 	default:
 		return errUnexpected(n, m)
@@ -185,6 +185,16 @@ func (n *Node) RequestSync() error {
 	default:
 		return ErrNotLeader
 	}
+	return nil
+}
+
+// Forward sends a client's write to the leader (Zab's REQUEST), in order
+// with the node's other messages, such as sync requests.
+func (n *Node) Forward(data []byte) error {
+	if (n.role != Following && n.role != Observing) || !n.serving {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgRequest, To: n.leader, Data: data})
 	return nil
 }
 

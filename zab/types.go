@@ -177,10 +177,12 @@ type Ready struct {
 	// Snapshot is the state streamed by the leader with SNAP, to install
 	// when InstallSnapshot is set.
 	Snapshot []byte
-	// SyncsDone counts sync requests (RequestSync) that completed with this
-	// batch: once Committed is applied, that many pending syncs, oldest
-	// first, may be answered.
-	SyncsDone int
+	// SyncsDone lists sync requests (RequestSync) that completed with this
+	// batch, oldest first: each value k says the sync completes once the
+	// first k entries of Committed are applied (it must be answered then,
+	// before the rest, or its reply would carry a later zxid than replies
+	// that follow it).
+	SyncsDone []int
 	// Disconnect lists peers whose quorum link the caller must close (the
 	// peer then sees MsgDisconnected): learners the leader dropped, or the
 	// leader a learner gave up on.
@@ -200,5 +202,5 @@ type RoleChange struct {
 func (r *Ready) empty() bool {
 	return r.Role == nil && r.State == nil && r.Truncate == nil && !r.InstallSnapshot &&
 		len(r.SendSnapshots) == 0 && len(r.Entries) == 0 && len(r.Messages) == 0 &&
-		len(r.Committed) == 0 && r.SyncsDone == 0 && len(r.Disconnect) == 0
+		len(r.Committed) == 0 && len(r.SyncsDone) == 0 && len(r.Disconnect) == 0
 }

@@ -71,7 +71,7 @@ func (s *Server) classify(op zkproto.Op) kind {
 			return kindRead
 		}
 		return kindWrite
-	case zkproto.OpPing, zkproto.OpAuth:
+	case zkproto.OpAuth:
 		return kindEager
 	case zkproto.OpCreate, zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL,
 		zkproto.OpDelete, zkproto.OpSetData, zkproto.OpSetACL, zkproto.OpMulti,
@@ -140,9 +140,11 @@ func (s *Server) flush(c *conn, now Now) {
 	}
 }
 
-// emit appends one frame to c's output.
+// emit appends one frame to c's output. Nothing follows a close: once the
+// server decided to end the connection (its session closed or expired), a
+// reply would speak for a session that no longer exists.
 func (s *Server) emit(c *conn, frame []byte) {
-	if frame == nil {
+	if frame == nil || c.closeAfter {
 		return
 	}
 	c.out = append(c.out, frame...)

@@ -63,8 +63,8 @@ func (s *Server) newSession(c *conn, e *entry, timeoutMs int32, now Now) {
 	c.session, c.timeoutMs = sid, timeoutMs
 	s.sessionConn[sid] = c.id
 	if s.mode == Learner {
-		s.forwards = append(s.forwards, Forward{SessionID: sid, Op: zkproto.OpCreateSession,
-			Body: &txn.CreateSession{TimeoutMs: timeoutMs}})
+		s.outbox = append(s.outbox, Out{Forward: &Forward{SessionID: sid, Op: zkproto.OpCreateSession,
+			Body: &txn.CreateSession{TimeoutMs: timeoutMs}}})
 		e.zxid = 0
 		return
 	}

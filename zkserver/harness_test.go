@@ -59,9 +59,17 @@ func (h *harness) drive() {
 		for _, snd := range rd.Sends {
 			h.record(snd)
 		}
-		h.forwards = append(h.forwards, rd.Forwards...)
-		h.syncReqs += rd.SyncRequests
 		h.pending = append(h.pending, rd.Proposals...)
+		for _, o := range rd.Outbox {
+			switch {
+			case o.Txn != nil:
+				h.pending = append(h.pending, o.Txn)
+			case o.Forward != nil:
+				h.forwards = append(h.forwards, *o.Forward)
+			case o.Sync:
+				h.syncReqs++
+			}
+		}
 		if h.autoApply {
 			h.applyN(len(h.pending))
 		}

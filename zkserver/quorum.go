@@ -86,10 +86,17 @@ func (s *Server) Mode() Mode { return s.mode }
 func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 	old := s.mode
 	s.mode = m
+	if old != m {
+		// Whoever leads now expires sessions from a fresh start: closes
+		// the old leader began went with it, and a follower only saw its
+		// own clients' activity (Apache ZooKeeper rebuilds its session
+		// tracker when it becomes leader).
+		s.sessions.Renew(now.MonoMs)
+	}
 	if old != m && old != Standalone {
 		s.view = newView(s.tree)
 		s.lastProposed = s.tree.LastZxid()
-		s.forwards, s.proposals = nil, nil
+		s.outbox, s.proposals = nil, nil
 	}
 	if m == Leader {
 		s.lastProposed = max(s.lastProposed, zxid.Make(epoch, 0))
@@ -121,8 +128,8 @@ func (s *Server) sortedConns() []ConnID {
 // forward hands a client's write to the leader; its reply comes when the
 // committed txn is applied here.
 func (s *Server) forward(c *conn, e *entry) {
-	s.forwards = append(s.forwards, Forward{SessionID: c.session, Cxid: e.xid, Op: e.op,
-		Body: e.body, Bad: e.badBody, IDs: slices.Clone(c.ids)})
+	s.outbox = append(s.outbox, Out{Forward: &Forward{SessionID: c.session, Cxid: e.xid, Op: e.op,
+		Body: e.body, Bad: e.badBody, IDs: slices.Clone(c.ids)}})
 	e.executed = true
 	e.zxid = 0 // decided by the leader
 }
@@ -131,7 +138,7 @@ func (s *Server) forward(c *conn, e *entry) {
 func (s *Server) queueSync(c *conn, e *entry) {
 	e.executed = true
 	s.syncs = append(s.syncs, syncWait{conn: c.id, e: e})
-	s.syncRequests++
+	s.outbox = append(s.outbox, Out{Sync: true})
 }
 
 // SyncDone completes the oldest sync waiting for the leader: everything

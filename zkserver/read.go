@@ -76,8 +76,13 @@ func (s *Server) read(c *conn, op zkproto.Op, body jute.Record) (jute.Record, er
 		}
 		return nil, nil
 	}
-	if op == zkproto.OpWhoAmI {
+	switch op {
+	case zkproto.OpWhoAmI:
 		return s.whoAmI(c), nil
+	case zkproto.OpPing:
+		// In order, like a read: its zxid is the last applied when it is
+		// answered, never older than a reply before it.
+		return nil, nil
 	}
 	return nil, zkproto.ErrUnimplemented
 }

@@ -162,11 +162,10 @@ func (s *Server) Request(id ConnID, r Request, now Now) {
 	s.pump(c, now)
 }
 
-// runEager runs a request whose effect does not depend on earlier writes.
+// runEager runs a request whose effect does not depend on earlier writes:
+// auth, which Apache ZooKeeper also answers at once.
 func (s *Server) runEager(c *conn, e *entry, now Now) {
 	switch e.op {
-	case zkproto.OpPing:
-		s.finish(e, s.LastZxid(), zkproto.CodeOK, nil)
 	case zkproto.OpAuth:
 		s.runAuth(c, e)
 	default:

@@ -119,11 +119,19 @@ type Send struct {
 type Ready struct {
 	Proposals []*txn.Txn
 	Sends     []Send
-	// Forwards are writes for the leader (learner only).
-	Forwards []Forward
-	// SyncRequests is how many client syncs to pass on (zab.RequestSync);
-	// each completes with a SyncDone, in order.
-	SyncRequests int
+	// Outbox is, in an ensemble, what goes to Zab in the order the
+	// clients asked for it: the leader's txns to propose, a learner's
+	// writes to forward to the leader, and syncs to pass on (each completes
+	// with a SyncDone, in order). The order matters: a sync issued before a
+	// write must not wait for that write. In an ensemble Proposals is empty.
+	Outbox []Out
+}
+
+// Out is one item of Ready.Outbox; exactly one field is set.
+type Out struct {
+	Txn     *txn.Txn
+	Forward *Forward
+	Sync    bool
 }
 
 // Server is the ZooKeeper service state of one server. It is not safe for
@@ -151,10 +159,9 @@ type Server struct {
 	// FailWrites.
 	writeErr error
 
-	mode         Mode
-	forwards     []Forward
-	syncs        []syncWait // client syncs waiting for the leader, oldest first
-	syncRequests int
+	mode   Mode
+	outbox []Out
+	syncs  []syncWait // client syncs waiting for the leader, oldest first
 	touched      map[int64]int32 // sessions active since the last TakeTouches (learner)
 	// localSessions are the sessions a read-only server created: never
 	// committed, they end when it finds a leader.
@@ -206,13 +213,13 @@ func (s *Server) LastZxid() zxid.ID { return s.tree.LastZxid() }
 
 // HasReady reports whether Ready has work.
 func (s *Server) HasReady() bool {
-	return len(s.proposals) > 0 || len(s.dirty) > 0 || len(s.forwards) > 0 || s.syncRequests > 0
+	return len(s.proposals) > 0 || len(s.dirty) > 0 || len(s.outbox) > 0
 }
 
 // Ready returns the work accumulated since the last call and resets it.
 func (s *Server) Ready() Ready {
-	rd := Ready{Proposals: s.proposals, Forwards: s.forwards, SyncRequests: s.syncRequests}
-	s.proposals, s.forwards, s.syncRequests = nil, nil, 0
+	rd := Ready{Proposals: s.proposals, Outbox: s.outbox}
+	s.proposals, s.outbox = nil, nil
 	for _, id := range s.dirty {
 		c, ok := s.conns[id]
 		if !ok || !c.dirty {

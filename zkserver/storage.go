@@ -11,17 +11,29 @@ type SessionState struct {
 	TimeoutMs int32
 }
 
-// Restore replaces the server's state with one loaded from disk: a tree
-// (from a snapshot, or a fresh one) and the sessions alive when the
-// snapshot was taken. Each session gets a full timeout from now to be
-// reattached. The caller then replays the log with Apply. Restore must be
-// called before any connection exists.
+// Restore replaces the server's state: a tree (from a snapshot, or a fresh
+// one) and the sessions alive in it, at start-up before a log replay, or
+// when a learner's state is rebuilt after a TRUNC or a snapshot from its
+// leader. Sessions the new state does not have are gone, and so are their
+// connections; each remaining session gets a full timeout from now.
 func (s *Server) Restore(tree *datatree.Tree, sessions []SessionState, now Now) {
 	s.tree = tree
 	s.view = newView(tree)
 	s.lastProposed = tree.LastZxid()
+	keep := make(map[int64]bool, len(sessions))
 	for _, ss := range sessions {
+		keep[ss.ID] = true
 		s.sessions.Add(ss.ID, ss.TimeoutMs, now.MonoMs)
+	}
+	for _, ss := range s.sessions.All() {
+		if keep[ss.ID] || s.localSessions[ss.ID] {
+			continue
+		}
+		s.sessions.Remove(ss.ID)
+		if c := s.connOf(ss.ID); c != nil {
+			delete(s.sessionConn, ss.ID)
+			s.closeConn(c)
+		}
 	}
 }
 
@@ -55,8 +67,9 @@ func (s *Server) FailWrites(err error) {
 	s.log.Error("storage failed: writes stopped", "err", err)
 	s.view = newView(s.tree)
 	s.lastProposed = s.tree.LastZxid()
-	s.proposals = nil
-	for _, c := range s.conns {
+	s.proposals, s.outbox = nil, nil
+	for _, id := range s.sortedConns() {
+		c := s.conns[id]
 		for _, e := range c.queue {
 			if e.executed && !e.done && (e.kind == kindWrite || e.kind == kindConnect) {
 				s.closeConn(c)

@@ -17,9 +17,14 @@ func (s *Server) nextZxid() zxid.ID {
 	return s.lastProposed
 }
 
-// propose queues t for the log. Its effects reach the tree in Apply.
+// propose queues t for the log (standalone) or for Zab (leader). Its
+// effects reach the tree in Apply.
 func (s *Server) propose(t *txn.Txn) {
-	s.proposals = append(s.proposals, t)
+	if s.mode == Standalone {
+		s.proposals = append(s.proposals, t)
+		return
+	}
+	s.outbox = append(s.outbox, Out{Txn: t})
 }
 
 // prepWrite turns a client's write into a txn. A write that fails its
