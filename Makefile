@@ -19,11 +19,14 @@ APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
 .PHONY: test deps race check fuzz build invariants
 
 # test is what CI runs: prerequisites, static checks, then every test under
-# the race detector. KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
+# the race detector, then the full seed sweep of the simulator (the race
+# detector slows it five times, so under -race it runs a quarter of the
+# seeds). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
 # skip, when ZooKeeper is missing.
 test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
 	$(GO) test -race ./...
+	$(GO) test -count=1 -run 'TestSimulation$$' ./sim
 
 # deps installs what is missing and nothing else, so it is cheap to repeat.
 deps:
