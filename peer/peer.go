@@ -118,24 +118,135 @@ func (p *Peer) Tick(now zkserver.Now) {
 }
 
 // HandleReady carries out the work of the core and of the node until
-// neither has any, in the order zab.Ready documents. After a storage error
-// it does nothing and returns that error.
+// neither has any, in the order zab.Ready documents, persisting each batch
+// on the calling goroutine (the simulator's way). After a storage error it
+// does nothing and returns that error.
 func (p *Peer) HandleReady(now zkserver.Now) error {
 	if p.writeErr != nil {
 		return p.writeErr
 	}
 	for p.zk.HasReady() || p.node.HasReady() {
-		if p.zk.HasReady() {
-			p.handleCore(now)
+		p.PumpCore(now)
+		if !p.node.HasReady() {
+			continue
 		}
-		if p.node.HasReady() {
-			if err := p.handleNode(p.node.Ready(), now); err != nil {
-				p.writeErr = fmt.Errorf("peer %d: %w", p.id, err)
-				p.zk.FailWrites(p.writeErr)
-				return p.writeErr
-			}
+		rd := p.node.Ready()
+		ps, err := p.Persist(rd)
+		if err == nil {
+			err = p.Finish(rd, ps, now)
+		}
+		if err != nil {
+			return p.fail(err)
 		}
 	}
+	return nil
+}
+
+// fail records the first storage error and stops writes for good.
+func (p *Peer) fail(err error) error {
+	if p.writeErr == nil {
+		p.writeErr = fmt.Errorf("peer %d: %w", p.id, err)
+		p.zk.FailWrites(p.writeErr)
+	}
+	return p.writeErr
+}
+
+// PumpCore sends the core's client bytes and hands its writes to Zab. A
+// driver that persists batches on another goroutine calls it while a batch
+// is on its way to disk: reads and replies keep flowing, and the writes go
+// into the next batch.
+func (p *Peer) PumpCore(now zkserver.Now) {
+	if p.zk.HasReady() {
+		p.handleCore(now)
+	}
+}
+
+// Persisted is what Persist did that Finish needs: the state rebuilt from
+// disk after a TRUNC, or read from the leader's snapshot.
+type Persisted struct {
+	tree     *datatree.Tree
+	sessions []zkserver.SessionState
+	rebuilt  bool
+}
+
+// Persist carries out the disk part of rd: epochs, truncation or snapshot
+// install (with the state they leave), appended txns and the sync. It
+// touches only the Log, so a driver may run it on another goroutine while
+// the loop goes on; Finish must follow, on the loop, before the next
+// batch is taken.
+func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
+	var ps Persisted
+	if rd.State != nil {
+		if err := p.log.SaveState(*rd.State); err != nil {
+			return ps, err
+		}
+	}
+	switch {
+	case rd.InstallSnapshot:
+		tree, sessions, err := DecodeSnapshot(rd.Snapshot, p.maxBuf)
+		if err != nil {
+			return ps, fmt.Errorf("snapshot from the leader at %s: %w", rd.SnapshotZxid, err)
+		}
+		tree.SetLastZxid(rd.SnapshotZxid)
+		if err := p.log.InstallSnapshot(rd.SnapshotZxid, tree, sessions); err != nil {
+			return ps, err
+		}
+		ps = Persisted{tree: tree, sessions: sessions, rebuilt: true}
+	case rd.Truncate != nil:
+		if err := p.log.Truncate(*rd.Truncate); err != nil {
+			return ps, err
+		}
+		tree, sessions, err := p.log.Reload()
+		if err != nil {
+			return ps, err
+		}
+		ps = Persisted{tree: tree, sessions: sessions, rebuilt: true}
+	}
+	if len(rd.Entries) > 0 {
+		if err := p.log.Append(rd.Entries); err != nil {
+			return ps, err
+		}
+		if err := p.log.Sync(); err != nil {
+			return ps, err
+		}
+	}
+	return ps, nil
+}
+
+// Finish carries out the rest of rd once Persist succeeded: the rebuilt
+// state, links to close, messages (which may promise what Persist made
+// durable), committed txns, completed syncs and the role; then it advances
+// the node.
+func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkserver.Now) error {
+	if ps.rebuilt {
+		p.zk.Restore(ps.tree, ps.sessions, now)
+	}
+	// Close links first: a FOLLOWERINFO in the same batch opens a new one.
+	for _, id := range rd.Disconnect {
+		p.tr.Disconnect(id)
+	}
+	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
+		return p.fail(err)
+	}
+	syncs := rd.SyncsDone
+	for i, e := range rd.Committed {
+		for len(syncs) > 0 && syncs[0] == i {
+			p.zk.SyncDone(now)
+			syncs = syncs[1:]
+		}
+		t, err := txn.Unmarshal(e.Data, p.maxBuf)
+		if err != nil {
+			return p.fail(fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err))
+		}
+		p.zk.Apply(t, now)
+	}
+	for range syncs {
+		p.zk.SyncDone(now)
+	}
+	if rd.Role != nil {
+		p.setMode(*rd.Role, now)
+	}
+	p.node.Advance(rd)
 	return nil
 }
 
@@ -167,80 +278,6 @@ func (p *Peer) handleCore(now zkserver.Now) {
 	}
 }
 
-// handleNode carries out one zab.Ready.
-func (p *Peer) handleNode(rd zab.Ready, now zkserver.Now) error {
-	if rd.State != nil {
-		if err := p.log.SaveState(*rd.State); err != nil {
-			return err
-		}
-	}
-	if err := p.rebuild(rd, now); err != nil {
-		return err
-	}
-	if len(rd.Entries) > 0 {
-		if err := p.log.Append(rd.Entries); err != nil {
-			return err
-		}
-		if err := p.log.Sync(); err != nil {
-			return err
-		}
-	}
-	// Close links first: a FOLLOWERINFO in the same batch opens a new one.
-	for _, id := range rd.Disconnect {
-		p.tr.Disconnect(id)
-	}
-	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
-		return err
-	}
-	syncs := rd.SyncsDone
-	for i, e := range rd.Committed {
-		for len(syncs) > 0 && syncs[0] == i {
-			p.zk.SyncDone(now)
-			syncs = syncs[1:]
-		}
-		t, err := txn.Unmarshal(e.Data, p.maxBuf)
-		if err != nil {
-			return fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err)
-		}
-		p.zk.Apply(t, now)
-	}
-	for range syncs {
-		p.zk.SyncDone(now)
-	}
-	if rd.Role != nil {
-		p.setMode(*rd.Role, now)
-	}
-	p.node.Advance(rd)
-	return nil
-}
-
-// rebuild carries out a TRUNC or a SNAP: the log changes under the state
-// machine, which is rebuilt from what is durable.
-func (p *Peer) rebuild(rd zab.Ready, now zkserver.Now) error {
-	switch {
-	case rd.InstallSnapshot:
-		tree, sessions, err := DecodeSnapshot(rd.Snapshot, p.maxBuf)
-		if err != nil {
-			return fmt.Errorf("snapshot from the leader at %s: %w", rd.SnapshotZxid, err)
-		}
-		tree.SetLastZxid(rd.SnapshotZxid)
-		if err := p.log.InstallSnapshot(rd.SnapshotZxid, tree, sessions); err != nil {
-			return err
-		}
-		p.zk.Restore(tree, sessions, now)
-	case rd.Truncate != nil:
-		if err := p.log.Truncate(*rd.Truncate); err != nil {
-			return err
-		}
-		tree, sessions, err := p.log.Reload()
-		if err != nil {
-			return err
-		}
-		p.zk.Restore(tree, sessions, now)
-	}
-	return nil
-}
-
 // send passes messages on, filling in what only the peer knows: the
 // snapshot a learner needs, and a learner's active sessions in its PING.
 func (p *Peer) send(msgs []zab.Message, snapshotsFor []zab.PeerID) error {
@@ -248,11 +285,16 @@ func (p *Peer) send(msgs []zab.Message, snapshotsFor []zab.PeerID) error {
 		m := &msgs[i]
 		switch {
 		case m.Type == zab.MsgSnap && contains(snapshotsFor, m.To):
+			// The snapshot is the state applied now, which may be past the
+			// zxid the node chose when it decided on a SNAP (a batch may
+			// have been applied since): name it by what it holds. The
+			// learner skips the proposals that follow up to there.
 			b, err := EncodeSnapshot(p.zk)
 			if err != nil {
 				return err
 			}
 			m.Data = b
+			m.Zxid = p.zk.LastZxid()
 		case m.Type == zab.MsgPing && p.node.Role() != zab.Leading:
 			m.Data = encodeTouches(p.zk.TakeTouches())
 		}

@@ -12,6 +12,7 @@ import (
 	"keeper/txnlog"
 	"keeper/zab"
 	"keeper/zkserver"
+	"keeper/zxid"
 )
 
 // QuorumConfig makes the server a member of an ensemble (zoo.cfg's
@@ -54,6 +55,44 @@ type quorumState struct {
 	// leaderlessSinceMs is when the server last lost its leader (MonoMs),
 	// or -1 while it has one.
 	leaderlessSinceMs int64
+
+	// The persister goroutine writes one Zab batch at a time to disk while
+	// the loop goes on serving (reads, pings, new writes that go into the
+	// next batch); the loop finishes the batch when it comes back.
+	toDisk     chan zab.Ready
+	fromDisk   chan persisted
+	persisting bool // a batch is on its way to disk (loop)
+	diskDone   chan struct{}
+	// rollLog asks the persister to start a new log file before the next
+	// batch (a snapshot started).
+	rollLog atomic.Bool
+}
+
+// persisted is a batch back from the persister.
+type persisted struct {
+	rd  zab.Ready
+	ps  peer.Persisted
+	err error
+}
+
+// persister writes batches in order; it is the only goroutine that
+// touches the log while the loop runs.
+func (s *Server) persister() {
+	defer close(s.quorum.diskDone)
+	for rd := range s.quorum.toDisk {
+		var ps peer.Persisted
+		var err error
+		if s.quorum.rollLog.Swap(false) {
+			err = s.quorum.log.log.Roll()
+		}
+		if err == nil {
+			ps, err = s.quorum.peer.Persist(rd)
+		}
+		s.quorum.fromDisk <- persisted{rd: rd, ps: ps, err: err}
+		if err != nil {
+			return // the log is poisoned: nothing more is written
+		}
+	}
 }
 
 // startQuorum recovers the data, opens the log and the links to the other
@@ -105,9 +144,11 @@ func (s *Server) startQuorum() error {
 	coreCfg.Logger = nil
 	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
 		logger: s.log, hard: hs, now: s.now}
-	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0}
+	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
+		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
+	go s.persister()
 	return nil
 }
 
@@ -116,6 +157,8 @@ func (s *Server) stopQuorum() error {
 	if s.quorum == nil {
 		return nil
 	}
+	close(s.quorum.toDisk)
+	<-s.quorum.diskDone
 	err := s.quorum.tr.Close()
 	if lerr := s.quorum.log.log.Close(); err == nil && !errors.Is(lerr, s.core.WritesFailed()) {
 		err = lerr
@@ -139,13 +182,39 @@ func (s *Server) quorumStep(m zab.Message) {
 	}
 }
 
-// driveQuorum carries out the peer's work, and starts a snapshot when one
-// is due, on the loop.
+// driveQuorum carries out the peer's work on the loop: client bytes and new
+// writes at once, a Zab batch to the persister when none is on its way;
+// then it updates the role and starts a snapshot when one is due.
 func (s *Server) driveQuorum() {
+	q := s.quorum
 	before := s.core.LastZxid()
-	if err := s.quorum.peer.HandleReady(s.now()); err != nil && s.core.WritesFailed() == nil {
+	q.peer.PumpCore(s.now())
+	if !q.persisting && q.peer.Err() == nil && q.peer.Node().HasReady() {
+		q.persisting = true
+		q.toDisk <- q.peer.Node().Ready()
+	}
+	s.quorumBookkeeping(before)
+}
+
+// finishBatch completes a batch the persister wrote, on the loop.
+func (s *Server) finishBatch(r persisted) {
+	q := s.quorum
+	q.persisting = false
+	before := s.core.LastZxid()
+	err := r.err
+	if err == nil {
+		err = q.peer.Finish(r.rd, r.ps, s.now())
+	}
+	if err != nil && s.core.WritesFailed() == nil {
 		s.core.FailWrites(err)
 	}
+	s.quorumBookkeeping(before)
+	s.driveQuorum()
+}
+
+// quorumBookkeeping updates the reported role, read-only mode and the
+// snapshot count after work that may have applied txns since before.
+func (s *Server) quorumBookkeeping(before zxid.ID) {
 	n := s.quorum.peer.Node()
 	now := s.now()
 	role := ""
@@ -171,10 +240,7 @@ func (s *Server) driveQuorum() {
 		}
 	}
 	if s.snapshot == nil && s.trigger.Due(s.sinceSnapshot, 0) {
-		if err := s.quorum.log.log.Roll(); err != nil {
-			s.core.FailWrites(err)
-			return
-		}
+		s.quorum.rollLog.Store(true) // the persister owns the log
 		s.startSnapshot()
 	}
 }

@@ -263,8 +263,10 @@ func (s *Server) loop(ctx context.Context) {
 		durable, failed = s.committer.durable, s.committer.failed
 	}
 	var quorumIn <-chan zab.Message
+	var fromDisk <-chan persisted
 	if s.quorum != nil {
 		quorumIn = s.quorum.tr.Recv()
+		fromDisk = s.quorum.fromDisk
 		tickEvery = time.Duration(s.cfg.Core.TickMs) * time.Millisecond
 		ticker.Reset(tickEvery)
 	}
@@ -277,6 +279,8 @@ func (s *Server) loop(ctx context.Context) {
 			fn()
 		case m := <-quorumIn:
 			s.quorumStep(m)
+		case r := <-fromDisk:
+			s.finishBatch(r)
 		case batch := <-durable:
 			s.applyDurable(batch)
 		case err := <-failed:

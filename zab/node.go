@@ -159,9 +159,15 @@ func (n *Node) Committed() zxid.ID { return n.committed }
 // HasReady reports whether Ready has work.
 func (n *Node) HasReady() bool { return !n.ready.empty() }
 
-// Ready returns the work accumulated since the last Advance. The caller must
-// carry it out and then call Advance with it.
-func (n *Node) Ready() Ready { return n.ready }
+// Ready takes the work accumulated since the last call. The caller must
+// carry it out and then call Advance with it. The node may be stepped,
+// ticked and asked to propose while the caller persists a batch: that work
+// goes into the next one, which the caller takes only after Advance.
+func (n *Node) Ready() Ready {
+	rd := n.ready
+	n.ready = Ready{}
+	return rd
+}
 
 // Advance tells the node the caller carried out rd: its entries are
 // durable and its committed txns applied.
@@ -180,7 +186,6 @@ func (n *Node) Advance(rd Ready) {
 	if k := len(rd.Committed); k > 0 {
 		n.applied = max(n.applied, rd.Committed[k-1].Zxid)
 	}
-	n.ready = Ready{}
 	n.log.trim(n.applied)
 	if n.role == Leading {
 		n.leaderAdvanced()
