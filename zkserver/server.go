@@ -159,10 +159,10 @@ type Server struct {
 	// FailWrites.
 	writeErr error
 
-	mode   Mode
-	outbox []Out
-	syncs  []syncWait // client syncs waiting for the leader, oldest first
-	touched      map[int64]int32 // sessions active since the last TakeTouches (learner)
+	mode    Mode
+	outbox  []Out
+	syncs   []syncWait      // client syncs waiting for the leader, oldest first
+	touched map[int64]int32 // sessions active since the last TakeTouches (learner)
 	// localSessions are the sessions a read-only server created: never
 	// committed, they end when it finds a leader.
 	localSessions map[int64]bool
