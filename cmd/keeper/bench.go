@@ -24,6 +24,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure a ZooKeeper server, the load tool's own ceiling, or the disk",
 	}
 	cmd.AddCommand(newBenchZKCmd(), newBenchNullCmd(), newBenchFsyncCmd())
+	cmd.AddCommand(newBenchBookieCmd())
 	return cmd
 }
 

@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newShellCmd())
 	root.AddCommand(newToolCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newBookieCmd())
 	return root
 }
 

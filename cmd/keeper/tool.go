@@ -61,6 +61,7 @@ the dataDir or dataLogDir of zoo.cfg, or the version-2 directory inside it.`,
 	cmd.PersistentFlags().IntVar(&flags.juteMaxBuffer, "jute-maxbuffer", jute.DefaultMaxBuffer,
 		"the server's jute.maxbuffer: the largest record accepted, in bytes")
 	cmd.AddCommand(newToolTxnlogCmd(flags), newToolSnapshotCmd(flags), newToolPurgeCmd(flags))
+	cmd.AddCommand(newToolJournalCmd(flags), newToolEntrylogCmd(flags))
 	return cmd
 }
 

@@ -1,0 +1,144 @@
+// Package bookie is keeper's storage server: a BookKeeper-compatible
+// bookie speaking the v3 protocol (spec/bookkeeper.md §6.1), with a
+// group-commit journal (package journal), entry logs and an index
+// (package entrystore), registration and cookies in a ZooKeeper-compatible
+// metadata store, a disk monitor, and garbage collection.
+//
+// It is a tier-3 driver: the only place with sockets, timers and
+// goroutines. Per connection a reader decodes frames (bkproto) and a
+// writer sends responses; one goroutine per journal directory runs the
+// group commit; one each runs checkpoints, the disk monitor and GC with
+// compaction; parked long polls and fence completions have short-lived
+// goroutines of their own.
+//
+// # Write path
+//
+// An add (spec §7.2) takes the ledger's lock, binds or checks the master
+// key (EUA), checks the fence (EFENCED, unless RECOVERY_ADD), inserts the
+// entry into ledger storage (readable at once, waking long polls), queues
+// a master-key record on the ledger's first contact and then the entry's
+// record for its journal (ledger L uses journal L mod n), and releases the
+// lock. The journal goroutine appends queued records, closes a batch when
+// journalMaxGroupWaitMSec has passed since its oldest record or more than
+// journalBufferedWritesThreshold bytes are buffered, fsyncs it, and only
+// then sends the batch's responses. A fence (READ_ENTRY with FENCE_LEDGER)
+// sets the flag in storage and journals a fence record under the same
+// lock, and reads and answers only once that record is durable, whatever
+// the answer (NoSuchEntry included). WRITE_LAC stores the body and
+// journals it the same way. FORCE_LEDGER answers after the journal's next
+// sync. The ledger lock makes an add either precede a concurrent fence in
+// the journal and in storage, or see it.
+//
+// # Checkpoint and restart
+//
+// Every flushInterval, and whenever the write cache fills, a checkpoint
+// (spec §7.3, Appendix A item 8) captures each journal's durable mark,
+// flushes ledger storage (entry logs, then the index, synced), writes the
+// marks to lastMark in every ledger directory's current/ (lastMark.<i>
+// with several journals), and removes the journal files before them but
+// journalMaxBackups. A restart opens each journal (cutting a torn tail),
+// replays it from its mark into storage (entries, master keys, fences,
+// explicit LACs), checkpoints, and only then serves and registers.
+//
+// # Metadata layout
+//
+// Under the ledgers root (default /ledgers, spec §5.2):
+//
+//	LAYOUT                  "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
+//	INSTANCEID              the cluster's UUID
+//	available/<id>          EPHEMERAL: this bookie while writable
+//	available/readonly/<id> EPHEMERAL: this bookie while read-only
+//	cookies/<id>            PERSISTENT: the cookie
+//	00/0000/L0001 ...       ledger metadata (hierarchical manager); read by GC only
+//
+// If the root does not exist the bookie creates root, available,
+// available/readonly, INSTANCEID (a random UUID) and LAYOUT in one
+// multi-op, as `bookkeeper shell metaformat` would, so that a fresh keeper
+// cluster needs no separate format step. An existing tree is used as it
+// is (a missing available or readonly node is created, as BookKeeper's
+// prepareFormat does).
+//
+// The registration znode's data is what BookKeeper 4.12 and later write:
+// a BookieServiceInfoFormat protobuf (binary) with a "bookie-rpc" endpoint
+// (id "bookie", the advertised host and the port) and, with metrics on,
+// an "http" endpoint; the properties map is empty. Older BookKeeper
+// versions wrote no data and ignore it. A znode left by a crashed
+// process's session is waited out, up to twice the session timeout
+// (BookKeeper waits one timeout). After a session expiry the bookie
+// registers again on its new session (BookKeeper shuts down instead).
+//
+// The bookie id defaults to host:port (spec §8.2): advertisedAddress, or
+// the listening host, or the first non-loopback IPv4 address, with the
+// listening port. bookieId overrides it.
+//
+// # Cookies
+//
+// A cookie (layout 5) binds the bookie id, its directories and the
+// cluster's INSTANCEID. It is stored in each journal, ledger and index
+// directory as current/VERSION and at <root>/cookies/<id>, as text:
+//
+//	5
+//	bookieHost: "10.0.0.7:3181"
+//	journalDir: "/data/journal"
+//	ledgerDirs: "2\t/data/ledgers1\t/data/ledgers2"
+//	instanceId: "3f5c1a42-..."
+//
+// (the protobuf text of CookieFormat, as Java's TextFormat prints it;
+// journalDir joins several directories with ',', ledgerDirs and
+// indexDirs are "<count>\t<dir>..."). Start-up applies the decision table
+// of spec §8.2 (see checkCookies): a new bookie (no metadata cookie, all
+// directories empty) stamps every directory and then the metadata store;
+// a wiped or swapped disk, a lost metadata cookie, a changed bookie id or
+// directory list, or another cluster's instance id refuses the start with
+// an error matching ErrInvalidCookie that says which. Storage expansion
+// (allowStorageExpansion) is not supported. Directory cookies are written
+// atomically (BookKeeper overwrites in place).
+//
+// # Disks, read-only mode and garbage collection
+//
+// Every diskCheckInterval the bookie measures its ledger directories: when
+// all are above diskUsageThreshold it turns read-only (adds and explicit
+// LACs get EREADONLY; reads, fences and recovery adds go on) and moves its
+// registration to available/readonly; once a directory is below
+// diskUsageLwmThreshold it turns writable again. Above
+// diskUsageWarnThreshold major compaction is suspended. A journal or
+// storage failure turns it read-only for good (readOnlyModeEnabled=false:
+// it stops). Every gcWaitTime, GC snapshots the local ledgers, lists the
+// metadata store's ledgers (any error or odd znode in the ledger tree keeps
+// everything), confirms each missing one with a direct read of its znode,
+// and deletes the rest locally; entry logs without live data are removed.
+// Minor and major compaction run at their intervals and thresholds, a step
+// of a few MB at a time, so adds go on (spec §8.3).
+//
+// # Configuration
+//
+// ParseProperties and ConfigFromProperties read BookKeeper's
+// bookkeeper.conf. The keys applied: bookiePort, bookieId,
+// advertisedAddress, journalDirectories (journalDirectory),
+// ledgerDirectories, indexDirectories (one), metadataServiceUri (zk
+// schemes) or zkServers, zkLedgersRootPath, zkTimeout, journalSyncData,
+// journalMaxGroupWaitMSec, journalBufferedWritesThreshold,
+// journalFormatVersionToWrite (6 or 7), journalMaxSizeMB,
+// journalPreAllocSizeMB, journalAlignmentSize, journalMaxBackups,
+// journalPageCacheFlushIntervalMSec, flushInterval, diskUsageThreshold,
+// diskUsageWarnThreshold, diskUsageLwmThreshold, diskCheckInterval,
+// readOnlyModeEnabled, gcWaitTime, minor/majorCompactionThreshold and
+// Interval, nettyMaxFrameSizeBytes, logSizeLimit,
+// dbStorage_writeCacheMaxSizeMb, dbStorage_readAheadCacheMaxSizeMb,
+// prometheusStatsHttpAddress and prometheusStatsHttpPort (metrics are
+// served only when the port is set). Other keys are ignored.
+//
+// # Differences from BookKeeper
+//
+//   - Only the v3 protocol is served; a v2 frame closes the connection.
+//     AUTH, START_TLS and GET_LIST_OF_ENTRIES_OF_LEDGER answer EBADREQ.
+//   - DEFERRED_SYNC adds are acknowledged after their sync like any other
+//     (stronger than required); FORCE_LEDGER then costs one more sync.
+//   - The journal is written in format 7 (checksummed) unless
+//     journalFormatVersionToWrite=6; entry logs are keeper's version 2.
+//   - NoSuchEntry/NoSuchLedger only when the store certainly never held
+//     the entry; read and checksum errors are EIO (spec Appendix A item 1).
+//   - A fence of a ledger without entries is answered only once durable.
+//   - GC always confirms a deletion with a direct metadata read
+//     (verifyMetadataOnGc). Minor compaction also runs on full disks.
+package bookie

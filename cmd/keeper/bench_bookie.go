@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"keeper/bkproto"
+	"keeper/bookie"
+	"keeper/zkbench"
+)
+
+// benchBookieConfig is one `keeper bench bookie` invocation: every size
+// is run with every ledger count.
+type benchBookieConfig struct {
+	Addr        string
+	Sizes       []int
+	Ledgers     []int
+	Inflight    int // adds outstanding per ledger
+	Connections int
+	Duration    time.Duration
+	Warmup      time.Duration
+	FsyncDir    string // measure this disk's raw fsync rate first
+}
+
+// benchBookieResult is one run's JSON line.
+type benchBookieResult struct {
+	Bench       string         `json:"bench"`
+	Addr        string         `json:"addr"`
+	SizeBytes   int            `json:"size_bytes"`
+	Ledgers     int            `json:"ledgers"`
+	Inflight    int            `json:"inflight_per_ledger"`
+	Connections int            `json:"connections"`
+	DurationSec float64        `json:"duration_sec"`
+	Adds        int64          `json:"adds"`
+	AddsPerSec  float64        `json:"adds_per_sec"`
+	MBPerSec    float64        `json:"mb_per_sec"` // payload, 10^6 bytes
+	P50Us       float64        `json:"p50_us"`
+	P99Us       float64        `json:"p99_us"`
+	MaxUs       float64        `json:"max_us"`
+	Errors      map[string]int `json:"errors,omitempty"`
+}
+
+func newBenchBookieCmd() *cobra.Command {
+	cfg := benchBookieConfig{}
+	cmd := &cobra.Command{
+		Use:   "bookie",
+		Short: "Load a running bookie with adds and print one JSON line per run",
+		Long: `Add entries to a running bookie (keeper or Apache BookKeeper, v3 protocol) and
+print one JSON line per (size, ledgers) combination: adds/s, MB/s of payload,
+and p50/p99/max add latency in microseconds, from the request being sent to
+the bookie's acknowledgement (which a bookie sends after its journal fsync).
+Each ledger keeps --inflight adds outstanding; ledgers share --connections
+connections. Ledger ids are fresh random ones on every run. With --fsync-dir it
+first measures that disk's raw write+fdatasync rate (keeper bench fsync), so
+the journal disk's ceiling is reported by the same run.
+
+  keeper bench bookie --addr 127.0.0.1:3181 --fsync-dir /data/journal`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runBenchBookie(ctx, cfg, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:3181", "the bookie's host:port")
+	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 64 << 10}, "payload sizes in bytes, comma-separated")
+	f.IntSliceVar(&cfg.Ledgers, "ledgers", []int{1, 16}, "ledger counts, comma-separated")
+	f.IntVar(&cfg.Inflight, "inflight", 16, "adds outstanding per ledger")
+	f.IntVar(&cfg.Connections, "connections", 1, "connections to the bookie, shared by the ledgers")
+	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
+	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
+	f.StringVar(&cfg.FsyncDir, "fsync-dir", "", "measure the raw fsync rate of this directory's disk first")
+	return cmd
+}
+
+func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) error {
+	if cfg.Inflight < 1 || cfg.Connections < 1 || cfg.Duration <= 0 {
+		return errors.New("bench bookie: --inflight, --connections and --duration must be positive")
+	}
+	if cfg.FsyncDir != "" {
+		res, err := zkbench.Fsync(ctx, zkbench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
+		if err != nil {
+			return err
+		}
+		if err := printLine(out, res.MarshalLine); err != nil {
+			return err
+		}
+	}
+	for _, size := range cfg.Sizes {
+		for _, ledgers := range cfg.Ledgers {
+			if size < 1 || size > 4<<20 || ledgers < 1 {
+				return fmt.Errorf("bench bookie: size %d or ledger count %d out of range", size, ledgers)
+			}
+			res, err := benchBookieRun(ctx, cfg, size, ledgers)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchLedger is one ledger's load: its latencies and errors.
+type benchLedger struct {
+	id        int64
+	latencies []time.Duration
+	errors    map[string]int
+}
+
+// benchBookieRun runs one (size, ledgers) combination.
+func benchBookieRun(ctx context.Context, cfg benchBookieConfig, size, ledgers int) (*benchBookieResult, error) {
+	clients := make([]*bookie.Client, cfg.Connections)
+	for i := range clients {
+		c, err := bookie.Dial(ctx, cfg.Addr)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	base := rand.Int64N(1<<40) + 1<<20 // fresh ids, in the hierarchical manager's long form
+	payload := make([]byte, size)
+	for i := range payload {
+		payload[i] = byte(rand.Uint32())
+	}
+	start := time.Now()
+	measureFrom, measureTo := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
+	runCtx, cancel := context.WithDeadline(ctx, measureTo)
+	defer cancel()
+	loads := make([]*benchLedger, ledgers)
+	var wg sync.WaitGroup
+	for i := range loads {
+		loads[i] = &benchLedger{id: base + int64(i), errors: map[string]int{}}
+		wg.Add(1)
+		go func(l *benchLedger, c *bookie.Client) {
+			defer wg.Done()
+			l.run(runCtx, c, payload, cfg.Inflight, measureFrom, measureTo)
+		}(loads[i], clients[i%len(clients)])
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &benchBookieResult{Bench: "bookie", Addr: cfg.Addr, SizeBytes: size, Ledgers: ledgers,
+		Inflight: cfg.Inflight, Connections: cfg.Connections, DurationSec: cfg.Duration.Seconds()}
+	var all []time.Duration
+	for _, l := range loads {
+		all = append(all, l.latencies...)
+		for k, v := range l.errors {
+			if res.Errors == nil {
+				res.Errors = map[string]int{}
+			}
+			res.Errors[k] += v
+		}
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("bench bookie: no add succeeded (errors %v)", res.Errors)
+	}
+	slices.Sort(all)
+	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) }
+	res.Adds = int64(len(all))
+	res.AddsPerSec = float64(len(all)) / cfg.Duration.Seconds()
+	res.MBPerSec = res.AddsPerSec * float64(size) / 1e6
+	res.P50Us, res.P99Us, res.MaxUs = pct(0.50), pct(0.99), float64(all[len(all)-1].Microseconds())
+	return res, nil
+}
+
+// benchPending is an add in flight.
+type benchPending struct {
+	sent time.Time
+	ch   <-chan bookie.Result
+}
+
+// run adds entries to the ledger, keeping inflight outstanding, until ctx
+// ends; it records the latency of the adds sent inside [from, to).
+// Completions are collected in order: one ledger's adds go through one
+// journal, which acknowledges them in order.
+func (l *benchLedger) run(ctx context.Context, c *bookie.Client, payload []byte, inflight int, from, to time.Time) {
+	key := bkproto.MasterKey([]byte("keeper-bench"))
+	slots := make(chan struct{}, inflight) // one per add outstanding
+	pending := make(chan benchPending, inflight)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p := range pending {
+			res := <-p.ch
+			lat := time.Since(p.sent)
+			<-slots
+			if err := benchStatus(res); err != nil {
+				l.errors[err.Error()]++
+			} else if !p.sent.Before(from) && p.sent.Before(to) {
+				l.latencies = append(l.latencies, lat)
+			}
+		}
+	}()
+	length := int64(0)
+	for entry := int64(0); ; entry++ {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		length += int64(len(payload))
+		lac := max(entry-int64(inflight)-1, -1)
+		body := bkproto.EncodeEntry(l.id, entry, lac, length, bkproto.DigestCRC32C, nil, payload)
+		pending <- benchPending{sent: time.Now(), ch: c.Go(bookie.AddRequest(l.id, entry, key[:], body, false))}
+	}
+	close(pending)
+	<-done
+}
+
+// benchStatus turns a call's result into an error.
+func benchStatus(res bookie.Result) error {
+	if res.Err != nil {
+		return res.Err
+	}
+	return bkproto.ErrorOf(bkproto.ResponseStatus(res.Resp))
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"keeper/bookie"
+)
+
+// bookieFlags are `keeper bookie`'s flags for the common settings; a flag
+// that is set overrides the configuration file.
+type bookieFlags struct {
+	port         int
+	listenHost   string
+	journalDirs  []string
+	ledgerDirs   []string
+	zkServers    []string
+	metadataURI  string
+	ledgersRoot  string
+	bookieID     string
+	advertised   string
+	metricsAddr  string
+	readOnlyMode bool
+}
+
+func newBookieCmd() *cobra.Command {
+	cmd, _ := bookieCommand()
+	return cmd
+}
+
+// bookieCommand returns `keeper bookie` and the flags it fills in.
+func bookieCommand() (*cobra.Command, *bookieFlags) {
+	f := &bookieFlags{}
+	cmd := &cobra.Command{
+		Use:   "bookie [bookkeeper.conf]",
+		Short: "Run a bookie: BookKeeper-compatible ledger storage (v3 protocol)",
+		Long: `Run a bookie. With a bookkeeper.conf it reads the BookKeeper server keys that
+apply (bookiePort, journalDirectories, ledgerDirectories, metadataServiceUri or
+zkServers, zkLedgersRootPath, journalSyncData, journalMaxGroupWaitMSec,
+journalBufferedWritesThreshold, diskUsageThreshold, diskUsageWarnThreshold,
+gcWaitTime, minor/majorCompactionThreshold and Interval, readOnlyModeEnabled,
+and more; see the bookie package); other keys are ignored. Flags override the
+file. Defaults: port 3181, ledgers root /ledgers. An invalid value stops the
+start with a message naming its key.
+
+The metadata servers are ZooKeeper or keeper servers. If the ledgers tree does
+not exist it is created, as 'bookkeeper shell metaformat' would.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger := newLogger()
+			cfg, err := loadBookieConfig(cmd, args, f, logger)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runBookie(ctx, cfg, logger, nil)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.port, "port", bookie.DefaultPort, "port to listen on (bookiePort)")
+	fl.StringVar(&f.listenHost, "listen-host", "", "address to listen on; empty: every interface")
+	fl.StringSliceVar(&f.journalDirs, "journal-dirs", nil, "journal directories, comma-separated (journalDirectories)")
+	fl.StringSliceVar(&f.ledgerDirs, "ledger-dirs", nil, "ledger directories, comma-separated (ledgerDirectories)")
+	fl.StringSliceVar(&f.zkServers, "zk-servers", nil, "metadata servers host:port, comma-separated (zkServers)")
+	fl.StringVar(&f.metadataURI, "metadata-uri", "", "metadata service URI, e.g. zk+hierarchical://h1:2181;h2:2181/ledgers")
+	fl.StringVar(&f.ledgersRoot, "ledgers-root", "", "ledgers root znode (zkLedgersRootPath; default /ledgers)")
+	fl.StringVar(&f.bookieID, "bookie-id", "", "bookie id (bookieId; default advertised address:port)")
+	fl.StringVar(&f.advertised, "advertised-address", "", "host clients dial (advertisedAddress)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this host:port at /metrics")
+	fl.BoolVar(&f.readOnlyMode, "read-only-mode", true, "turn read-only when disks fill, instead of stopping (readOnlyModeEnabled)")
+	return cmd, f
+}
+
+// loadBookieConfig reads the configuration file, if any, and applies the
+// flags that were set.
+func loadBookieConfig(cmd *cobra.Command, args []string, f *bookieFlags, logger *slog.Logger) (bookie.Config, error) {
+	cfg := bookie.Config{ListenAddr: net.JoinHostPort("", strconv.Itoa(bookie.DefaultPort))}
+	if len(args) == 1 {
+		data, err := os.ReadFile(args[0])
+		if err != nil {
+			return cfg, err
+		}
+		props, err := bookie.ParseProperties(data)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", args[0], err)
+		}
+		var ignored []string
+		if cfg, ignored, err = bookie.ConfigFromProperties(props); err != nil {
+			return cfg, fmt.Errorf("%s: %w", args[0], err)
+		}
+		if len(ignored) > 0 {
+			logger.Debug("configuration keys keeper does not use", "keys", strings.Join(ignored, ","))
+		}
+	}
+	fl := cmd.Flags()
+	if fl.Changed("port") || fl.Changed("listen-host") {
+		_, port, _ := net.SplitHostPort(cfg.ListenAddr)
+		if fl.Changed("port") {
+			port = strconv.Itoa(f.port)
+		}
+		cfg.ListenAddr = net.JoinHostPort(f.listenHost, port)
+	}
+	if fl.Changed("journal-dirs") {
+		cfg.JournalDirs = f.journalDirs
+	}
+	if fl.Changed("ledger-dirs") {
+		cfg.LedgerDirs = f.ledgerDirs
+	}
+	if fl.Changed("metadata-uri") {
+		props := map[string]string{"metadataServiceUri": f.metadataURI}
+		m, _, err := bookie.ConfigFromProperties(props)
+		if err != nil {
+			return cfg, fmt.Errorf("--metadata-uri: %w", err)
+		}
+		cfg.MetadataServers, cfg.LedgersRoot = m.MetadataServers, m.LedgersRoot
+	}
+	if fl.Changed("zk-servers") {
+		cfg.MetadataServers = f.zkServers
+	}
+	if fl.Changed("ledgers-root") {
+		cfg.LedgersRoot = f.ledgersRoot
+	}
+	if fl.Changed("bookie-id") {
+		cfg.BookieID = f.bookieID
+	}
+	if fl.Changed("advertised-address") {
+		cfg.AdvertisedAddress = f.advertised
+	}
+	if fl.Changed("metrics-addr") {
+		cfg.MetricsAddr = f.metricsAddr
+	}
+	if fl.Changed("read-only-mode") {
+		cfg.ReadOnlyModeDisabled = !f.readOnlyMode
+	}
+	cfg.Logger = logger
+	return cfg, cfg.Validate()
+}
+
+// runBookie runs a bookie until ctx ends or the bookie stops on its own.
+// ready, if set, is called once it serves.
+func runBookie(ctx context.Context, cfg bookie.Config, logger *slog.Logger, ready func(*bookie.Bookie)) error {
+	for _, d := range append(append([]string{}, cfg.JournalDirs...), cfg.LedgerDirs...) {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	b, err := bookie.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := b.Start(ctx); err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(b)
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return b.Close()
+	case <-b.Done():
+		return b.Err()
+	}
+}
