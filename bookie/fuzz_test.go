@@ -12,6 +12,7 @@ import (
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/proto"
 
+	"keeper/bkclient"
 	"keeper/bkproto"
 	"keeper/vfs"
 )
@@ -57,7 +58,7 @@ func FuzzConfigFile(f *testing.F) {
 var (
 	fuzzOnce   sync.Once
 	fuzzBookie *Bookie
-	fuzzClient *Client
+	fuzzClient *bkclient.Client
 	fuzzErr    error
 )
 
@@ -70,7 +71,7 @@ func FuzzRequestFrames(f *testing.F) {
 		return b
 	}
 	f.Add(seed(&bkproto.Request{Header: bkproto.NewHeader(bkproto.OperationType_ADD_ENTRY, 1),
-		AddRequest: AddRequest(1, 0, testKey, body(1, 0, 10), false).AddRequest}))
+		AddRequest: bkclient.AddRequest(1, 0, testKey, body(1, 0, 10), false).AddRequest}))
 	f.Add(seed(&bkproto.Request{Header: bkproto.NewHeader(bkproto.OperationType_READ_ENTRY, 2),
 		ReadRequest: &bkproto.ReadRequest{LedgerId: proto.Int64(1), EntryId: proto.Int64(-1),
 			PreviousLAC: proto.Int64(-1), TimeOut: proto.Int64(1)}}))
@@ -88,7 +89,7 @@ func FuzzRequestFrames(f *testing.F) {
 			e := &env{fs: vfs.NewMem(), pfs: pvfs.NewCrashableMem(), id: "fuzz.test:3181"}
 			e.usage.Store(100_000)
 			if fuzzBookie, fuzzErr = e.tryStart(); fuzzErr == nil {
-				fuzzClient, fuzzErr = Dial(context.Background(), fuzzBookie.Addr().String())
+				fuzzClient, fuzzErr = bkclient.Dial(context.Background(), fuzzBookie.Addr().String())
 			}
 		})
 		if fuzzErr != nil {

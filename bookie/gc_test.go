@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"keeper/bkclient"
 	"keeper/bkproto"
 	"keeper/vfs"
 )
@@ -153,7 +154,7 @@ func logBytes(t *testing.T, fsys vfs.FS, dirs []string) int64 {
 
 // gcEnv is a bookie with one ledger directory and small entry logs, so
 // that a few hundred entries fill several of them.
-func gcEnv(t *testing.T) (*env, *Bookie, *Client, *zk.Conn) {
+func gcEnv(t *testing.T) (*env, *Bookie, *bkclient.Client, *zk.Conn) {
 	e := newEnv(t, true)
 	e.tweak = func(c *Config) {
 		c.LedgerDirs = []string{"/ledgers0"}

@@ -13,6 +13,7 @@ import (
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/go-zookeeper/zk"
 
+	"keeper/bkclient"
 	"keeper/bkproto"
 	"keeper/bookie/entrystore"
 	"keeper/server"
@@ -133,9 +134,9 @@ func (e *env) crash() *env {
 }
 
 // dial connects a client to b.
-func dial(t *testing.T, b *Bookie) *Client {
+func dial(t *testing.T, b *Bookie) *bkclient.Client {
 	t.Helper()
-	c, err := Dial(context.Background(), b.Addr().String())
+	c, err := bkclient.Dial(context.Background(), b.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,22 +169,22 @@ func body(ledgerID, entryID int64, size int) []byte {
 }
 
 // addEntries adds entries [from, to) of a ledger and fails on any error.
-func addEntries(t *testing.T, c *Client, ledgerID, from, to int64) {
+func addEntries(t *testing.T, c *bkclient.Client, ledgerID, from, to int64) {
 	t.Helper()
-	var calls []<-chan Result
+	var calls []<-chan bkclient.Result
 	for e := from; e < to; e++ {
-		calls = append(calls, c.Go(AddRequest(ledgerID, e, testKey, body(ledgerID, e, 100), false)))
+		calls = append(calls, c.Go(bkclient.AddRequest(ledgerID, e, testKey, body(ledgerID, e, 100), false)))
 	}
 	for i, ch := range calls {
 		res := <-ch
-		if err := statusErr(res.Resp, res.Err); err != nil {
+		if err := bkclient.StatusErr(res.Resp, res.Err); err != nil {
 			t.Fatalf("add %d/%d: %v", ledgerID, from+int64(i), err)
 		}
 	}
 }
 
 // checkEntry reads an entry and checks its digest and payload.
-func checkEntry(t *testing.T, c *Client, ledgerID, entryID int64) {
+func checkEntry(t *testing.T, c *bkclient.Client, ledgerID, entryID int64) {
 	t.Helper()
 	rr, err := c.Read(ctx(t), ledgerID, entryID)
 	if err != nil {

@@ -138,7 +138,7 @@ func TestLongPollLAC(t *testing.T) {
 		t.Fatalf("timed-out long poll: %v %v", rr, err)
 	}
 	// Piggyback without previousLAC is a bad request.
-	_, err = c.read(ctx(t), &bkproto.ReadRequest{LedgerId: proto.Int64(3), EntryId: proto.Int64(-1),
+	_, err = c.ReadRequest(ctx(t), &bkproto.ReadRequest{LedgerId: proto.Int64(3), EntryId: proto.Int64(-1),
 		Flag: bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()})
 	wantStatus(t, "piggyback without previousLAC", err, bkproto.StatusCode_EBADREQ)
 	_, err = c.LongPoll(ctx(t), 404, 0, time.Second, false)

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"testing"
 
+	"keeper/bkclient"
 	"keeper/bkproto"
 	"keeper/bookie/journal"
 )
 
 // writeState adds entries to ledgers 1 to 3, fences ledger 2 and writes an
 // explicit LAC to ledger 3: the state a restart must restore.
-func writeState(t *testing.T, c *Client, from, to int64) {
+func writeState(t *testing.T, c *bkclient.Client, from, to int64) {
 	t.Helper()
 	for l := int64(1); l <= 3; l++ {
 		addEntries(t, c, l, from, to)
@@ -29,7 +30,7 @@ func writeState(t *testing.T, c *Client, from, to int64) {
 
 // checkState checks what writeState wrote, and that the master keys are
 // still bound.
-func checkState(t *testing.T, c *Client, to int64) {
+func checkState(t *testing.T, c *bkclient.Client, to int64) {
 	t.Helper()
 	for l := int64(1); l <= 3; l++ {
 		for e := int64(0); e < to; e++ {

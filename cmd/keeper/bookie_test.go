@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/bkclient"
 	"keeper/bkproto"
 	"keeper/bookie"
 )
@@ -68,7 +69,7 @@ func TestBookieCommandAndTools(t *testing.T) {
 	case err := <-done:
 		t.Fatal(err)
 	}
-	c, err := bookie.Dial(ctx, b.Addr().String())
+	c, err := bkclient.Dial(ctx, b.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

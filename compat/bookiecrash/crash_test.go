@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"keeper/bookie"
+	"keeper/bkclient"
 	"keeper/server"
 	"keeper/zkserver"
 )
@@ -280,11 +280,11 @@ func (p *bookieProc) waitRegistered(t *testing.T, zc *zk.Conn, id string, prevOw
 	}
 }
 
-func (p *bookieProc) client(t *testing.T) *bookie.Client {
+func (p *bookieProc) client(t *testing.T) *bkclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := bookie.Dial(ctx, p.addr)
+	c, err := bkclient.Dial(ctx, p.addr)
 	if err != nil {
 		t.Fatalf("dial: %v\n%s", err, p.logTail())
 	}

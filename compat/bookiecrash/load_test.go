@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"keeper/bkclient"
 	"keeper/bkproto"
 	"keeper/bookie"
 )
@@ -111,7 +112,7 @@ func (w *writers) wait() { w.wg.Wait() }
 // first, as a ledger client does, so the bookie's GC keeps them) and
 // starts a writer on each. One of them is fenced after a random number of
 // its adds.
-func startWriters(t *testing.T, c *bookie.Client, zc *zk.Conn, m *model, round int, rng *rand.Rand) *writers {
+func startWriters(t *testing.T, c *bkclient.Client, zc *zk.Conn, m *model, round int, rng *rand.Rand) *writers {
 	t.Helper()
 	w := &writers{}
 	fenced := rng.IntN(ledgersPerRound)
@@ -147,14 +148,14 @@ func createLedgerZnode(t *testing.T, zc *zk.Conn, id int64) {
 // pendingAdd is an add in flight.
 type pendingAdd struct {
 	entryID int64
-	ch      <-chan bookie.Result
+	ch      <-chan bkclient.Result
 }
 
 // write adds entries to l, inflight at a time, until the connection
 // breaks (the kill) or the ledger is fenced. Every 64 acknowledged
 // entries it writes the acknowledged prefix as explicit LAC; after
 // fenceAfter acknowledgements (if not -1) it fences the ledger.
-func write(c *bookie.Client, m *model, l *ledgerState, fenceAfter int64) {
+func write(c *bkclient.Client, m *model, l *ledgerState, fenceAfter int64) {
 	slots := make(chan struct{}, inflight)
 	pending := make(chan pendingAdd, inflight)
 	stop := make(chan struct{})
@@ -191,7 +192,7 @@ func write(c *bookie.Client, m *model, l *ledgerState, fenceAfter int64) {
 		}
 		lac := max(entryID-inflight-1, -1)
 		body := bkproto.EncodeEntry(l.id, entryID, lac, 0, bkproto.DigestCRC32C, nil, payload(l.id, entryID))
-		pending <- pendingAdd{entryID: entryID, ch: c.Go(bookie.AddRequest(l.id, entryID, masterKey, body, false))}
+		pending <- pendingAdd{entryID: entryID, ch: c.Go(bkclient.AddRequest(l.id, entryID, masterKey, body, false))}
 	}
 	close(pending)
 	<-done
@@ -208,7 +209,7 @@ func isClosed(ch <-chan struct{}) bool {
 
 // writeLAC sends the acknowledged prefix as explicit LAC; the answer is
 // recorded when it comes.
-func writeLAC(c *bookie.Client, m *model, l *ledgerState) {
+func writeLAC(c *bkclient.Client, m *model, l *ledgerState) {
 	lac := m.contiguous(l)
 	if lac < 0 {
 		return
@@ -223,7 +224,7 @@ func writeLAC(c *bookie.Client, m *model, l *ledgerState) {
 }
 
 // fence fences l, as a recovering client does; later adds get EFENCED.
-func fence(c *bookie.Client, m *model, l *ledgerState) {
+func fence(c *bkclient.Client, m *model, l *ledgerState) {
 	lastEntry := int64(-1)
 	ch := c.Go(&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: &l.id, EntryId: &lastEntry,
 		MasterKey: masterKey, Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum()}})
@@ -234,7 +235,7 @@ func fence(c *bookie.Client, m *model, l *ledgerState) {
 	}()
 }
 
-func status(res bookie.Result) error {
+func status(res bkclient.Result) error {
 	if res.Err != nil {
 		return res.Err
 	}
@@ -248,7 +249,7 @@ func status(res bookie.Result) error {
 // the last round's ledgers (of all ledgers if full) and a random sample
 // of older ones, every fence and every explicit LAC. It returns how many
 // acknowledged updates are missing or wrong.
-func verify(t *testing.T, c *bookie.Client, m *model, rng *rand.Rand, full bool) int {
+func verify(t *testing.T, c *bkclient.Client, m *model, rng *rand.Rand, full bool) int {
 	t.Helper()
 	m.mu.Lock()
 	last := -1
@@ -287,14 +288,14 @@ func verify(t *testing.T, c *bookie.Client, m *model, rng *rand.Rand, full bool)
 	const window = 128
 	calls := make(chan struct {
 		check
-		ch <-chan bookie.Result
+		ch <-chan bkclient.Result
 	}, window)
 	go func() {
 		for _, ck := range checks {
 			e := ck.entry
 			calls <- struct {
 				check
-				ch <-chan bookie.Result
+				ch <-chan bkclient.Result
 			}{ck, c.Go(&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: &ck.ledger, EntryId: &e}})}
 		}
 		close(calls)
@@ -316,7 +317,7 @@ func verify(t *testing.T, c *bookie.Client, m *model, rng *rand.Rand, full bool)
 }
 
 // verifyFences checks that each fenced ledger refuses a normal add.
-func verifyFences(t *testing.T, c *bookie.Client, fenced []*ledgerState) int {
+func verifyFences(t *testing.T, c *bkclient.Client, fenced []*ledgerState) int {
 	lost := 0
 	for _, l := range fenced {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -333,7 +334,7 @@ func verifyFences(t *testing.T, c *bookie.Client, fenced []*ledgerState) int {
 
 // verifyLACs checks that each ledger's explicit LAC is at least the
 // greatest one acknowledged.
-func verifyLACs(t *testing.T, c *bookie.Client, lacs []*ledgerState) int {
+func verifyLACs(t *testing.T, c *bkclient.Client, lacs []*ledgerState) int {
 	lost := 0
 	for _, l := range lacs {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

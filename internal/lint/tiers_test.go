@@ -26,7 +26,7 @@ var tierTable = []tierEntry{
 	// Tier 3, drivers: the only goroutines, sockets and time.Now.
 	{pkg: "peer", tier: 3}, {pkg: "transport", tier: 3}, {pkg: "clientconn", tier: 3},
 	{pkg: "server", tier: 3}, {pkg: "admin", tier: 3}, {pkg: "bookie", tier: 3},
-	{pkg: "metadata", tier: 3}, {pkg: "ledgerclient", tier: 3},
+	{pkg: "metadata", tier: 3}, {pkg: "ledgerclient", tier: 3}, {pkg: "bkclient", tier: 3},
 	{pkg: "zkclient", tier: 3}, // keeper's own ZooKeeper client: sockets and goroutines
 	// Tier 4, verification and the binary.
 	{pkg: "sim", tier: 4, subpackages: true}, {pkg: "compat", tier: 4, subpackages: true},
@@ -62,7 +62,7 @@ var thirdParty = map[string][]string{
 	"github.com/cockroachdb/datadriven":   {testSupport},
 	"github.com/anishathalye/porcupine":   {testSupport},
 	// The ledger store's v3 protocol and metadata are protobuf, as the mission's dependency list says.
-	"google.golang.org/protobuf": {"bkproto", "bookie", "metadata", "ledgerclient"},
+	"google.golang.org/protobuf": {"bkproto", "bookie", "bkclient", "metadata", "ledgerclient"},
 }
 
 // testSupport stands for tier-4 packages and scenario environments (a

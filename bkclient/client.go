@@ -1,4 +1,4 @@
-package bookie
+package bkclient
 
 import (
 	"bufio"
@@ -16,9 +16,9 @@ import (
 
 // ErrClientClosed is returned for calls on a closed Client, and for calls
 // outstanding when its connection broke.
-var ErrClientClosed = errors.New("bookie: client connection closed")
+var ErrClientClosed = errors.New("bkclient: client connection closed")
 
-// Client is a minimal BookKeeper v3 client for one bookie: requests are
+// Client is a BookKeeper v3 client for one bookie: requests are
 // pipelined over one connection and matched to responses by txnId. It
 // knows nothing of ledgers, ensembles or quorums (that is the ledger
 // client's job); tests, `keeper bench bookie` and the crash test use it to
@@ -48,7 +48,7 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("bookie: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("bkclient: dial %s: %w", addr, err)
 	}
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
@@ -78,7 +78,7 @@ func (c *Client) readLoop() {
 		}
 		resp, derr := bkproto.DecodeResponse(frame)
 		if resp == nil || resp.GetHeader() == nil {
-			err = fmt.Errorf("bookie: undecodable response: %w", derr)
+			err = fmt.Errorf("bkclient: undecodable response: %w", derr)
 			break
 		}
 		c.mu.Lock()
@@ -132,7 +132,7 @@ func (c *Client) Go(req *bkproto.Request) <-chan Result {
 		c.mu.Lock()
 		if _, ok := c.pending[txn]; ok {
 			delete(c.pending, txn)
-			ch <- Result{Err: fmt.Errorf("bookie: send %v: %w", op, err)}
+			ch <- Result{Err: fmt.Errorf("bkclient: send %v: %w", op, err)}
 		}
 		c.mu.Unlock()
 	}
@@ -176,8 +176,9 @@ func (c *Client) Call(ctx context.Context, req *bkproto.Request) (*bkproto.Respo
 	}
 }
 
-// statusErr turns a response into the error its status names.
-func statusErr(resp *bkproto.Response, err error) error {
+// StatusErr turns a call's outcome into an error: err itself, or the
+// *bkproto.Error the response's status names (nil for EOK).
+func StatusErr(resp *bkproto.Response, err error) error {
 	if err != nil {
 		return err
 	}
@@ -199,18 +200,18 @@ func AddRequest(ledgerID, entryID int64, masterKey, body []byte, recovery bool) 
 // comes back as its *bkproto.Error (errors.Is(err, bkproto.ErrFenced)).
 func (c *Client) Add(ctx context.Context, ledgerID, entryID int64, masterKey, body []byte, recovery bool) error {
 	resp, err := c.Call(ctx, AddRequest(ledgerID, entryID, masterKey, body, recovery))
-	return statusErr(resp, err)
+	return StatusErr(resp, err)
 }
 
 // Read reads an entry (entryID -1: the last one) and returns the read
 // response, with a non-nil error for a status other than EOK.
 func (c *Client) Read(ctx context.Context, ledgerID, entryID int64) (*bkproto.ReadResponse, error) {
-	return c.read(ctx, &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)})
+	return c.ReadRequest(ctx, &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)})
 }
 
 // FenceRead fences the ledger and reads an entry (usually -1).
 func (c *Client) FenceRead(ctx context.Context, ledgerID, entryID int64, masterKey []byte) (*bkproto.ReadResponse, error) {
-	return c.read(ctx, &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID),
+	return c.ReadRequest(ctx, &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID),
 		MasterKey: masterKey, Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum()})
 }
 
@@ -224,12 +225,14 @@ func (c *Client) LongPoll(ctx context.Context, ledgerID, previousLAC int64, time
 	if piggyback {
 		r.Flag = bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()
 	}
-	return c.read(ctx, r)
+	return c.ReadRequest(ctx, r)
 }
 
-func (c *Client) read(ctx context.Context, r *bkproto.ReadRequest) (*bkproto.ReadResponse, error) {
+// ReadRequest sends a read request as given and returns the read
+// response, with a non-nil error for a status other than EOK.
+func (c *Client) ReadRequest(ctx context.Context, r *bkproto.ReadRequest) (*bkproto.ReadResponse, error) {
 	resp, err := c.Call(ctx, &bkproto.Request{ReadRequest: r})
-	if err := statusErr(resp, err); err != nil {
+	if err := StatusErr(resp, err); err != nil {
 		return resp.GetReadResponse(), err
 	}
 	return resp.GetReadResponse(), nil
@@ -239,13 +242,13 @@ func (c *Client) read(ctx context.Context, r *bkproto.ReadRequest) (*bkproto.Rea
 func (c *Client) WriteLAC(ctx context.Context, ledgerID, lac int64, masterKey, body []byte) error {
 	resp, err := c.Call(ctx, &bkproto.Request{WriteLacRequest: &bkproto.WriteLacRequest{
 		LedgerId: proto.Int64(ledgerID), Lac: proto.Int64(lac), MasterKey: masterKey, Body: body}})
-	return statusErr(resp, err)
+	return StatusErr(resp, err)
 }
 
 // ReadLAC returns the ledger's explicit LAC body and last entry.
 func (c *Client) ReadLAC(ctx context.Context, ledgerID int64) (*bkproto.ReadLacResponse, error) {
 	resp, err := c.Call(ctx, &bkproto.Request{ReadLacRequest: &bkproto.ReadLacRequest{LedgerId: proto.Int64(ledgerID)}})
-	if err := statusErr(resp, err); err != nil {
+	if err := StatusErr(resp, err); err != nil {
 		return resp.GetReadLacResponse(), err
 	}
 	return resp.GetReadLacResponse(), nil
@@ -256,7 +259,7 @@ func (c *Client) ReadLAC(ctx context.Context, ledgerID int64) (*bkproto.ReadLacR
 func (c *Client) ForceLedger(ctx context.Context, ledgerID int64) error {
 	resp, err := c.Call(ctx, &bkproto.Request{ForceLedgerRequest: &bkproto.ForceLedgerRequest{
 		LedgerId: proto.Int64(ledgerID)}})
-	return statusErr(resp, err)
+	return StatusErr(resp, err)
 }
 
 // BookieInfo returns the bookie's total and free disk bytes.
@@ -264,7 +267,7 @@ func (c *Client) BookieInfo(ctx context.Context) (total, free int64, err error) 
 	resp, err := c.Call(ctx, &bkproto.Request{GetBookieInfoRequest: &bkproto.GetBookieInfoRequest{
 		Requested: proto.Int64(int64(bkproto.GetBookieInfoRequest_TOTAL_DISK_CAPACITY |
 			bkproto.GetBookieInfoRequest_FREE_DISK_SPACE))}})
-	if err := statusErr(resp, err); err != nil {
+	if err := StatusErr(resp, err); err != nil {
 		return 0, 0, err
 	}
 	info := resp.GetGetBookieInfoResponse()
