@@ -14,6 +14,7 @@ import (
 	"keeper/bkproto"
 	"keeper/bookie/entrystore"
 	"keeper/bookie/journal"
+	"keeper/metadata"
 )
 
 // ledgerLockStripes is how many locks the ledgers are spread over. A
@@ -38,9 +39,15 @@ type Bookie struct {
 
 	store    *entrystore.Store
 	journals []*journaler
-	reg      *registry // nil without metadata
 	ln       net.Listener
 	advAddr  string // host:port clients dial
+
+	// The metadata store; all nil without metadata servers. reg is set
+	// once Start registers (modeMu guards it); md and mdSession before the
+	// loops start.
+	mdSession *metadata.Session
+	md        *metadata.Store
+	reg       *metadata.Registration
 
 	metricsLn  net.Listener
 	metricsSrv *http.Server
@@ -68,6 +75,8 @@ type Bookie struct {
 	conns  map[*conn]struct{}
 
 	stopping chan struct{}
+	life     context.Context // cancelled when stopping closes; bounds metadata calls
+	endLife  context.CancelFunc
 	loops    sync.WaitGroup // accept, checkpoint, disk and GC loops
 	tasks    sync.WaitGroup // connections, fence completions, long polls
 	gcMu     sync.Mutex     // one GC or compaction at a time
@@ -85,7 +94,10 @@ func New(cfg Config) (*Bookie, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	life, endLife := context.WithCancel(context.Background())
 	return &Bookie{
+		life:     life,
+		endLife:  endLife,
 		cfg:      cfg,
 		log:      cfg.Logger,
 		m:        newMetrics(),
@@ -147,33 +159,13 @@ func (b *Bookie) Start(ctx context.Context) (err error) {
 	}
 	b.startLoops()
 	started = true
-	if b.reg != nil {
-		data, err := registrationData(b.advAddr, b.advertisedMetricsAddr())
-		if err != nil {
-			return err
-		}
-		if err := b.reg.register(data); err != nil {
+	if b.md != nil {
+		if err := b.register(ctx); err != nil {
 			return err
 		}
 	}
 	b.log.Info("bookie started", "addr", ln.Addr().String(), "readOnly", b.readOnly.Load())
 	return nil
-}
-
-// openMetadata connects to the metadata store, creates the ledgers tree
-// if the cluster is new, and checks (or stamps) the cookies.
-func (b *Bookie) openMetadata(ctx context.Context) error {
-	reg, err := dialRegistry(ctx, b.cfg, b.id)
-	if err != nil {
-		return err
-	}
-	b.reg = reg
-	instanceID, err := reg.ensureLayout()
-	if err != nil {
-		return err
-	}
-	master := masterCookie(b.cfg, b.id, instanceID)
-	return checkCookies(b.cfg.FS, cookieDirs(b.cfg), reg, master)
 }
 
 // abortStart releases what a failed Start opened. Once the loops run, that
@@ -184,15 +176,14 @@ func (b *Bookie) abortStart(loopsStarted bool) {
 		return
 	}
 	close(b.stopping)
+	b.endLife()
 	for _, jr := range b.journals {
 		_ = jr.close()
 	}
 	if b.store != nil {
 		_ = b.store.Close()
 	}
-	if b.reg != nil {
-		b.reg.close()
-	}
+	_ = b.closeMetadata()
 	if b.metricsSrv != nil {
 		_ = b.metricsSrv.Close()
 	}
@@ -383,11 +374,7 @@ func (b *Bookie) updateMode() {
 	}
 	b.published = ro
 	b.log.Info("bookie mode changed", "readOnly", ro)
-	if b.reg != nil {
-		if err := b.reg.setMode(ro); err != nil {
-			b.log.Error("moving the registration failed", "readOnly", ro, "err", err)
-		}
-	}
+	b.publishModeLocked(ro)
 }
 
 // Close stops the bookie: it stops accepting and closes connections,
@@ -406,6 +393,7 @@ func (b *Bookie) Close() error {
 
 func (b *Bookie) shutdown() error {
 	close(b.stopping)
+	b.endLife()
 	_ = b.ln.Close()
 	b.connMu.Lock()
 	for c := range b.conns {
@@ -425,9 +413,7 @@ func (b *Bookie) shutdown() error {
 		errs = append(errs, jr.close())
 	}
 	errs = append(errs, b.store.Close())
-	if b.reg != nil {
-		b.reg.close()
-	}
+	errs = append(errs, b.closeMetadata())
 	if b.metricsSrv != nil {
 		errs = append(errs, b.metricsSrv.Close())
 	}

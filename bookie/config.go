@@ -11,6 +11,7 @@ import (
 	"keeper/bkproto"
 	"keeper/bookie/entrystore"
 	"keeper/bookie/journal"
+	"keeper/metadata"
 	"keeper/vfs"
 )
 
@@ -69,7 +70,8 @@ type Config struct {
 	// free port (tests).
 	ListenAddr string
 	// BookieID is the bookie's identity (bookieId): its registration
-	// znode, its cookie, and what ledger metadata names. "" means
+	// znode, its cookie, and what ledger metadata names; BookKeeper's
+	// character rules apply (metadata.BookieID.Validate). "" means
 	// AdvertisedAddress (or the listener's host, or the first non-loopback
 	// IPv4 address) joined with the listening port, as BookKeeper does.
 	BookieID string
@@ -221,8 +223,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bookie: bookiePort: listen address %q: %v", c.ListenAddr, err)
 		}
 	}
-	if strings.ContainsAny(c.BookieID, "/ \t\n") {
-		return fmt.Errorf("bookie: bookieId %q: must not contain '/' or spaces", c.BookieID)
+	if c.BookieID != "" {
+		if err := metadata.BookieID(c.BookieID).Validate(); err != nil {
+			return fmt.Errorf("bookie: bookieId: %w", err)
+		}
 	}
 	if c.MaxFrameBytes < 0 || (c.MaxFrameBytes > 0 && c.MaxFrameBytes < 1024) || c.MaxFrameBytes > maxFrameLimit {
 		return fmt.Errorf("bookie: nettyMaxFrameSizeBytes %d: want 1024 to %d", c.MaxFrameBytes, maxFrameLimit)

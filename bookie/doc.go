@@ -51,21 +51,23 @@
 //	cookies/<id>            PERSISTENT: the cookie
 //	00/0000/L0001 ...       ledger metadata (hierarchical manager); read by GC only
 //
-// If the root does not exist the bookie creates root, available,
-// available/readonly, INSTANCEID (a random UUID) and LAYOUT in one
-// multi-op, as `bookkeeper shell metaformat` would, so that a fresh keeper
-// cluster needs no separate format step. An existing tree is used as it
-// is (a missing available or readonly node is created, as BookKeeper's
-// prepareFormat does).
+// The bookie reaches all of it through package metadata, over a session
+// of its own (metadata.Dial). If the root does not exist it creates root,
+// available, available/readonly and INSTANCEID (a random UUID) in one
+// multi-op, then LAYOUT, as `bookkeeper shell metaformat` would
+// (metadata.Store.Init), so that a fresh keeper cluster needs no separate
+// format step. An existing tree is used as it is (a missing available,
+// readonly or LAYOUT node is created), with the layout its LAYOUT names.
 //
-// The registration znode's data is what BookKeeper 4.12 and later write:
-// a BookieServiceInfoFormat protobuf (binary) with a "bookie-rpc" endpoint
-// (id "bookie", the advertised host and the port) and, with metrics on,
-// an "http" endpoint; the properties map is empty. Older BookKeeper
-// versions wrote no data and ignore it. A znode left by a crashed
-// process's session is waited out, up to twice the session timeout
-// (BookKeeper waits one timeout). After a session expiry the bookie
-// registers again on its new session (BookKeeper shuts down instead).
+// The registration znode's data is what BookKeeper 4.12 and later write
+// (metadata.RegistrationData): a BookieServiceInfoFormat protobuf
+// (binary) with a "bookie-rpc" endpoint (id "bookie", the advertised host
+// and the port) and, with metrics on, an "http" endpoint; the properties
+// map is empty. Older BookKeeper versions wrote no data and ignore it. A
+// znode left by a crashed process's session is waited out, up to twice the
+// session timeout (BookKeeper waits one timeout). If the znode goes while
+// the bookie runs (its session expired) it registers again on the new
+// session (BookKeeper shuts down instead) (metadata.Registration).
 //
 // The bookie id defaults to host:port (spec §8.2): advertisedAddress, or
 // the listening host, or the first non-loopback IPv4 address, with the
@@ -104,7 +106,8 @@
 // diskUsageWarnThreshold major compaction is suspended. A journal or
 // storage failure turns it read-only for good (readOnlyModeEnabled=false:
 // it stops). Every gcWaitTime, GC snapshots the local ledgers, lists the
-// metadata store's ledgers (any error or odd znode in the ledger tree keeps
+// metadata store's ledgers (metadata.Store.List: any error, any odd
+// znode in the ledger tree and any unknown child of the root keeps
 // everything), confirms each missing one with a direct read of its znode,
 // and deletes the rest locally; entry logs without live data are removed.
 // Minor and major compaction run at their intervals and thresholds, a step

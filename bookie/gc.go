@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"keeper/bookie/entrystore"
@@ -30,7 +31,7 @@ func (b *Bookie) gcLoop() {
 		go func() { <-b.stopping; t.Stop() }()
 		return t.C
 	}
-	gcTick := ticker(b.reg != nil && b.cfg.GCWaitTime > 0, b.cfg.GCWaitTime)
+	gcTick := ticker(b.md != nil && b.cfg.GCWaitTime > 0, b.cfg.GCWaitTime)
 	minorTick := ticker(b.cfg.minorEnabled(), b.cfg.MinorCompactionInterval)
 	majorTick := ticker(b.cfg.majorEnabled(), b.cfg.MajorCompactionInterval)
 	for {
@@ -58,28 +59,34 @@ func (b *Bookie) gcLoop() {
 // GC runs one garbage collection pass now (spec §8.3, Appendix A item 9):
 // it snapshots the ledgers stored here BEFORE listing the metadata store,
 // so that a ledger created meanwhile cannot pass for garbage; lists every
-// ledger's metadata; and if the listing failed in any way keeps
-// everything. Each ledger missing from the listing is confirmed missing
-// with a direct read of its znode (BookKeeper's verifyMetadataOnGc) before
-// it is deleted here. The entry logs left without live data are removed.
+// ledger's metadata (metadata.Store.List); and if the listing is
+// incomplete in any way (metadata.ErrIncompleteListing) keeps everything.
+// Each ledger missing from the listing is confirmed missing with a direct
+// read of its znode (BookKeeper's verifyMetadataOnGc) before it is deleted
+// here. The entry logs left without live data are removed.
 func (b *Bookie) GC() (GCReport, error) {
-	if b.reg == nil {
+	if b.md == nil {
 		return GCReport{}, errNoMetadata
 	}
 	b.gcMu.Lock()
 	defer b.gcMu.Unlock()
 	snapshot := b.store.Ledgers()
 	rep := GCReport{LocalLedgers: len(snapshot)}
-	live, err := listLedgers(b.reg, b.reg.root)
+	ctx := b.life
+	ids, err := b.md.List(ctx)
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("bookie: garbage collection keeps every ledger: %w", err)
 	}
-	rep.MetadataLedgers = len(live)
+	rep.MetadataLedgers = len(ids)
+	live := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		live[id] = true
+	}
 	stats, err := b.store.GC(snapshot, func(id int64) bool {
 		if live[id] {
 			return true
 		}
-		exists, err := b.reg.ledgerExists(id)
+		exists, err := b.md.Exists(ctx, id)
 		if err != nil {
 			b.log.Warn("cannot confirm that a ledger is gone; keeping it", "ledger", id, "err", err)
 			return true

@@ -2,9 +2,7 @@ package bookie
 
 import (
 	"errors"
-	"math"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -13,110 +11,15 @@ import (
 
 	"keeper/bkclient"
 	"keeper/bkproto"
+	"keeper/metadata"
 	"keeper/vfs"
 )
-
-func TestLedgerPath(t *testing.T) {
-	tests := []struct {
-		id   int64
-		want string
-	}{
-		{0, "/ledgers/00/0000/L0000"},
-		{1, "/ledgers/00/0000/L0001"},
-		{1234567890, "/ledgers/12/3456/L7890"},
-		{math.MaxInt32 - 1, "/ledgers/21/4748/L3646"},
-		{math.MaxInt32, "/ledgers/000/0000/0021/4748/L3647"},
-		{math.MaxInt64, "/ledgers/922/3372/0368/5477/L5807"},
-	}
-	for _, tt := range tests {
-		if got := LedgerPath("/ledgers", tt.id); got != tt.want {
-			t.Errorf("LedgerPath(%d) = %s, want %s", tt.id, got, tt.want)
-		}
-	}
-}
-
-// fakeTree is a childLister over a set of znode paths.
-type fakeTree struct {
-	kids map[string][]string
-	fail string // listing this path fails
-}
-
-func newFakeTree(paths ...string) *fakeTree {
-	f := &fakeTree{kids: make(map[string][]string)}
-	for _, p := range paths {
-		for p != "/" && p != "" {
-			parent, name := filepath.Dir(p), filepath.Base(p)
-			if !contains(f.kids[parent], name) {
-				f.kids[parent] = append(f.kids[parent], name)
-			}
-			p = parent
-		}
-	}
-	return f
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (f *fakeTree) children(path string) ([]string, error) {
-	if path == f.fail {
-		return nil, errors.New("connection loss")
-	}
-	kids, ok := f.kids[path]
-	if !ok {
-		return nil, zk.ErrNoNode
-	}
-	sort.Strings(kids)
-	return kids, nil
-}
-
-func TestListLedgers(t *testing.T) {
-	ids := []int64{0, 1, 42, 1234567890, math.MaxInt32, 1 << 40}
-	var paths []string
-	for _, id := range ids {
-		paths = append(paths, LedgerPath("/ledgers", id))
-	}
-	paths = append(paths, "/ledgers/available/readonly/b:1", "/ledgers/cookies/b:1", "/ledgers/LAYOUT",
-		"/ledgers/INSTANCEID", "/ledgers/idgen/ID-0000000001", "/ledgers/underreplication/ledgers",
-		"/ledgers/L0000000077", "/ledgers/somethingelse")
-	live, err := listLedgers(newFakeTree(paths...), "/ledgers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range append(ids, 77) {
-		if !live[id] {
-			t.Errorf("ledger %d not listed", id)
-		}
-	}
-	if len(live) != len(ids)+1 {
-		t.Errorf("listed %v", live)
-	}
-
-	// Anything odd inside the ledger tree fails the whole listing.
-	for name, tree := range map[string]*fakeTree{
-		"bad level":         newFakeTree(LedgerPath("/ledgers", 1), "/ledgers/00/junk"),
-		"bad leaf":          newFakeTree(LedgerPath("/ledgers", 1), "/ledgers/00/0000/X0001"),
-		"bad long level":    newFakeTree(LedgerPath("/ledgers", 1<<40), "/ledgers/000/0000/01"),
-		"error deep inside": func() *fakeTree { f := newFakeTree(LedgerPath("/ledgers", 1)); f.fail = "/ledgers/00/0000"; return f }(),
-		"error at the root": func() *fakeTree { f := newFakeTree(LedgerPath("/ledgers", 1)); f.fail = "/ledgers"; return f }(),
-	} {
-		if live, err := listLedgers(tree, "/ledgers"); err == nil {
-			t.Errorf("%s: listed %v without an error", name, live)
-		}
-	}
-}
 
 // createLedgerZnode writes a ledger's metadata znode (its content does not
 // matter to a bookie), with its parents.
 func createLedgerZnode(t *testing.T, zc *zk.Conn, id int64) {
 	t.Helper()
-	path := LedgerPath("/ledgers", id)
+	path := metadata.LayoutHierarchical.Path("/ledgers", id)
 	parts := strings.Split(path, "/")
 	for i := 3; i < len(parts); i++ {
 		p := strings.Join(parts[:i], "/")
@@ -185,7 +88,7 @@ func TestGCDeletesLedgersWhoseMetadataIsGone(t *testing.T) {
 	if err != nil || rep.LedgersDeleted != 0 || rep.MetadataLedgers != 3 {
 		t.Fatalf("GC with intact metadata: %+v %v", rep, err)
 	}
-	if err := zc.Delete(LedgerPath("/ledgers", 2), -1); err != nil {
+	if err := zc.Delete(metadata.LayoutHierarchical.Path("/ledgers", 2), -1); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = b.GC()
@@ -214,14 +117,14 @@ func TestGCKeepsEverythingWhenTheListingFails(t *testing.T) {
 	createLedgerZnode(t, zc, 2)
 	addEntries(t, c, 1, 0, 10)
 	addEntries(t, c, 2, 0, 10)
-	if err := zc.Delete(LedgerPath("/ledgers", 2), -1); err != nil {
+	if err := zc.Delete(metadata.LayoutHierarchical.Path("/ledgers", 2), -1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := zc.Create("/ledgers/00/0000/not-a-ledger", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := b.GC()
-	if err == nil || rep.LedgersDeleted != 0 {
+	if !errors.Is(err, metadata.ErrIncompleteListing) || rep.LedgersDeleted != 0 {
 		t.Fatalf("GC over a broken listing: %+v %v", rep, err)
 	}
 	for e := int64(0); e < 10; e++ {
@@ -250,7 +153,7 @@ func TestCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := zc.Delete(LedgerPath("/ledgers", 11), -1); err != nil {
+	if err := zc.Delete(metadata.LayoutHierarchical.Path("/ledgers", 11), -1); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := b.GC(); err != nil || rep.LedgersDeleted != 1 {
@@ -300,4 +203,42 @@ func TestCompaction(t *testing.T) {
 	for i := int64(0); i < 300; i += 7 {
 		checkEntry(t, c2, 10, i)
 	}
+}
+
+// TestGCOnLongHierarchicalTree: a bookie joining a tree formatted with the
+// long hierarchical layout walks it with that layout (from LAYOUT), so GC
+// still tells live ledgers from deleted ones.
+func TestGCOnLongHierarchicalTree(t *testing.T) {
+	e := newEnv(t, true)
+	zc := e.zkConn()
+	ms, err := metadata.New(zc, metadata.Config{Layout: metadata.LayoutLongHierarchical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ms.Close)
+	if err := ms.Init(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	md := metadata.NewOpen([]metadata.BookieID{metadata.BookieID(e.id)}, 1, 1, bkproto.DigestCRC32C, testPassword)
+	for _, id := range []int64{1, 2} {
+		if _, _, err := ms.Create(ctx(t), id, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.start()
+	c := dial(t, b)
+	addEntries(t, c, 1, 0, 10)
+	addEntries(t, c, 2, 0, 10)
+	if rep, err := b.GC(); err != nil || rep.LedgersDeleted != 0 || rep.MetadataLedgers != 2 {
+		t.Fatalf("GC with intact metadata: %+v %v", rep, err)
+	}
+	if err := ms.Delete(ctx(t), 2, metadata.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.GC(); err != nil || rep.LedgersDeleted != 1 || rep.MetadataLedgers != 1 {
+		t.Fatalf("GC after deleting ledger 2: %+v %v", rep, err)
+	}
+	_, err = c.Read(ctx(t), 2, 0)
+	wantStatus(t, "read of a collected ledger", err, bkproto.StatusCode_ENOLEDGER)
+	checkEntry(t, c, 1, 9)
 }

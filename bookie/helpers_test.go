@@ -230,10 +230,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// quietZK discards go-zookeeper's log lines.
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
 // zkConn opens a metadata session for the test itself.
 func (e *env) zkConn() *zk.Conn {
 	e.t.Helper()
-	c, events, err := zk.Connect([]string{e.zk.Addr().String()}, 10*time.Second, zk.WithLogger(zkLogger{discardLogger()}))
+	c, events, err := zk.Connect([]string{e.zk.Addr().String()}, 10*time.Second, zk.WithLogger(quietZK{}))
 	if err != nil {
 		e.t.Fatal(err)
 	}

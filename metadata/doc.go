@@ -10,8 +10,16 @@
 // it, and the caller re-reads and re-decides (spec §5.5). CheckUpdate holds
 // the state machine's rules for the caller to apply to what it read.
 //
-// A Store runs goroutines only for its watches (Watch, WatchBookies); each
-// ends with its context, with Store.Close, or with the connection.
+// A Store runs goroutines only for its watches (Watch, WatchBookies) and
+// registrations; each ends with its context (or Registration.Close), with
+// Store.Close, or with the connection.
+//
+// The bookie side of the tree lives here too, so both sides share one
+// format: Dial opens a session of a process's own; Registration publishes
+// a bookie under available/ (RegistrationData is the inverse of
+// ServiceAddress) and keeps it there across session expiries; Cookie and
+// CreateCookie hold a bookie's cookie; StoredLayout, List and Exists let
+// its garbage collector walk the tree the cluster was formatted with.
 //
 // # The tree
 //

@@ -195,3 +195,33 @@ func TestRemoveBefore(t *testing.T) {
 		t.Error("RemoveBefore accepted a negative backup count")
 	}
 }
+
+// FuzzReadLastMark reads arbitrary bytes as a lastMark file: the result is
+// ErrCorrupt or a mark that WriteLastMark writes back as the same bytes.
+func FuzzReadLastMark(f *testing.F) {
+	f.Add(make([]byte, journal.LastMarkBytes))
+	f.Add(bytes.Repeat([]byte{0xff}, journal.LastMarkBytes))
+	f.Add([]byte{0, 0, 1, 0x8a, 0x5b, 0x2c, 0x3d, 0x4e, 0, 0, 0, 0, 0, 0, 0x12, 0x34})
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := vfs.NewMem()
+		dirs := ledgerDirs(t, m, 1)
+		f, err := m.Create(dirs[0] + "/lastMark")
+		mustOK(t, err)
+		_, err = f.Write(data)
+		mustOK(t, err)
+		mustOK(t, f.Close())
+		mark, err := journal.ReadLastMark(m, dirs, "lastMark")
+		if err != nil {
+			if !errors.Is(err, journal.ErrCorrupt) {
+				t.Fatalf("ReadLastMark error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		mustOK(t, journal.WriteLastMark(m, dirs, "lastMark", mark))
+		again, err := vfs.ReadFile(m, dirs[0]+"/lastMark")
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("mark %v from %x writes back as %x, %v", mark, data, again, err)
+		}
+	})
+}

@@ -25,7 +25,7 @@ import (
 
 var (
 	seedFlag   = flag.Uint64("seed", 0, "replay the crash schedule of this seed")
-	roundsFlag = flag.Int("rounds", 0, "number of crash rounds (default 20, 3 with -short)")
+	roundsFlag = flag.Int("rounds", 0, "number of crash rounds (default 20, 12 under -race, 3 with -short)")
 )
 
 // Workload shape: each round writes to ledgersPerRound new ledgers, each
@@ -56,7 +56,7 @@ func TestBookieCrash(t *testing.T) {
 	}
 	t.Logf("seed=%d (replay: go test ./compat/bookiecrash -run TestBookieCrash -seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0xb00c))
-	rounds := 20
+	rounds := defaultRounds
 	if testing.Short() {
 		rounds = 3
 	}

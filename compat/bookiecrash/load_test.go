@@ -15,7 +15,7 @@ import (
 
 	"keeper/bkclient"
 	"keeper/bkproto"
-	"keeper/bookie"
+	"keeper/metadata"
 )
 
 // password is every ledger's; the master key is derived from it.
@@ -136,7 +136,7 @@ func startWriters(t *testing.T, c *bkclient.Client, zc *zk.Conn, m *model, round
 // createLedgerZnode writes a ledger's metadata znode and its parents.
 func createLedgerZnode(t *testing.T, zc *zk.Conn, id int64) {
 	t.Helper()
-	parts := strings.Split(bookie.LedgerPath("/ledgers", id), "/")
+	parts := strings.Split(metadata.LayoutHierarchical.Path("/ledgers", id), "/")
 	for i := 3; i <= len(parts); i++ {
 		p := strings.Join(parts[:i], "/")
 		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {

@@ -53,8 +53,7 @@ var forbiddenEdges = []struct{ from, to string }{
 // module, or a new user of one, needs a written reason in the commit that
 // adds it here.
 var thirdParty = map[string][]string{
-	// bookie: its registration znode, cookies and GC listing need a session of its own.
-	"github.com/go-zookeeper/zk":          {"metadata", "bookie", "compat", "sim", "cmd/keeper"},
+	"github.com/go-zookeeper/zk":          {"metadata", "compat", "sim", "cmd/keeper"},
 	"github.com/cockroachdb/pebble":       {"bookie/entrystore"},
 	"github.com/spf13/cobra":              {"cmd/keeper"},
 	"github.com/spf13/pflag":              {"cmd/keeper"},

@@ -1,0 +1,60 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Outcomes of cookie operations that callers branch on.
+var (
+	// ErrNoCookie means the bookie has no cookie in the metadata store.
+	ErrNoCookie = errors.New("metadata: no cookie for the bookie")
+	// ErrCookieExists means CreateCookie found a cookie already there.
+	ErrCookieExists = errors.New("metadata: the bookie already has a cookie")
+)
+
+// CookiePath returns the znode of bookie id's cookie: root/cookies/<id>.
+func (s *Store) CookiePath(id BookieID) string { return s.root + "/" + cookiesNode + "/" + string(id) }
+
+// Cookie returns bookie id's cookie as stored (the bookie package parses
+// it, spec §8.2) and its znode version, or ErrNoCookie.
+func (s *Store) Cookie(ctx context.Context, id BookieID) ([]byte, Version, error) {
+	if err := id.Validate(); err != nil {
+		return nil, 0, err
+	}
+	p := s.CookiePath(id)
+	type got struct {
+		data []byte
+		stat *zk.Stat
+	}
+	g, err := call(ctx, func() (got, error) { d, st, err := s.conn.Get(p); return got{d, st}, err })
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, 0, fmt.Errorf("metadata: read %s: %w", p, ErrNoCookie)
+	case err != nil:
+		return nil, 0, fmt.Errorf("metadata: read %s: %w", p, err)
+	}
+	return g.data, Version(g.stat.Version), nil
+}
+
+// CreateCookie stores a new bookie's cookie, creating the cookies znode if
+// this is the cluster's first bookie, and returns its version (0). A
+// cookie already there gives ErrCookieExists: a bookie's cookie is written
+// once, when its disks are first stamped.
+func (s *Store) CreateCookie(ctx context.Context, id BookieID, data []byte) (Version, error) {
+	if err := id.Validate(); err != nil {
+		return 0, err
+	}
+	p := s.CookiePath(id)
+	_, err := s.createFullPath(ctx, p, data, 0)
+	switch {
+	case errors.Is(err, zk.ErrNodeExists):
+		return 0, fmt.Errorf("metadata: create %s: %w", p, ErrCookieExists)
+	case err != nil:
+		return 0, fmt.Errorf("metadata: create %s: %w", p, err)
+	}
+	return 0, nil
+}
