@@ -37,6 +37,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newToolCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newBookieCmd())
+	root.AddCommand(newLedgerCmd())
 	return root
 }
 

@@ -26,7 +26,7 @@ var tierTable = []tierEntry{
 	// Tier 3, drivers: the only goroutines, sockets and time.Now.
 	{pkg: "peer", tier: 3}, {pkg: "transport", tier: 3}, {pkg: "clientconn", tier: 3},
 	{pkg: "server", tier: 3}, {pkg: "admin", tier: 3}, {pkg: "bookie", tier: 3},
-	{pkg: "metadata", tier: 3}, {pkg: "ledgerclient", tier: 3}, {pkg: "bkclient", tier: 3},
+	{pkg: "metadata", tier: 3}, {pkg: "ledgerclient", tier: 3, subpackages: true}, {pkg: "bkclient", tier: 3},
 	{pkg: "zkclient", tier: 3}, // keeper's own ZooKeeper client: sockets and goroutines
 	// Tier 4, verification and the binary.
 	{pkg: "sim", tier: 4, subpackages: true}, {pkg: "compat", tier: 4, subpackages: true},
@@ -53,7 +53,8 @@ var forbiddenEdges = []struct{ from, to string }{
 // module, or a new user of one, needs a written reason in the commit that
 // adds it here.
 var thirdParty = map[string][]string{
-	"github.com/go-zookeeper/zk":          {"metadata", "compat", "sim", "cmd/keeper"},
+	// ledgerclient: its Config takes a *zk.Conn, or dials one from a server list.
+	"github.com/go-zookeeper/zk":          {"metadata", "ledgerclient", "compat", "sim", "cmd/keeper"},
 	"github.com/cockroachdb/pebble":       {"bookie/entrystore"},
 	"github.com/spf13/cobra":              {"cmd/keeper"},
 	"github.com/spf13/pflag":              {"cmd/keeper"},

@@ -1,0 +1,574 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"keeper/bkproto"
+	"keeper/ledger"
+	"keeper/ledgerclient"
+	"keeper/metadata"
+)
+
+// ledgerFlags are the flags every `keeper ledger` subcommand shares.
+type ledgerFlags struct {
+	zk       string
+	root     string
+	password string
+}
+
+// client connects a ledger client as the flags say.
+func (f *ledgerFlags) client() (*ledgerclient.Client, error) {
+	servers := strings.Split(f.zk, ",")
+	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: newLogger()})
+}
+
+func newLedgerCmd() *cobra.Command {
+	f := &ledgerFlags{}
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Create, write, read, tail, list, inspect, delete and recover ledgers",
+		Long: `Work with BookKeeper-style ledgers stored on bookies, their metadata in a
+ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
+
+  keeper ledger write -E 3 -Qw 2 -Qa 2 < lines.txt   one entry per line; prints the id
+  keeper ledger write --count 10000 --size 1024     generated entries
+  keeper ledger read 7                              entries up to the last (or the LAC)
+  keeper ledger tail -f 7                           follow a ledger being written
+  keeper ledger ls | stat 7 | delete 7 | recover 7`,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.zk, "zk", "127.0.0.1:2181", "metadata servers, host:port, comma-separated")
+	pf.StringVar(&f.root, "ledgers-root", metadata.DefaultRoot, "ledgers root znode")
+	pf.StringVar(&f.password, "password", "", "ledger password")
+	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),
+		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
+	return cmd
+}
+
+// quorumFlags are the placement flags of create and write, spelled as in
+// the BookKeeper shell: -E, -Qw, -Qa.
+type quorumFlags struct {
+	ensemble, writeQuorum, ackQuorum int
+	digest                           string
+}
+
+func (q *quorumFlags) add(fs *pflag.FlagSet) {
+	fs.IntVarP(&q.ensemble, "ensemble", "E", 3, "ensemble size: bookies the entries are striped over")
+	fs.IntVar(&q.writeQuorum, "Qw", 2, "write quorum: bookies each entry is sent to")
+	fs.IntVar(&q.ackQuorum, "Qa", 2, "ack quorum: acknowledgements that make an entry durable")
+	fs.StringVar(&q.digest, "digest", "crc32c", "entry digest: crc32c, crc32, hmac or dummy")
+}
+
+// options returns the create options the flags describe.
+func (q *quorumFlags) options(password string) (ledgerclient.CreateOptions, error) {
+	digest, err := parseDigest(q.digest)
+	if err != nil {
+		return ledgerclient.CreateOptions{}, err
+	}
+	return ledgerclient.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum,
+		Digest: digest, Password: []byte(password)}, nil
+}
+
+func parseDigest(s string) (bkproto.DigestType, error) {
+	switch strings.ToLower(s) {
+	case "crc32c":
+		return bkproto.DigestCRC32C, nil
+	case "crc32":
+		return bkproto.DigestCRC32, nil
+	case "hmac":
+		return bkproto.DigestHMAC, nil
+	case "dummy":
+		return bkproto.DigestDummy, nil
+	}
+	return 0, fmt.Errorf("unknown digest %q: want crc32c, crc32, hmac or dummy", s)
+}
+
+// withShellFlags lets cmd take -Qw and -Qa with one dash, as the
+// BookKeeper shell spells them (pflag reads "-Qw" as shorthand flags): it
+// parses the flags itself, rewriting those two to their long forms.
+func withShellFlags(cmd *cobra.Command, run func(cmd *cobra.Command, args []string) error) {
+	cmd.DisableFlagParsing = true
+	validate := cmd.Args
+	cmd.Args = cobra.ArbitraryArgs // the flags are still among them
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		fs := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.AddFlagSet(cmd.Flags())
+		fs.AddFlagSet(cmd.InheritedFlags())
+		norm := make([]string, len(args))
+		for i, a := range args {
+			norm[i] = a
+			for _, name := range []string{"-Qw", "-Qa"} {
+				if a == name || strings.HasPrefix(a, name+"=") {
+					norm[i] = "-" + a
+				}
+			}
+		}
+		if err := fs.Parse(norm); errors.Is(err, pflag.ErrHelp) {
+			return cmd.Help()
+		} else if err != nil {
+			return err
+		}
+		if validate != nil {
+			if err := validate(cmd, fs.Args()); err != nil {
+				return err
+			}
+		}
+		// The root's hook ran before these flags were parsed; run it again
+		// so that --log-level after the subcommand applies.
+		if pre := cmd.Root().PersistentPreRunE; pre != nil {
+			if err := pre(cmd, fs.Args()); err != nil {
+				return err
+			}
+		}
+		return run(cmd, fs.Args())
+	}
+}
+
+func newLedgerCreateCmd(f *ledgerFlags) *cobra.Command {
+	q := &quorumFlags{}
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create an empty ledger and print its id (it stays open; recover closes it)",
+		Args:  cobra.NoArgs,
+	}
+	q.add(cmd.Flags())
+	withShellFlags(cmd, func(cmd *cobra.Command, args []string) error {
+		opts, err := q.options(f.password)
+		if err != nil {
+			return err
+		}
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, stop := signalContext(cmd.Context())
+		defer stop()
+		w, err := c.Create(ctx, opts)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), w.ID())
+		return err
+	})
+	return cmd
+}
+
+// writeFlags are `ledger write`'s own flags.
+type writeFlags struct {
+	quorumFlags
+	count   int
+	size    int
+	noClose bool
+}
+
+func newLedgerWriteCmd(f *ledgerFlags) *cobra.Command {
+	w := &writeFlags{}
+	cmd := &cobra.Command{
+		Use:   "write",
+		Short: "Create a ledger, append entries (lines of stdin, or generated), close it",
+		Long: `Create a ledger and append entries to it, pipelined: one entry per line of
+standard input (without the newline), or with --count N entries of --size bytes.
+Then close the ledger (unless --no-close) and print its id, the number of
+entries and bytes, and the rate.`,
+		Args: cobra.NoArgs,
+	}
+	w.add(cmd.Flags())
+	fl := cmd.Flags()
+	fl.IntVar(&w.count, "count", 0, "append this many generated entries instead of reading stdin")
+	fl.IntVar(&w.size, "size", 100, "bytes per generated entry")
+	fl.BoolVar(&w.noClose, "no-close", false, "leave the ledger open (a reader must recover it)")
+	withShellFlags(cmd, func(cmd *cobra.Command, args []string) error {
+		opts, err := w.options(f.password)
+		if err != nil {
+			return err
+		}
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, stop := signalContext(cmd.Context())
+		defer stop()
+		return runLedgerWrite(ctx, c, opts, w, cmd.InOrStdin(), cmd.OutOrStdout())
+	})
+	return cmd
+}
+
+// writeStats counts a write's acknowledged entries and keeps its first
+// failure.
+type writeStats struct {
+	mu       sync.Mutex // guards below
+	entries  int64
+	bytes    int64
+	firstErr error
+}
+
+// acked counts an acknowledged entry of n bytes, or keeps err.
+func (s *writeStats) acked(n int, err error) {
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries++
+	s.bytes += int64(n)
+}
+
+// fail keeps err if it is the first failure.
+func (s *writeStats) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstErr == nil {
+		s.firstErr = err
+	}
+}
+
+// runLedgerWrite creates the ledger, appends every entry, pipelined, and
+// closes it.
+func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclient.CreateOptions, wf *writeFlags,
+	in io.Reader, out io.Writer) error {
+	w, err := c.Create(ctx, opts)
+	if err != nil {
+		return err
+	}
+	next := entrySource(wf, in)
+	start := time.Now()
+	var st writeStats
+	var wg sync.WaitGroup
+	for ctx.Err() == nil {
+		data, ok, err := next()
+		if err != nil || !ok {
+			st.fail(err)
+			break
+		}
+		wg.Add(1)
+		w.AppendAsync(data, func(_ int64, err error) {
+			defer wg.Done()
+			st.acked(len(data), err)
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	st.fail(ctx.Err())
+	if !wf.noClose {
+		st.fail(w.Close(context.WithoutCancel(ctx)))
+	}
+	fmt.Fprintf(out, "ledger %d: %d entries, %d bytes in %v (%.0f entries/s, %.2f MB/s), LAC %d\n", w.ID(), st.entries,
+		st.bytes, elapsed.Round(time.Millisecond), float64(st.entries)/elapsed.Seconds(),
+		float64(st.bytes)/1e6/elapsed.Seconds(), w.LAC())
+	return st.firstErr
+}
+
+// entrySource returns the entries to write: --count generated ones, or
+// the lines of in.
+func entrySource(wf *writeFlags, in io.Reader) func() ([]byte, bool, error) {
+	if wf.count > 0 {
+		n := 0
+		return func() ([]byte, bool, error) {
+			if n == wf.count {
+				return nil, false, nil
+			}
+			p := []byte(fmt.Sprintf("entry %d ", n))
+			for len(p) < wf.size {
+				p = append(p, 'a'+byte(len(p)%26))
+			}
+			p = p[:wf.size]
+			n++
+			return p, true, nil
+		}
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), bkproto.DefaultMaxFrameBytes-64<<10)
+	return func() ([]byte, bool, error) {
+		if !sc.Scan() {
+			return nil, false, sc.Err()
+		}
+		return slices.Clone(sc.Bytes()), true, nil
+	}
+}
+
+// readFlags are the output flags of read and tail.
+type readFlags struct {
+	from, to int64
+	ids      bool
+	follow   bool
+}
+
+// print writes one entry: its payload and a newline, after its id and a
+// tab with --ids.
+func (r *readFlags) print(out *bufio.Writer, e ledgerclient.Entry) {
+	if r.ids {
+		out.WriteString(strconv.FormatInt(e.EntryID, 10))
+		out.WriteByte('\t')
+	}
+	out.Write(e.Payload)
+	out.WriteByte('\n')
+}
+
+func newLedgerReadCmd(f *ledgerFlags) *cobra.Command {
+	r := &readFlags{}
+	cmd := &cobra.Command{
+		Use:   "read <ledger-id>",
+		Short: "Print a ledger's entries, one per line (an open ledger's up to its LAC)",
+		Long: `Print entries --from..--to of a ledger, each payload on a line of its own
+(after its id and a tab with --ids). --to -1 means the last entry of a closed
+ledger, or the LAC of an open one. The ledger is opened without recovery: its
+writer is not disturbed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withLedger(cmd, f, args[0], false, func(ctx context.Context, h *ledgerclient.ReadHandle) error {
+				return runLedgerRead(ctx, h, r, cmd.OutOrStdout())
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&r.from, "from", 0, "first entry")
+	cmd.Flags().Int64Var(&r.to, "to", -1, "last entry; -1: the last readable")
+	cmd.Flags().BoolVar(&r.ids, "ids", false, "print each entry's id and a tab first")
+	return cmd
+}
+
+// readChunkEntries bounds the entries one Read call holds in memory.
+const readChunkEntries = 1000
+
+func runLedgerRead(ctx context.Context, h *ledgerclient.ReadHandle, r *readFlags, w io.Writer) error {
+	last := r.to
+	if last < 0 {
+		lac, err := h.ReadLAC(ctx)
+		if err != nil {
+			return err
+		}
+		last = lac
+	}
+	out := bufio.NewWriter(w)
+	defer out.Flush()
+	for first := r.from; first <= last; first += readChunkEntries {
+		entries, err := h.Read(ctx, first, min(last, first+readChunkEntries-1))
+		for _, e := range entries {
+			r.print(out, e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newLedgerTailCmd(f *ledgerFlags) *cobra.Command {
+	r := &readFlags{}
+	cmd := &cobra.Command{
+		Use:   "tail <ledger-id>",
+		Short: "Print a ledger's entries as they are confirmed; with -f, until it is closed",
+		Long: `Print a ledger's entries from --from on, each once and in order, as in read.
+Without -f it stops at the current LAC (the last entry of a closed ledger). With
+-f it follows the writer, long-polling the bookies, until the ledger is closed
+or the command is interrupted. Bookies learn that an entry is confirmed from the
+next one, so the last entry of a quiet writer appears when the ledger closes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withLedger(cmd, f, args[0], false, func(ctx context.Context, h *ledgerclient.ReadHandle) error {
+				if !r.follow {
+					return runLedgerRead(ctx, h, r, cmd.OutOrStdout())
+				}
+				out := bufio.NewWriter(cmd.OutOrStdout())
+				defer out.Flush()
+				for e, err := range h.Tail(ctx, r.from) {
+					if err != nil && ctx.Err() != nil {
+						return nil // interrupted: the normal end of tail -f on an open ledger
+					}
+					if err != nil {
+						return err
+					}
+					r.print(out, e)
+					if err := out.Flush(); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&r.from, "from", 0, "first entry")
+	cmd.Flags().BoolVarP(&r.follow, "follow", "f", false, "follow the ledger until it is closed")
+	cmd.Flags().BoolVar(&r.ids, "ids", false, "print each entry's id and a tab first")
+	r.to = -1
+	return cmd
+}
+
+// withLedger connects, opens the ledger named by arg (with recovery if
+// recovery is set), and runs fn.
+func withLedger(cmd *cobra.Command, f *ledgerFlags, arg string, recovery bool,
+	fn func(ctx context.Context, h *ledgerclient.ReadHandle) error) error {
+	id, err := parseLedgerID(arg)
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	open := c.OpenNoRecovery
+	if recovery {
+		open = c.Open
+	}
+	h, err := open(ctx, id, []byte(f.password))
+	if err != nil {
+		return err
+	}
+	return fn(ctx, h)
+}
+
+func parseLedgerID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("invalid ledger id %q", s)
+	}
+	return id, nil
+}
+
+func newLedgerLsCmd(f *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List the ledger ids, one per line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			ids, err := c.List(ctx)
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			for _, id := range ids {
+				fmt.Fprintln(out, id)
+			}
+			return err
+		},
+	}
+}
+
+func newLedgerStatCmd(f *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stat <ledger-id>",
+		Short: "Print a ledger's metadata",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseLedgerID(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			md, err := c.Stat(ctx, id)
+			if err != nil {
+				return err
+			}
+			printMetadata(cmd.OutOrStdout(), id, md)
+			return nil
+		},
+	}
+}
+
+// printMetadata writes md as aligned "key value" lines.
+func printMetadata(w io.Writer, id int64, md ledger.Metadata) {
+	fmt.Fprintf(w, "ledger      %d\n", id)
+	fmt.Fprintf(w, "state       %v\n", md.State)
+	fmt.Fprintf(w, "quorums     E=%d Qw=%d Qa=%d\n", md.EnsembleSize, md.WriteQuorum, md.AckQuorum)
+	fmt.Fprintf(w, "digest      %v\n", md.DigestType)
+	if md.State == ledger.StateClosed {
+		fmt.Fprintf(w, "last entry  %d\n", md.LastEntryID)
+		fmt.Fprintf(w, "length      %d\n", md.Length)
+	}
+	if md.CTimeMillis > 0 {
+		fmt.Fprintf(w, "created     %s\n", time.UnixMilli(md.CTimeMillis).UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "version     %d\n", md.Version)
+	for _, s := range md.Segments {
+		fmt.Fprintf(w, "segment     %d: %s\n", s.FirstEntryID, strings.Join(bookieStrings(s.Bookies), " "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(md.Custom)) {
+		fmt.Fprintf(w, "custom      %s=%q\n", k, md.Custom[k])
+	}
+}
+
+func bookieStrings(ids []ledger.BookieID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
+
+func newLedgerDeleteCmd(f *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete <ledger-id>...",
+		Short: "Delete ledgers (bookies drop their entries at their next garbage collection)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids := make([]int64, len(args))
+			for i, a := range args {
+				id, err := parseLedgerID(a)
+				if err != nil {
+					return err
+				}
+				ids[i] = id
+			}
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			for _, id := range ids {
+				if err := c.Delete(ctx, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newLedgerRecoverCmd(f *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "recover <ledger-id>",
+		Short: "Open a ledger with recovery: fence its writer, find its end, close it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start := time.Now()
+			return withLedger(cmd, f, args[0], true, func(ctx context.Context, h *ledgerclient.ReadHandle) error {
+				md := h.Metadata()
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "ledger %d: closed at entry %d, length %d, %d segment(s) (%v)\n",
+					h.ID(), md.LastEntryID, md.Length, len(md.Segments), time.Since(start).Round(time.Millisecond))
+				return err
+			})
+		},
+	}
+}
