@@ -55,6 +55,13 @@ type Bookie struct {
 	locks [ledgerLockStripes]sync.Mutex
 	lacs  lacWatch
 
+	// fencesMu guards fencesInFlight: per ledger, the fence records
+	// journaled but not yet durable (or never made durable: a failed
+	// record is never subtracted). A fenced ledger with none in flight has
+	// a durable fence, so a later fence read need not journal again.
+	fencesMu       sync.Mutex
+	fencesInFlight map[int64]int
+
 	// ckptMu serializes checkpoints and guards lastMarks (the marks
 	// persisted so far, per journal).
 	ckptMu    sync.Mutex

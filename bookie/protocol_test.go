@@ -3,6 +3,7 @@ package bookie
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/bkproto"
+	"keeper/bookie/journal"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -298,4 +300,42 @@ func TestUnsupportedOperations(t *testing.T) {
 	if err != nil || resp.GetStatus() != bkproto.StatusCode_EBADREQ {
 		t.Fatalf("START_TLS: %v %v", resp, err)
 	}
+}
+
+// TestRepeatedFenceJournalsOnce: recovery sends every read with the fence
+// flag, so only the first fence of a ledger may cost a journal record
+// (and an fsync); later ones read at once. The fence survives a crash.
+func TestRepeatedFenceJournalsOnce(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.start()
+	c := dial(t, b)
+	addEntries(t, c, 7, 0, 5)
+	for entry := int64(bkproto.LastAddConfirmed); entry < 5; entry++ {
+		if _, err := c.FenceRead(ctx(t), 7, entry, testKey); err != nil {
+			t.Fatalf("fence read %d: %v", entry, err)
+		}
+	}
+	// A fence with the wrong key is still refused on a fenced ledger.
+	wrong := bkproto.MasterKey([]byte("other"))
+	_, err := c.FenceRead(ctx(t), 7, 0, wrong[:])
+	wantStatus(t, "repeated fence with a wrong master key", err, bkproto.StatusCode_EUA)
+
+	fences := 0
+	_, err = journal.Replay(e.fs, "/journal", journal.Position{}, journal.Config{}, func(r journal.Record) error {
+		if r.Kind() == journal.KindFence && r.LedgerID() == 7 {
+			fences++
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, journal.ErrTorn) {
+		t.Fatal(err)
+	}
+	if fences != 1 {
+		t.Fatalf("journal holds %d fence records of ledger 7, want 1", fences)
+	}
+
+	b2 := e.crash().start()
+	c2 := dial(t, b2)
+	err = c2.Add(ctx(t), 7, 5, testKey, body(7, 5, 100), false)
+	wantStatus(t, "add after restart of a fenced ledger", err, bkproto.StatusCode_EFENCED)
 }

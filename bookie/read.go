@@ -91,7 +91,8 @@ func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 	lock := b.ledgerLock(ledgerID)
 	lock.Lock()
 	err := b.bindMasterKey(jr, ledgerID, r.MasterKey)
-	if err == nil {
+	durable := err == nil && b.fenceDurable(ledgerID)
+	if err == nil && !durable {
 		err = b.store.Fence(ledgerID)
 	}
 	if err != nil {
@@ -99,9 +100,22 @@ func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		b.sendRead(c, h, start, b.errorRead(ledgerID, entryID, statusOf(err)))
 		return
 	}
+	if durable {
+		// Fenced by an earlier request whose record is durable: every add
+		// that preceded that fence is durable too (spec §7.7), and no
+		// normal add got in since. Journal nothing; just read.
+		lock.Unlock()
+		b.m.fenceWait.Observe(time.Since(start).Seconds())
+		b.sendRead(c, h, start, b.read(ledgerID, entryID))
+		return
+	}
+	b.fenceJournaled(ledgerID, +1)
 	b.tasks.Add(1)
 	jr.enqueue(journalOp{rec: journal.NewFenceRecord(ledgerID), done: func(err error) {
 		b.m.fenceWait.Observe(time.Since(start).Seconds())
+		if err == nil {
+			b.fenceJournaled(ledgerID, -1)
+		}
 		if err != nil {
 			defer b.tasks.Done()
 			b.log.Error("fence record not durable", "ledger", ledgerID, "err", err)
@@ -114,6 +128,34 @@ func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		}()
 	}})
 	lock.Unlock()
+}
+
+// fenceDurable reports whether ledgerID is fenced and no fence record of
+// it is waiting for the journal (or was lost by a failed journal): its
+// fence is durable. Restart restores only durable fences. The caller holds
+// the ledger's lock.
+func (b *Bookie) fenceDurable(ledgerID int64) bool {
+	if !b.store.IsFenced(ledgerID) {
+		return false
+	}
+	b.fencesMu.Lock()
+	defer b.fencesMu.Unlock()
+	return b.fencesInFlight[ledgerID] == 0
+}
+
+// fenceJournaled counts a fence record of ledgerID into (+1) or out of
+// (-1, once durable) the journal.
+func (b *Bookie) fenceJournaled(ledgerID int64, delta int) {
+	b.fencesMu.Lock()
+	defer b.fencesMu.Unlock()
+	if b.fencesInFlight == nil {
+		b.fencesInFlight = make(map[int64]int)
+	}
+	if n := b.fencesInFlight[ledgerID] + delta; n > 0 {
+		b.fencesInFlight[ledgerID] = n
+	} else {
+		delete(b.fencesInFlight, ledgerID)
+	}
 }
 
 // longPoll serves a read with previousLAC (spec §3.3): with a timeOut it
