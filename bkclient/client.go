@@ -24,8 +24,9 @@ var ErrClientClosed = errors.New("bkclient: client connection closed")
 // client's job); tests, `keeper bench bookie` and the crash test use it to
 // speak the protocol. It is safe for concurrent use.
 type Client struct {
-	nc       net.Conn
-	maxFrame int
+	nc           net.Conn
+	maxFrame     int
+	writeTimeout time.Duration // WriteTimeout; tests shorten it
 
 	wmu  sync.Mutex // serializes frame writes
 	wbuf []byte
@@ -53,7 +54,7 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
 	}
-	c := &Client{nc: nc, maxFrame: bkproto.DefaultMaxFrameBytes, pending: make(map[uint64]chan<- Result),
+	c := &Client{nc: nc, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]chan<- Result),
 		done: make(chan struct{})}
 	go c.readLoop()
 	return c, nil
@@ -104,12 +105,24 @@ func (c *Client) readLoop() {
 // the header (version 3, req's operation, a fresh txnId), keeping the
 // priority if req has a header.
 func (c *Client) Go(req *bkproto.Request) <-chan Result {
+	_, ch := c.send(req)
+	return ch
+}
+
+// WriteTimeout bounds how long one frame may take to reach the socket. A
+// bookie that stops reading for that long is treated as dead: the
+// connection closes and every outstanding call fails (a half-written frame
+// leaves the stream unusable anyway).
+const WriteTimeout = 10 * time.Second
+
+// send is Go, also returning the call's txnId (0 if it was not sent).
+func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
 	ch := make(chan Result, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		ch <- Result{Err: c.err}
-		return ch
+		return 0, ch
 	}
 	c.nextTxn++
 	txn := c.nextTxn
@@ -124,7 +137,10 @@ func (c *Client) Go(req *bkproto.Request) <-chan Result {
 	c.wmu.Lock()
 	buf, err := bkproto.AppendFrame(c.wbuf[:0], req)
 	if err == nil {
-		_, err = c.nc.Write(buf)
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+		if _, err = c.nc.Write(buf); err != nil {
+			_ = c.nc.Close() // readLoop fails the other calls
+		}
 		c.wbuf = buf
 	}
 	c.wmu.Unlock()
@@ -136,7 +152,15 @@ func (c *Client) Go(req *bkproto.Request) <-chan Result {
 		}
 		c.mu.Unlock()
 	}
-	return ch
+	return txn, ch
+}
+
+// forget drops a call whose caller stopped waiting, so that its entry does
+// not stay in the table until the connection ends.
+func (c *Client) forget(txn uint64) {
+	c.mu.Lock()
+	delete(c.pending, txn)
+	c.mu.Unlock()
 }
 
 // operationOf infers the operation from the one sub-request set.
@@ -168,10 +192,12 @@ func operationOf(req *bkproto.Request) bkproto.OperationType {
 // status is not EOK is returned with a nil error: use
 // bkproto.ResponseStatus and bkproto.ErrorOf to branch on it.
 func (c *Client) Call(ctx context.Context, req *bkproto.Request) (*bkproto.Response, error) {
+	txn, ch := c.send(req)
 	select {
-	case res := <-c.Go(req):
+	case res := <-ch:
 		return res.Resp, res.Err
 	case <-ctx.Done():
+		c.forget(txn)
 		return nil, ctx.Err()
 	}
 }
