@@ -25,6 +25,7 @@ func newBenchCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchZKCmd(), newBenchNullCmd(), newBenchFsyncCmd())
 	cmd.AddCommand(newBenchBookieCmd())
+	cmd.AddCommand(newBenchLedgerCmd())
 	return cmd
 }
 

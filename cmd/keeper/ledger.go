@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -171,9 +172,10 @@ func newLedgerCreateCmd(f *ledgerFlags) *cobra.Command {
 // writeFlags are `ledger write`'s own flags.
 type writeFlags struct {
 	quorumFlags
-	count   int
-	size    int
-	noClose bool
+	count    int
+	size     int
+	noClose  bool
+	progress bool
 }
 
 func newLedgerWriteCmd(f *ledgerFlags) *cobra.Command {
@@ -184,7 +186,13 @@ func newLedgerWriteCmd(f *ledgerFlags) *cobra.Command {
 		Long: `Create a ledger and append entries to it, pipelined: one entry per line of
 standard input (without the newline), or with --count N entries of --size bytes.
 Then close the ledger (unless --no-close) and print its id, the number of
-entries and bytes, and the rate.`,
+entries and bytes, and the rate.
+
+With --progress it first prints "created <ledger-id>", then "acked <entry-id>"
+each time the acknowledged prefix grows (lines are coalesced when acks come
+faster than they can be printed; every line is written at once, unbuffered),
+so that a process watching the writer knows the ledger and what was
+acknowledged even if the writer dies.`,
 		Args: cobra.NoArgs,
 	}
 	w.add(cmd.Flags())
@@ -192,6 +200,7 @@ entries and bytes, and the rate.`,
 	fl.IntVar(&w.count, "count", 0, "append this many generated entries instead of reading stdin")
 	fl.IntVar(&w.size, "size", 100, "bytes per generated entry")
 	fl.BoolVar(&w.noClose, "no-close", false, "leave the ledger open (a reader must recover it)")
+	fl.BoolVar(&w.progress, "progress", false, `print "created <id>", then "acked <entry-id>" as acks arrive`)
 	withShellFlags(cmd, func(cmd *cobra.Command, args []string) error {
 		opts, err := w.options(f.password)
 		if err != nil {
@@ -247,6 +256,12 @@ func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclie
 	if err != nil {
 		return err
 	}
+	var prog *writeProgress
+	if wf.progress {
+		if prog, err = startWriteProgress(out, w.ID()); err != nil {
+			return err
+		}
+	}
 	next := entrySource(wf, in)
 	start := time.Now()
 	var st writeStats
@@ -258,13 +273,19 @@ func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclie
 			break
 		}
 		wg.Add(1)
-		w.AppendAsync(data, func(_ int64, err error) {
+		w.AppendAsync(data, func(id int64, err error) {
 			defer wg.Done()
 			st.acked(len(data), err)
+			if err == nil && prog != nil {
+				prog.acked(id)
+			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if prog != nil {
+		st.fail(prog.stop())
+	}
 	st.fail(ctx.Err())
 	if !wf.noClose {
 		st.fail(w.Close(context.WithoutCancel(ctx)))
@@ -273,6 +294,73 @@ func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclie
 		st.bytes, elapsed.Round(time.Millisecond), float64(st.entries)/elapsed.Seconds(),
 		float64(st.bytes)/1e6/elapsed.Seconds(), w.LAC())
 	return st.firstErr
+}
+
+// writeProgress prints `ledger write --progress` lines: "created <id>"
+// once, then "acked <entry-id>" whenever the acknowledged prefix has grown.
+// Callbacks only record the id; a goroutine of its own prints, so a slow
+// reader of the output never stalls the writer's callbacks, and acks that
+// arrive while a line is being written are coalesced into the next line.
+type writeProgress struct {
+	out     io.Writer
+	last    atomic.Int64  // highest acknowledged entry id; -1: none
+	wake    chan struct{} // capacity 1: something new to print
+	quit    chan struct{} // closed by stop
+	done    chan struct{} // closed when the printer has returned
+	printed int64         // printer goroutine only
+	err     error         // the first write error; final once done is closed
+}
+
+// startWriteProgress prints the ledger id and starts the printer.
+func startWriteProgress(out io.Writer, ledgerID int64) (*writeProgress, error) {
+	if _, err := fmt.Fprintf(out, "created %d\n", ledgerID); err != nil {
+		return nil, err
+	}
+	p := &writeProgress{out: out, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		printed: -1}
+	p.last.Store(-1)
+	go p.run()
+	return p, nil
+}
+
+// acked records that entryID is acknowledged. Acks arrive in entry order.
+func (p *writeProgress) acked(entryID int64) {
+	p.last.Store(entryID)
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run prints until stop, then once more for the last acks.
+func (p *writeProgress) run() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.wake:
+			p.print()
+		case <-p.quit:
+			p.print()
+			return
+		}
+	}
+}
+
+func (p *writeProgress) print() {
+	last := p.last.Load()
+	if last <= p.printed || p.err != nil {
+		return
+	}
+	p.printed = last
+	_, p.err = fmt.Fprintf(p.out, "acked %d\n", last)
+}
+
+// stop prints what is left and returns the first write error. Every
+// callback must have run.
+func (p *writeProgress) stop() error {
+	close(p.quit)
+	<-p.done
+	return p.err
 }
 
 // entrySource returns the entries to write: --count generated ones, or

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"keeper/ledger"
+	"keeper/ledgerclient"
+	"keeper/metadata"
+	"keeper/zkbench"
+)
+
+// benchLedgerConfig is one `keeper bench ledger` invocation: every quorum
+// is run with every entry size.
+type benchLedgerConfig struct {
+	ZK       []string // metadata servers, host:port
+	Root     string   // ledgers root znode
+	Quorums  []benchQuorum
+	Sizes    []int // payload bytes
+	Inflight int   // adds between AppendAsync and their callback
+	Duration time.Duration
+	Warmup   time.Duration
+	FsyncDir string // measure this disk's raw fsync rate first
+}
+
+// benchQuorum is a ledger's E/Qw/Qa.
+type benchQuorum struct{ ensemble, writeQuorum, ackQuorum int }
+
+func (q benchQuorum) String() string {
+	return fmt.Sprintf("%d/%d/%d", q.ensemble, q.writeQuorum, q.ackQuorum)
+}
+
+// parseBenchQuorums parses "E/Qw/Qa" values and checks each is a valid
+// placement.
+func parseBenchQuorums(ss []string) ([]benchQuorum, error) {
+	out := make([]benchQuorum, 0, len(ss))
+	for _, s := range ss {
+		parts := strings.Split(s, "/")
+		var n [3]int
+		ok := len(parts) == 3
+		for i := 0; ok && i < 3; i++ {
+			v, err := strconv.Atoi(parts[i])
+			n[i], ok = v, err == nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("bench ledger: quorum %q: want E/Qw/Qa, e.g. 3/3/2", s)
+		}
+		if _, err := ledger.NewPlacement(n[0], n[1], n[2]); err != nil {
+			return nil, fmt.Errorf("bench ledger: quorum %q: %w", s, err)
+		}
+		out = append(out, benchQuorum{n[0], n[1], n[2]})
+	}
+	return out, nil
+}
+
+// benchLedgerResult is one run's JSON line.
+type benchLedgerResult struct {
+	Op            string  `json:"op"`
+	Ensemble      int     `json:"ensemble"`
+	WriteQuorum   int     `json:"write_quorum"`
+	AckQuorum     int     `json:"ack_quorum"`
+	SizeBytes     int     `json:"size_bytes"`
+	Inflight      int     `json:"inflight"`
+	DurationSec   float64 `json:"duration_sec"`
+	Entries       int64   `json:"entries"`
+	EntriesPerSec float64 `json:"entries_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"` // payload, 10^6 bytes
+	P50Us         float64 `json:"p50_us"`
+	P99Us         float64 `json:"p99_us"`
+	P999Us        float64 `json:"p999_us"`
+	Errors        int64   `json:"errors"`
+}
+
+func newBenchLedgerCmd() *cobra.Command {
+	cfg := benchLedgerConfig{}
+	var quorums []string
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Write ledgers through the ledger client and print one JSON line per run",
+		Long: `Create a ledger on the bookies registered under --zk and append entries to it
+for --duration (after --warmup), keeping --inflight adds outstanding through the
+client's AppendAsync, once for every (--quorums, --sizes) combination. Each run
+prints one JSON line: entries/s, MB/s of payload, and p50/p99/p999 add latency in
+microseconds, from the AppendAsync call to its callback (acknowledged by Qa
+bookies, every earlier entry acknowledged too). Each run's ledger is closed and
+deleted afterwards. An add that fails ends its run (a writer whose add fails is
+finished) and is counted in errors. With --fsync-dir it first measures that
+disk's raw write+fdatasync rate (keeper bench fsync), the ceiling of a bookie
+journal on it.
+
+  keeper bench ledger --zk 127.0.0.1:2181 --quorums 3/3/2 --sizes 1024 --fsync-dir keeper-data`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := parseBenchQuorums(quorums)
+			if err != nil {
+				return err
+			}
+			cfg.Quorums = q
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runBenchLedger(ctx, cfg, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&cfg.ZK, "zk", []string{"127.0.0.1:2181"}, "metadata servers, host:port, comma-separated")
+	f.StringVar(&cfg.Root, "ledgers-root", metadata.DefaultRoot, "ledgers root znode")
+	f.StringSliceVar(&quorums, "quorums", []string{"3/3/2", "3/2/2"}, "E/Qw/Qa combinations, comma-separated")
+	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 64 << 10}, "payload sizes in bytes, comma-separated")
+	f.IntVar(&cfg.Inflight, "inflight", 256, "adds outstanding")
+	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
+	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
+	f.StringVar(&cfg.FsyncDir, "fsync-dir", "", "measure the raw fsync rate of this directory's disk first")
+	return cmd
+}
+
+// benchLedgerMaxSize bounds --sizes: an entry and its header must fit in
+// one bookie frame with room to spare.
+const benchLedgerMaxSize = 4 << 20
+
+func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) error {
+	if cfg.Inflight < 1 || cfg.Duration <= 0 || cfg.Warmup < 0 {
+		return errors.New("bench ledger: --inflight and --duration must be positive, --warmup not negative")
+	}
+	for _, size := range cfg.Sizes {
+		if size < 1 || size > benchLedgerMaxSize {
+			return fmt.Errorf("bench ledger: size %d out of range 1..%d", size, benchLedgerMaxSize)
+		}
+	}
+	if cfg.FsyncDir != "" {
+		res, err := zkbench.Fsync(ctx, zkbench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
+		if err != nil {
+			return err
+		}
+		if err := printLine(out, res.MarshalLine); err != nil {
+			return err
+		}
+	}
+	c, err := ledgerclient.New(ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
+		MaxPendingAdds: cfg.Inflight})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, q := range cfg.Quorums {
+		for _, size := range cfg.Sizes {
+			res, err := benchLedgerRun(ctx, c, cfg, q, size)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchLedgerRun runs one (quorum, size) combination on a new ledger,
+// then closes and deletes it.
+func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedgerConfig, q benchQuorum,
+	size int) (*benchLedgerResult, error) {
+	password := []byte("keeper-bench")
+	w, err := c.Create(ctx, ledgerclient.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum,
+		AckQuorum: q.ackQuorum, Password: password})
+	if err != nil {
+		return nil, fmt.Errorf("bench ledger %v: %w", q, err)
+	}
+	payload := make([]byte, size)
+	for i := range payload {
+		payload[i] = byte(rand.Uint32())
+	}
+	load := &benchLedgerLoad{slots: make(chan struct{}, cfg.Inflight)}
+	start := time.Now()
+	from, to := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
+	stopped := load.run(ctx, w, payload, from, to)
+	closeErr := w.Close(context.WithoutCancel(ctx))
+	if err := c.Delete(context.WithoutCancel(ctx), w.ID()); err != nil {
+		return nil, fmt.Errorf("bench ledger %v: delete ledger %d: %w", q, w.ID(), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if stopped.After(to) {
+		stopped = to
+	}
+	measured := stopped.Sub(from)
+	if len(load.latencies) == 0 || measured <= 0 {
+		return nil, fmt.Errorf("bench ledger %v size %d: nothing acknowledged in the measured interval "+
+			"(%d errors, first %v; close: %v)", q, size, load.errors, load.firstErr, closeErr)
+	}
+	lat := load.latencies
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	res := &benchLedgerResult{Op: "ledger_add", Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum,
+		SizeBytes: size, Inflight: cfg.Inflight, DurationSec: measured.Seconds(), Entries: int64(len(lat)),
+		P50Us: pct(0.50), P99Us: pct(0.99), P999Us: pct(0.999), Errors: load.errors}
+	res.EntriesPerSec = float64(res.Entries) / measured.Seconds()
+	res.MBPerSec = res.EntriesPerSec * float64(size) / 1e6
+	return res, nil
+}
+
+// benchLedgerLoad keeps adds outstanding on one writer and records their
+// latencies. Callbacks run one at a time on the writer's callback
+// goroutine; mu guards what they record against a reader before wg.Wait.
+type benchLedgerLoad struct {
+	slots chan struct{} // one per add outstanding
+	wg    sync.WaitGroup
+
+	mu        sync.Mutex // guards below
+	latencies []time.Duration
+	errors    int64
+	firstErr  error
+}
+
+// run adds until to (or the first failed add, or ctx's end), waits for
+// every outstanding add, and returns when it stopped adding. It records
+// the latency of the adds sent inside [from, to).
+func (l *benchLedgerLoad) run(ctx context.Context, w *ledgerclient.Writer, payload []byte, from, to time.Time) time.Time {
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		sent := time.Now()
+		if ctx.Err() != nil || !sent.Before(to) || l.failed() {
+			l.wg.Wait()
+			return sent
+		}
+		l.wg.Add(1)
+		w.AppendAsync(payload, func(_ int64, err error) {
+			lat := time.Since(sent)
+			<-l.slots
+			l.record(sent, lat, from, to, err)
+			l.wg.Done()
+		})
+	}
+}
+
+func (l *benchLedgerLoad) record(sent time.Time, lat time.Duration, from, to time.Time, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err != nil:
+		l.errors++
+		if l.firstErr == nil {
+			l.firstErr = err
+		}
+	case !sent.Before(from) && sent.Before(to):
+		l.latencies = append(l.latencies, lat)
+	}
+}
+
+func (l *benchLedgerLoad) failed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.errors > 0
+}

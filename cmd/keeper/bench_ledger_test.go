@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"keeper/ledgerclient"
+	"keeper/ledgerclient/ledgertest"
+	"keeper/zkbench"
+)
+
+func TestParseBenchQuorums(t *testing.T) {
+	tests := []struct {
+		in      []string
+		want    string // the quorums joined by spaces, or "error"
+		errWord string
+	}{
+		{in: []string{"3/3/2", "3/2/2"}, want: "3/3/2 3/2/2"},
+		{in: []string{"5/3/2"}, want: "5/3/2"},
+		{in: []string{"3/3"}, want: "error", errWord: "E/Qw/Qa"},
+		{in: []string{"3/x/2"}, want: "error", errWord: "E/Qw/Qa"},
+		{in: []string{"3/4/2"}, want: "error", errWord: "3/4/2"},
+		{in: []string{"3/2/3"}, want: "error", errWord: "3/2/3"},
+	}
+	for _, tt := range tests {
+		q, err := parseBenchQuorums(tt.in)
+		if tt.want == "error" {
+			if err == nil || !strings.Contains(err.Error(), tt.errWord) {
+				t.Errorf("parseBenchQuorums(%q) = %v, %v; want an error naming %q", tt.in, q, err, tt.errWord)
+			}
+			continue
+		}
+		var got []string
+		for _, x := range q {
+			got = append(got, x.String())
+		}
+		if err != nil || strings.Join(got, " ") != tt.want {
+			t.Errorf("parseBenchQuorums(%q) = %v, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestBenchLedger runs `keeper bench ledger` briefly against an in-process
+// cluster: an fsync line, then one line per quorum, every run's ledger
+// deleted afterwards.
+func TestBenchLedger(t *testing.T) {
+	cl := ledgertest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs([]string{"bench", "ledger", "--zk", cl.ZKAddr(), "--log-level", "warn", "--quorums", "3/3/2,3/2/2",
+		"--sizes", "100", "--inflight", "32", "--duration", "300ms", "--warmup", "100ms", "--fsync-dir", t.TempDir()})
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatalf("bench ledger: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 lines (fsync, two runs), got %q", out.String())
+	}
+	var fs zkbench.FsyncResult
+	if err := json.Unmarshal([]byte(lines[0]), &fs); err != nil || fs.Append.Ops == 0 {
+		t.Fatalf("fsync line %q: %v", lines[0], err)
+	}
+	for i, want := range []benchQuorum{{3, 3, 2}, {3, 2, 2}} {
+		var r benchLedgerResult
+		if err := json.Unmarshal([]byte(lines[i+1]), &r); err != nil {
+			t.Fatalf("line %q: %v", lines[i+1], err)
+		}
+		t.Logf("%s", lines[i+1])
+		got := benchQuorum{r.Ensemble, r.WriteQuorum, r.AckQuorum}
+		if r.Op != "ledger_add" || got != want || r.SizeBytes != 100 || r.Inflight != 32 || r.Errors != 0 {
+			t.Errorf("run %d: %+v, want quorum %v, size 100, no errors", i, r, want)
+		}
+		if r.Entries == 0 || r.EntriesPerSec <= 0 || r.MBPerSec <= 0 || r.DurationSec <= 0 || r.DurationSec > 0.3001 {
+			t.Errorf("run %d: implausible figures %+v", i, r)
+		}
+		if r.P50Us <= 0 || r.P50Us > r.P99Us || r.P99Us > r.P999Us {
+			t.Errorf("run %d: percentiles out of order: %+v", i, r)
+		}
+	}
+	c, err := ledgerclient.New(ledgerclient.Config{ZKServers: []string{cl.ZKAddr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ids, err := c.List(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("ledgers left behind: %v, %v", ids, err)
+	}
+}
