@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,10 +32,29 @@ type ledgerFlags struct {
 	password string
 }
 
-// client connects a ledger client as the flags say.
-func (f *ledgerFlags) client() (*ledgerclient.Client, error) {
+// client connects a ledger client as the flags say. Its routine messages
+// (a ledger closed, a bookie replaced) are logged only with --log-level
+// debug or info given explicitly: a command's output is what it prints.
+func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 	servers := strings.Split(f.zk, ",")
-	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: newLogger()})
+	logger := newLogger()
+	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl == nil || !fl.Changed {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger})
+}
+
+// run connects a ledger client and runs fn with it, under a context that
+// Ctrl-C and SIGTERM cancel.
+func (f *ledgerFlags) run(cmd *cobra.Command, fn func(ctx context.Context, c *ledgerclient.Client) error) error {
+	c, err := f.client(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	return fn(ctx, c)
 }
 
 func newLedgerCmd() *cobra.Command {
@@ -152,19 +173,14 @@ func newLedgerCreateCmd(f *ledgerFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		c, err := f.client()
-		if err != nil {
+		return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
+			w, err := c.Create(ctx, opts)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), w.ID())
 			return err
-		}
-		defer c.Close()
-		ctx, stop := signalContext(cmd.Context())
-		defer stop()
-		w, err := c.Create(ctx, opts)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), w.ID())
-		return err
+		})
 	})
 	return cmd
 }
@@ -206,14 +222,9 @@ acknowledged even if the writer dies.`,
 		if err != nil {
 			return err
 		}
-		c, err := f.client()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, stop := signalContext(cmd.Context())
-		defer stop()
-		return runLedgerWrite(ctx, c, opts, w, cmd.InOrStdin(), cmd.OutOrStdout())
+		return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
+			return runLedgerWrite(ctx, c, opts, w, cmd.InOrStdin(), cmd.OutOrStdout())
+		})
 	})
 	return cmd
 }
@@ -248,8 +259,17 @@ func (s *writeStats) fail(err error) {
 	}
 }
 
-// runLedgerWrite creates the ledger, appends every entry, pipelined, and
-// closes it.
+// failed reports whether an error was kept: once an add failed (the
+// ledger was fenced, or too few bookies are left) every later one fails
+// too, so the writer stops reading input.
+func (s *writeStats) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstErr != nil
+}
+
+// runLedgerWrite creates the ledger, appends entries, pipelined, until the
+// input ends or an add fails, and closes it.
 func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclient.CreateOptions, wf *writeFlags,
 	in io.Reader, out io.Writer) error {
 	w, err := c.Create(ctx, opts)
@@ -266,7 +286,7 @@ func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclie
 	start := time.Now()
 	var st writeStats
 	var wg sync.WaitGroup
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !st.failed() {
 		data, ok, err := next()
 		if err != nil || !ok {
 			st.fail(err)
@@ -506,22 +526,17 @@ func withLedger(cmd *cobra.Command, f *ledgerFlags, arg string, recovery bool,
 	if err != nil {
 		return err
 	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, stop := signalContext(cmd.Context())
-	defer stop()
-	open := c.OpenNoRecovery
-	if recovery {
-		open = c.Open
-	}
-	h, err := open(ctx, id, []byte(f.password))
-	if err != nil {
-		return err
-	}
-	return fn(ctx, h)
+	return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
+		open := c.OpenNoRecovery
+		if recovery {
+			open = c.Open
+		}
+		h, err := open(ctx, id, []byte(f.password))
+		if err != nil {
+			return err
+		}
+		return fn(ctx, h)
+	})
 }
 
 func parseLedgerID(s string) (int64, error) {
@@ -538,20 +553,15 @@ func newLedgerLsCmd(f *ledgerFlags) *cobra.Command {
 		Short: "List the ledger ids, one per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
+			return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
+				ids, err := c.List(ctx)
+				out := bufio.NewWriter(cmd.OutOrStdout())
+				defer out.Flush()
+				for _, id := range ids {
+					fmt.Fprintln(out, id)
+				}
 				return err
-			}
-			defer c.Close()
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			ids, err := c.List(ctx)
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			defer out.Flush()
-			for _, id := range ids {
-				fmt.Fprintln(out, id)
-			}
-			return err
+			})
 		},
 	}
 }
@@ -566,19 +576,14 @@ func newLedgerStatCmd(f *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			md, err := c.Stat(ctx, id)
-			if err != nil {
-				return err
-			}
-			printMetadata(cmd.OutOrStdout(), id, md)
-			return nil
+			return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
+				md, err := c.Stat(ctx, id)
+				if err != nil {
+					return err
+				}
+				printMetadata(cmd.OutOrStdout(), id, md)
+				return nil
+			})
 		},
 	}
 }
@@ -627,19 +632,14 @@ func newLedgerDeleteCmd(f *ledgerFlags) *cobra.Command {
 				}
 				ids[i] = id
 			}
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			for _, id := range ids {
-				if err := c.Delete(ctx, id); err != nil {
-					return err
+			return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
+				for _, id := range ids {
+					if err := c.Delete(ctx, id); err != nil {
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }

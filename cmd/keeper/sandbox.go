@@ -24,6 +24,7 @@ type sandboxConfig struct {
 	port       int // coordination server's client port
 	bookies    int
 	bookiePort int // the first bookie's port; the others follow
+	adminPort  int // the admin HTTP server's port; 0: no admin server
 }
 
 func newSandboxCmd() *cobra.Command {
@@ -45,6 +46,7 @@ Ctrl-C stops everything cleanly; running it again keeps the data.`,
 	cmd.Flags().StringVar(&sc.dataDir, "data-dir", "keeper-data", "directory for the sandbox's data")
 	cmd.Flags().IntVar(&sc.port, "port", 2181, "client port of the coordination server")
 	cmd.Flags().IntVar(&sc.bookies, "bookies", 3, "number of bookies (0 for the coordination server alone)")
+	cmd.Flags().IntVar(&sc.adminPort, "admin-port", zoocfg.DefaultAdminServerPort, "port of the admin HTTP server and /metrics (0: none)")
 	cmd.Flags().IntVar(&sc.bookiePort, "bookie-port", bookie.DefaultPort, "port of the first bookie; the others take the next ones")
 	return cmd
 }
@@ -62,6 +64,8 @@ func runSandbox(ctx context.Context, sc sandboxConfig, logger *slog.Logger, out 
 	zc.FourLetterWhitelist = []string{"*"}
 	zc.ExtendedTypesEnabled = true
 	zc.AdminServerAddress = "127.0.0.1"
+	zc.AdminServerPort = sc.adminPort
+	zc.AdminEnableServer = sc.adminPort != 0
 	if err := zc.Validate(); err != nil {
 		return err
 	}
