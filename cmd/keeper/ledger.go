@@ -27,9 +27,11 @@ import (
 
 // ledgerFlags are the flags every `keeper ledger` subcommand shares.
 type ledgerFlags struct {
-	zk       string
-	root     string
-	password string
+	zk          string
+	root        string
+	password    string
+	addTimeout  time.Duration
+	readTimeout time.Duration
 }
 
 // client connects a ledger client as the flags say. Its routine messages
@@ -41,7 +43,8 @@ func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl == nil || !fl.Changed {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger})
+	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
+		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout})
 }
 
 // run connects a ledger client and runs fn with it, under a context that
@@ -75,6 +78,10 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 	pf.StringVar(&f.zk, "zk", "127.0.0.1:2181", "metadata servers, host:port, comma-separated")
 	pf.StringVar(&f.root, "ledgers-root", metadata.DefaultRoot, "ledgers root znode")
 	pf.StringVar(&f.password, "password", "", "ledger password")
+	pf.DurationVar(&f.addTimeout, "add-timeout", ledgerclient.DefaultAddTimeout,
+		"how long a bookie may take to acknowledge an add before it is replaced (addEntryTimeoutSec)")
+	pf.DurationVar(&f.readTimeout, "read-timeout", ledgerclient.DefaultReadTimeout,
+		"how long a bookie may take to answer a read (readEntryTimeoutSec)")
 	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),
 		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
 	return cmd

@@ -114,7 +114,11 @@ type writerProc struct {
 func startWriter(t *testing.T, cl *cluster) *writerProc {
 	t.Helper()
 	cmd := keeperCmd("ledger", "write", "--zk", cl.zkAddr, "--password", string(password),
-		"-E", "3", "-Qw", "3", "-Qa", "2", "--progress", "--log-level", "warn")
+		"-E", "3", "-Qw", "3", "-Qa", "2", "--progress", "--log-level", "warn",
+		// Longer than any pause: TestOldWriterFenced's SIGSTOP must not look
+		// like a failed bookie (with three bookies there is no replacement,
+		// and the writer would fail for that before it hears of the fence).
+		"--add-timeout", "2m")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
