@@ -167,6 +167,7 @@ func (s *Server) Start() error {
 		if err != nil {
 			return err
 		}
+		s.core.RenewSessions(s.now())
 		s.committer = newCommitter(log)
 		go s.committer.run()
 	}

@@ -699,3 +699,48 @@ func TestRollRequestSurvivesEmptyTake(t *testing.T) {
 		t.Fatalf("the first batch after a roll request: %d txns, roll %v; want 1 txn and a roll", len(batch), roll)
 	}
 }
+
+// slowLoadFS makes the first Open of a file take delay: a disk slow to
+// give back a large data directory.
+type slowLoadFS struct {
+	vfs.FS
+	delay time.Duration
+	once  sync.Once
+}
+
+func (f *slowLoadFS) Open(name string) (vfs.File, error) {
+	f.once.Do(func() { time.Sleep(f.delay) }) // the slow disk itself, not a wait for a condition
+	return f.FS.Open(name)
+}
+
+// TestLoadTimeDoesNotCountAgainstSessions: sessions restored from disk get
+// a full timeout from the moment the server serves, however long loading
+// took; otherwise a slow start expires every session (and deletes its
+// ephemerals) before any client could reconnect. Apache ZooKeeper starts
+// its session tracker after the load.
+func TestLoadTimeDoesNotCountAgainstSessions(t *testing.T) {
+	mem := vfs.NewMem()
+	fast := func(c *Config) { c.Core.TickMs, c.Core.MinSessionTimeoutMs, c.Core.MaxSessionTimeoutMs = 50, 100, 1000 }
+	s := mustStartDurable(t, durableConfig(mem, fast))
+	c := zkOpen(t, s)
+	mustCreate(t, c, "/eph", nil, zk.FlagEphemeral, openACL)
+	var timeout int64
+	s.Inspect(func(core *zkserver.Server) { timeout = int64(core.Sessions().All()[0].TimeoutMs) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close() // too late to end the session: the server is gone
+
+	slow := &slowLoadFS{FS: mem, delay: time.Duration(timeout+200) * time.Millisecond}
+	s2 := mustStartDurable(t, durableConfig(slow, fast))
+	var left int64
+	var sessions int
+	s2.Inspect(func(core *zkserver.Server) {
+		next, _ := core.Sessions().NextExpiryMs()
+		left, sessions = next-s2.now().MonoMs, core.Sessions().Len()
+	})
+	if sessions != 1 || left < timeout/2 {
+		t.Fatalf("after a load slower than the session timeout (%d ms): %d sessions, next expiry in %d ms",
+			timeout, sessions, left)
+	}
+}

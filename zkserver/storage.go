@@ -37,6 +37,12 @@ func (s *Server) Restore(tree *datatree.Tree, sessions []SessionState, now Now) 
 	}
 }
 
+// RenewSessions gives every session a full timeout from now. A server
+// calls it when it starts serving after loading its data: the time spent
+// loading must not count against sessions restored from disk (Apache
+// ZooKeeper starts its session tracker only after the load).
+func (s *Server) RenewSessions(now Now) { s.sessions.Renew(now.MonoMs) }
+
 // SnapshotSessions returns the live sessions with the timeouts they were
 // created with, as a snapshot stores them, in id order.
 func (s *Server) SnapshotSessions() []SessionState {
