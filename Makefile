@@ -16,7 +16,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Python client suite).
 APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
 
-.PHONY: test deps race check fuzz build invariants
+.PHONY: test deps race check fuzz build invariants chaos
 
 # test is what CI runs: prerequisites, static checks, then every test under
 # the race detector, then the full seed sweep of the simulator (the race
@@ -66,3 +66,11 @@ build:
 
 invariants:
 	$(GO) test -tags invariants ./...
+
+# chaos runs the fault-injection scenarios (package chaos) for longer than
+# make test does: each scenario's fault phase lasts CHAOS_DURATION. A failed
+# scenario prints its seed (CHAOS_SEED=N replays the harness's choices) and
+# keeps its history and the servers' files under $TMPDIR.
+CHAOS_DURATION ?= 5m
+chaos:
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -v -run 'TestScenario' ./chaos

@@ -32,6 +32,7 @@ var tierTable = []tierEntry{
 	{pkg: "sim", tier: 4, subpackages: true}, {pkg: "compat", tier: 4, subpackages: true},
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
 	{pkg: "zkbench", tier: 4}, // the load tool: zkclient, the null server, fsync
+	{pkg: "chaos", tier: 4, subpackages: true},
 }
 
 // maxPureTier is the highest tier whose packages must be pure.

@@ -1,0 +1,216 @@
+package chaos
+
+import (
+	"context"
+	"time"
+)
+
+// Scenario1 is reliability.md §E scenario 1: partitions. The leader is
+// cut off from the quorum, then the servers split into random halves,
+// then into two halves joined by a bridge, over and over, while eight
+// clients pinned to different servers run CAS registers on ten keys.
+// Checks: linearizable writes (porcupine, patched from the logs), the
+// zxid order of reads and sessions, no acknowledged write lost (the
+// minority side acknowledges nothing it cannot commit), and every replica
+// equal at the end.
+func Scenario1() *Scenario {
+	return &Scenario{
+		ID: 1, Name: "partitions",
+		Cluster:  Config{Servers: 5},
+		Duration: 14 * time.Second,
+		Workloads: []Workload{
+			&RegisterWorkload{Prefix: "/reg", Keys: 10, Clients: 8, ClientBase: 100, Think: time.Millisecond},
+		},
+		LinearPrefix: "/reg/",
+		Nemesis:      Cycle(1500*time.Millisecond, IsolateLeader(3*time.Second), RandomHalves(3*time.Second), Bridge(3*time.Second)),
+	}
+}
+
+// Scenario2 is §E scenario 2: kill -9 of a random member, the leader half
+// of the time, every few seconds, restarted with the same data, under a
+// set workload (unique creates) and CAS registers. Checks: every
+// acknowledged create exists at the end on every replica, the trees are
+// equal, the sampled digests match the replayed history.
+func Scenario2() *Scenario {
+	rs := &Durations{}
+	return &Scenario{
+		ID: 2, Name: "kill -9",
+		Cluster:  Config{Servers: 3},
+		Duration: 12 * time.Second,
+		Workloads: []Workload{
+			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 100, Think: time.Millisecond},
+			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 3, ClientBase: 200, Think: time.Millisecond},
+		},
+		LinearPrefix: "/reg/",
+		Nemesis: func(ctx context.Context, r *Run) {
+			Cycle(time.Second, KillMember(0.5, 1500*time.Millisecond, rs))(ctx, r)
+			rs.Figure(r, "restart-to-serving")
+		},
+	}
+}
+
+// Scenario3 is §E scenario 3, learner-sync durability, with the tools at
+// hand: without failpoints in the server binary (see the package doc),
+// servers are killed at random moments of a follower's recovery and sync
+// — the follower itself, or the leader serving it — under CAS registers
+// and unique creates. No committed txn may be lost or truncated, every
+// server must start again, and the replicas must converge.
+func Scenario3() *Scenario {
+	o := &Outcomes{}
+	return &Scenario{
+		ID: 3, Name: "kill during learner sync",
+		Cluster:  Config{Servers: 3},
+		Duration: 12 * time.Second,
+		Workloads: []Workload{
+			&SetWorkload{Prefix: "/set", Clients: 3, ClientBase: 100, Think: time.Millisecond},
+			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 3, ClientBase: 200, Think: time.Millisecond},
+		},
+		LinearPrefix: "/reg/",
+		Nemesis: func(ctx context.Context, r *Run) {
+			Cycle(500*time.Millisecond, KillDuringSync(800*time.Millisecond, o))(ctx, r)
+			o.Figure(r, "kills")
+		},
+	}
+}
+
+// Scenario4 is §E scenario 4: a follower is cut off until the leader has
+// committed more txns than it keeps for a DIFF, so it must catch up by
+// SNAP, while clients churn children of one parent (sequential,
+// ephemeral, deletes) under a child watch and others add unique nodes.
+// Checks: every sampled digest matches, the parent's pzxid, cversion and
+// numChildren are equal everywhere (the tree comparison covers every
+// Stat field of every node), sequence numbers are never reused.
+func Scenario4() *Scenario {
+	o, catchUp := &Outcomes{}, &Durations{}
+	return &Scenario{
+		ID: 4, Name: "lagging follower forced to SNAP",
+		Cluster:  Config{Servers: 3, SnapCount: 1000000},
+		Duration: 16 * time.Second,
+		Workloads: []Workload{
+			&ChurnWorkload{Prefix: "/churn", Clients: 5, ClientBase: 100},
+			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 200},
+		},
+		Nemesis: func(ctx context.Context, r *Run) {
+			Cycle(2*time.Second, LagUntilSnap(11000, 25*time.Second, o, catchUp))(ctx, r)
+			o.Figure(r, "sync")
+			catchUp.Figure(r, "catch-up")
+		},
+	}
+}
+
+// Scenario5 is §E scenario 5: session holders (long-lived ephemerals)
+// and Curator-style lock clients while a holder's client is paused past
+// its session timeout, a holder's server is stopped with SIGSTOP or cut
+// off the quorum, and a holder's link turns slow but stays live. Checks:
+// a paused session expires and its ephemerals go everywhere; no session
+// expires within half a timeout of the client hearing from it (ephemerals
+// of a live session never go); no session is answered after its close;
+// only owners delete lock nodes; no ephemeral outlives the run's sessions.
+func Scenario5() *Scenario {
+	const timeout = 2 * time.Second
+	ps := &PausedSessions{}
+	sc := &Scenario{
+		ID: 5, Name: "session holders paused",
+		Cluster:        Config{Servers: 3},
+		Duration:       16 * time.Second,
+		SessionTimeout: timeout,
+		Workloads: []Workload{
+			&HolderWorkload{Prefix: "/eph", Clients: 6, ClientBase: 200, Every: 100 * time.Millisecond},
+			&LockWorkload{Prefix: "/lock", Clients: 4, ClientBase: 300, Hold: 200 * time.Millisecond},
+		},
+		Nemesis: Cycle(time.Second,
+			PauseClient("c2", timeout*2+timeout/2, ps),
+			PauseClientServer("c2", timeout*3/2),
+			CutClientServer("c2", timeout*3/2),
+			SlowClientLink("c2", 300*time.Millisecond, 2*timeout)),
+	}
+	sc.Check = func(_ context.Context, r *Run, c *Committed) { ps.Check(r, c) }
+	return sc
+}
+
+// Scenario6 is §E scenario 6: clients move their sessions from server to
+// server every 700 ms while one follower at a time lags (the leader's
+// messages to it are delayed), reading with watches and writing CAS
+// registers. A server behind a session must refuse it (CLIENT_ZXID_AHEAD),
+// and probes claim a just-written zxid on the lagging follower to check
+// exactly that. Checks: monotonic reads and read-your-writes across
+// moves, watch events before the data that triggered them, setWatches
+// firing missed triggers exactly once, linearizable writes.
+func Scenario6() *Scenario {
+	p := &Probes{}
+	sc := &Scenario{
+		ID: 6, Name: "reconnect to another server, one lagging",
+		Cluster:        Config{Servers: 3, SyncLimit: 30},
+		Duration:       12 * time.Second,
+		SessionTimeout: 6 * time.Second,
+		Workloads: []Workload{
+			&RegisterWorkload{Prefix: "/reg", Keys: 5, Clients: 6, ClientBase: 100, Watch: true,
+				Move: 700 * time.Millisecond, Think: 5 * time.Millisecond},
+		},
+		LinearPrefix: "/reg/",
+		Nemesis:      Cycle(time.Second, LagFollower(800*time.Millisecond, 4*time.Second, p)),
+	}
+	sc.Check = func(_ context.Context, r *Run, _ *Committed) { p.Figure(r) }
+	return sc
+}
+
+// Scenario7 is §E scenario 7: disk faults. Offline, between a kill and a
+// restart: a bit flip or a zeroed byte in the newest log, its tail cut, a
+// bit flip in or truncation of the newest snapshot, the data directory
+// wiped. Online: the disk fills up (RLIMIT_FSIZE, which a preallocating
+// log meets as EFBIG) under the leader or a follower. A damaged server
+// must refuse to start (it is then wiped and must rejoin by SNAP) or
+// serve exactly the committed state; the healthy quorum keeps committing.
+func Scenario7() *Scenario {
+	o := &Outcomes{}
+	return &Scenario{
+		ID: 7, Name: "disk faults",
+		Cluster:  Config{Servers: 3, SnapCount: 2000, PreAllocSizeKB: 64},
+		Duration: 16 * time.Second,
+		Workloads: []Workload{
+			&SetWorkload{Prefix: "/set", Clients: 2, ClientBase: 100, Think: time.Millisecond},
+			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 3, ClientBase: 200, Think: time.Millisecond},
+		},
+		LinearPrefix: "/reg/",
+		Nemesis: func(ctx context.Context, r *Run) {
+			Cycle(time.Second, CorruptAndRestart(Corruptions, o), CorruptAndRestart(Corruptions, o), DiskFull(4*time.Second, o))(ctx, r)
+			o.Figure(r, "outcomes")
+		},
+	}
+}
+
+// Scenario8 is §E scenario 8: hostile clients and peers — oversize and
+// negative length prefixes, truncated frames, unknown opcodes, garbage,
+// a huge multi and setWatches, a 10,000-level path, hundreds of idle
+// connections, garbage and 1 GiB length prefixes on the election and
+// quorum ports — while healthy clients run CAS registers. Checks: no
+// server crashes, the quorum stays up, the healthy clients' history is
+// correct; the figures are their p99 latency and the servers' peak memory.
+func Scenario8() *Scenario {
+	return &Scenario{
+		ID: 8, Name: "adversarial clients",
+		Cluster:  Config{Servers: 3},
+		Duration: 10 * time.Second,
+		Workloads: []Workload{
+			&RegisterWorkload{Prefix: "/reg", Keys: 6, Clients: 6, ClientBase: 100, Think: 2 * time.Millisecond},
+		},
+		LinearPrefix: "/reg/",
+		Nemesis:      Adversaries(300, 2*time.Second),
+		Check: func(_ context.Context, r *Run, _ *Committed) {
+			var peak int64
+			for _, s := range r.Cluster.Servers {
+				if p := s.Proc(); p != nil && p.Running() {
+					if kb, err := memoryHighWaterKB(p.Pid()); err == nil {
+						peak = max(peak, kb)
+					}
+				}
+			}
+			r.Report.Figure("peak-rss", "%dMB", peak/1024)
+		},
+	}
+}
+
+// Scenarios returns every scenario of this package, by number.
+func Scenarios() []*Scenario {
+	return []*Scenario{Scenario1(), Scenario2(), Scenario3(), Scenario4(), Scenario5(), Scenario6(), Scenario7(), Scenario8()}
+}
