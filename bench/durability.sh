@@ -5,50 +5,33 @@
 #   bash bench/durability.sh [duration]     (default 10s per measurement)
 #
 # Both servers run standalone on 127.0.0.1 with their data in the same
-# filesystem (under $TMPDIR), forceSync on. Each line of output is one JSON
+# filesystem (under $TMPDIR), forceSync on; ZooKeeper with -Xmx1000m and G1
+# (ZK_JVMFLAGS overrides; see bench/lib.sh). Each line of output is one JSON
 # result from `keeper bench`; the last lines are a summary table.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="/usr/local/go/bin:$PATH"
+ZK_JVMFLAGS=${ZK_JVMFLAGS:--Xmx1000m -XX:+UseG1GC}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 DUR=${1:-10s}
-W=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W"' EXIT
+ensure_zookeeper
+lib_init
 
-go build -o "$W/keeper" ./cmd/keeper
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-KP=$(free_port); ZP=$(free_port)
+read -r KP ZP <<<"$(free_ports 2)"
+write_cfg "$W/keeper.cfg" "$W/keeper-data" "$KP"
+write_cfg "$W/zk.cfg" "$W/zk-data" "$ZP"
+start_keeper keeper "$W/keeper.cfg"
+KPID=$STARTED_PID
+start_zk zk "$W/zk.cfg"
+ZPID=$STARTED_PID
+wait_serving "127.0.0.1:$KP" >/dev/null
+wait_serving "127.0.0.1:$ZP" >/dev/null
 
-for who in keeper zk; do
-	port=$KP; [ $who = zk ] && port=$ZP
-	mkdir -p "$W/$who-data"
-	cat > "$W/$who.cfg" <<CFG
-tickTime=2000
-dataDir=$W/$who-data
-clientPort=$port
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-CFG
-done
-"$W/keeper" server "$W/keeper.cfg" 2>"$W/keeper.log" &
-KPID=$!
-java -Xmx1000m -XX:+UseG1GC -cp '/usr/share/java/*:/usr/share/zookeeper/*' \
-	org.apache.zookeeper.server.ZooKeeperServerMain "$W/zk.cfg" >"$W/zk.log" 2>&1 &
-ZPID=$!
-for port in $KP $ZP; do
-	for _ in $(seq 100); do
-		"$W/keeper" shell --server 127.0.0.1:$port ls / >/dev/null 2>&1 && break
-		sleep 0.2
-	done
-done
-
-"$W/keeper" bench fsync --dir "$W/zk-data" --size 4096 --duration 5s | tee "$W/results"
+"$KEEPER" bench fsync --dir "$W/zk-data" --size 4096 --duration 5s | tee "$W/results"
 for op in set create; do
 	for clients in 1 16 64; do
-		"$W/keeper" bench zk --servers 127.0.0.1:$KP --cpu-pid $KPID --op $op --clients $clients --inflight 1 \
+		"$KEEPER" bench zk --servers 127.0.0.1:$KP --cpu-pid $KPID --op $op --clients $clients --inflight 1 \
 			--size 100 --warmup 2s --duration "$DUR" | sed 's/^{/{"server":"keeper",/' | tee -a "$W/results"
-		"$W/keeper" bench zk --servers 127.0.0.1:$ZP --cpu-pid $ZPID --op $op --clients $clients --inflight 1 \
+		"$KEEPER" bench zk --servers 127.0.0.1:$ZP --cpu-pid $ZPID --op $op --clients $clients --inflight 1 \
 			--size 100 --warmup 2s --duration "$DUR" | sed 's/^{/{"server":"zookeeper",/' | tee -a "$W/results"
 	done
 done

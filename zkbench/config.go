@@ -3,6 +3,7 @@ package zkbench
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"keeper/jute"
@@ -27,6 +28,12 @@ const (
 	// OpWatch measures watch fan-out: Watchers sessions watch one znode and
 	// a writer sets it (see the package doc).
 	OpWatch Op = "watch"
+	// OpFill creates KeySpace znodes of SizeBytes under a fresh root and
+	// leaves them there, to build a large tree (see fill.go).
+	OpFill Op = "fill"
+	// OpReady waits for a server's first served read: it retries a getData
+	// of ReadyPath until one succeeds (see ready.go).
+	OpReady Op = "ready"
 )
 
 // Defaults for zero Config fields.
@@ -37,6 +44,7 @@ const (
 	DefaultReadRatio = 0.9
 	DefaultWatchers  = 1000
 	DefaultRounds    = 20
+	DefaultReadyPath = "/"
 	// DefaultSessionTimeout is long enough that a session survives a
 	// stalled server while a run is drained, short enough that sessions a
 	// killed run leaves behind expire soon.
@@ -71,14 +79,15 @@ type Config struct {
 	// SizeBytes is the size of the data written by set and create and of
 	// the pre-created znodes (default DefaultSizeBytes).
 	SizeBytes int
-	// Duration is the measured interval (default DefaultDuration).
+	// Duration is the measured interval (default DefaultDuration); for
+	// OpReady, how long to keep trying.
 	Duration time.Duration
 	// Warmup runs the load before the measured interval without recording
 	// it (default none).
 	Warmup time.Duration
 	// KeySpace is how many znodes get, exists, set and mixed spread over
 	// (default DefaultKeySpace); they are created before the run under a
-	// fresh /bench-<random> root.
+	// fresh /bench-<random> root. OpFill creates that many and keeps them.
 	KeySpace int
 	// ReadRatio is the fraction of gets in mixed (default DefaultReadRatio).
 	ReadRatio float64
@@ -88,9 +97,13 @@ type Config struct {
 	// Rounds is the number of measured set-and-notify rounds of OpWatch
 	// (default DefaultRounds).
 	Rounds int
-	// CPUPID, if not 0, is the server's process id on this machine: its CPU
-	// time over the measured interval is read from /proc and reported.
-	CPUPID int
+	// CPUPIDs are the process ids of the servers on this machine (none, one,
+	// or every member of an ensemble): their CPU time over the measured
+	// interval is read from /proc, summed and reported. For OpReady, the
+	// first one's start is the origin of the time to readiness.
+	CPUPIDs []int
+	// ReadyPath is the znode OpReady reads (default DefaultReadyPath).
+	ReadyPath string
 	// SessionTimeout is the session timeout asked for (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
@@ -107,9 +120,17 @@ func (c Config) Validate() error {
 		}
 	}
 	switch c.Op {
-	case OpGet, OpExists, OpSet, OpCreate, OpMixed, OpWatch:
+	case OpGet, OpExists, OpSet, OpCreate, OpMixed, OpWatch, OpFill, OpReady:
 	default:
-		return fmt.Errorf("zkbench: unknown op %q (want get, exists, set, create, mixed or watch)", c.Op)
+		return fmt.Errorf("zkbench: unknown op %q (want get, exists, set, create, mixed, watch, fill or ready)", c.Op)
+	}
+	for _, pid := range c.CPUPIDs {
+		if pid <= 0 {
+			return fmt.Errorf("zkbench: bad pid %d", pid)
+		}
+	}
+	if c.ReadyPath != "" && !strings.HasPrefix(c.ReadyPath, "/") {
+		return fmt.Errorf("zkbench: ready path %q is not absolute", c.ReadyPath)
 	}
 	checks := []struct {
 		name     string
@@ -136,8 +157,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("zkbench: negative session timeout %v", c.SessionTimeout)
 	case c.ReadRatio < 0 || c.ReadRatio > 1:
 		return fmt.Errorf("zkbench: read ratio %v outside [0, 1]", c.ReadRatio)
-	case c.CPUPID < 0:
-		return fmt.Errorf("zkbench: negative pid %d", c.CPUPID)
 	}
 	return nil
 }
@@ -163,6 +182,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.ReadyPath == "" {
+		c.ReadyPath = DefaultReadyPath
 	}
 	return c
 }

@@ -19,6 +19,11 @@
 //	             shared znode, a writer sets it, and the round lasts until
 //	             the last notification arrives; Rounds rounds, each re-arming
 //	             the watches first (see watch.go)
+//	fill         creates KeySpace znodes of SizeBytes under a fresh root
+//	             and leaves them, to build a large tree (see fill.go)
+//	ready        retries a getData of ReadyPath until one is served: the
+//	             time from a server's process start to its first read,
+//	             e.g. a restart with a large tree on disk (see ready.go)
 //
 // Setup and cleanup (deleting everything under the root) are not timed.
 // A Warmup period runs the load without recording it.
@@ -34,9 +39,10 @@
 // are counted by result code; an API error (NoNode, say) does not stop the
 // loop, a lost connection stops that client.
 //
-// With Config.CPUPID, the server's CPU time (user + system, from
-// /proc/<pid>/stat, 10 ms resolution) is sampled when the measured
-// interval starts and ends, and reported with the CPU time per request.
+// With Config.CPUPIDs, the servers' CPU time (user + system, from
+// /proc/<pid>/stat, 10 ms resolution, summed over the pids: one server, or
+// every member of an ensemble) is sampled when the measured interval
+// starts and ends, and reported with the CPU time per request.
 // The tool's own CPU time is reported the same way: above roughly 50,000
 // requests per second on two cores, the client is what is measured, and
 // CPU time per request is the comparison that still means something.

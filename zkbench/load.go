@@ -180,7 +180,7 @@ func runLoad(ctx context.Context, f *fixture) (loadOutcome, error) {
 	for i := range loaders {
 		loaders[i] = newLoader(i, f, w)
 	}
-	clientCPU, serverCPU := cpuSpan{}, cpuSpan{pid: cfg.CPUPID}
+	clientCPU, serverCPU := cpuSpan{}, cpuSpan{pids: cfg.CPUPIDs}
 	begin := time.Now()
 	w.measureFrom = begin.Add(cfg.Warmup)
 	w.end = w.measureFrom.Add(cfg.Duration)
@@ -191,7 +191,7 @@ func runLoad(ctx context.Context, f *fixture) (loadOutcome, error) {
 	}
 	sample := func() {
 		clientCPU.sample()
-		if cfg.CPUPID != 0 {
+		if len(cfg.CPUPIDs) > 0 {
 			serverCPU.sample()
 		}
 	}

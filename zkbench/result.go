@@ -16,6 +16,10 @@ import (
 // describe the fan-out time of a round: from the moment the writer sent its
 // setData to the moment the last watcher received its notification.
 // SetP50Us and SetP99Us give the writer's own setData latency.
+//
+// For OpFill, Ops counts the znodes created, DurationSec is the time they
+// took, the latency fields are zero and Root names their parent. For
+// OpReady, ReadySec and Attempts say when the first read was served.
 type Result struct {
 	Op          Op       `json:"op"`
 	Servers     []string `json:"servers"`
@@ -39,12 +43,23 @@ type Result struct {
 	SetP50Us float64 `json:"set_p50_us,omitempty"`
 	SetP99Us float64 `json:"set_p99_us,omitempty"`
 
+	// Root is OpFill's parent znode, which it leaves in place.
+	Root string `json:"root,omitempty"`
+	// ReadySec is OpReady's time from the start of the first CPUPIDs
+	// process (10 ms resolution), or else from the start of the run, to
+	// the reply of the first read served; Attempts counts the connections
+	// tried.
+	ReadySec float64 `json:"ready_sec,omitempty"`
+	Attempts int     `json:"attempts,omitempty"`
+
 	// ClientCPUSeconds is this process's CPU time (user + system) over the
 	// measured interval; nil where /proc is not available.
 	ClientCPUSeconds *float64 `json:"client_cpu_seconds,omitempty"`
-	// ServerCPUSeconds is the CPU time of Config.CPUPID over the measured
-	// interval, and ServerCPUUsPerOp that time divided by Ops (for
-	// OpWatch, per round, re-arming included); nil without a CPUPID.
+	// ServerCPUSeconds is the CPU time of the Config.CPUPIDs processes,
+	// summed, over the measured interval, and ServerCPUUsPerOp that time
+	// divided by Ops (for OpWatch, per round, re-arming included); nil
+	// without CPUPIDs. For OpReady, ServerCPUSeconds is the first
+	// process's CPU time from its start until it was ready.
 	ServerCPUSeconds *float64 `json:"server_cpu_seconds,omitempty"`
 	ServerCPUUsPerOp *float64 `json:"server_cpu_us_per_op,omitempty"`
 

@@ -16,13 +16,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	cfg = cfg.withDefaults()
-	if cfg.CPUPID != 0 {
-		if _, err := procCPUTime(cfg.CPUPID); err != nil {
+	if len(cfg.CPUPIDs) > 0 {
+		if _, err := procCPUTimes(cfg.CPUPIDs); err != nil {
 			return Result{}, err // better now than after the run
 		}
 	}
-	if cfg.Op == OpWatch {
+	switch cfg.Op {
+	case OpWatch:
 		return runWatch(ctx, cfg)
+	case OpFill:
+		return runFill(ctx, cfg)
+	case OpReady:
+		return runReady(ctx, cfg)
 	}
 	f, err := newFixture(ctx, cfg, cfg.Clients)
 	if err != nil {

@@ -121,13 +121,14 @@ func TestRunAgainstNullServer(t *testing.T) {
 	}
 }
 
-// TestRunServerCPU points CPUPID at this process, which runs the server.
+// TestRunServerCPU points CPUPIDs at this process, which runs the server,
+// twice: the two readings are summed.
 func TestRunServerCPU(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc here")
 	}
 	cfg := shortConfig(startNull(t), OpGet)
-	cfg.CPUPID = os.Getpid()
+	cfg.CPUPIDs = []int{os.Getpid(), os.Getpid()}
 	res, err := Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +235,11 @@ func TestConfigValidate(t *testing.T) {
 		{"negative duration", func(c *Config) { c.Duration = -time.Second }, "duration"},
 		{"negative warmup", func(c *Config) { c.Warmup = -time.Second }, "warmup"},
 		{"read ratio", func(c *Config) { c.ReadRatio = 1.5 }, "read ratio"},
-		{"pid", func(c *Config) { c.CPUPID = -3 }, "pid"},
+		{"pid", func(c *Config) { c.CPUPIDs = []int{1, -3} }, "pid"},
+		{"zero pid", func(c *Config) { c.CPUPIDs = []int{0} }, "pid"},
+		{"relative ready path", func(c *Config) { c.ReadyPath = "x" }, "ready path"},
+		{"fill", func(c *Config) { c.Op = OpFill }, ""},
+		{"ready", func(c *Config) { c.Op, c.ReadyPath = OpReady, "/a" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ type fixture struct {
 	root    string   // "/bench-<random>"
 	keys    []string // the key space, under root
 	payload []byte   // SizeBytes of data
+	window  int      // creates of the key space in flight
 }
 
 // newFixture opens n sessions, spread round-robin over cfg.Servers, and
@@ -47,6 +48,7 @@ func newFixture(ctx context.Context, cfg Config, n int) (*fixture, error) {
 		cfg:     cfg,
 		root:    fmt.Sprintf("/bench-%016x", rand.Uint64()),
 		payload: make([]byte, cfg.SizeBytes),
+		window:  setupWindow,
 	}
 	for i := range f.payload {
 		f.payload[i] = 'a' + byte(i%26)
@@ -95,7 +97,7 @@ func (f *fixture) createKeys(ctx context.Context) error {
 	for i := range f.keys {
 		f.keys[i] = f.root + "/k-" + strconv.Itoa(i)
 	}
-	return pipeline(ctx, len(f.keys), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
+	return pipeline(ctx, f.window, len(f.keys), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
 		return f.conn(i), zkproto.OpCreate, &zkproto.CreateRequest{Path: f.keys[i], Data: f.payload, ACL: zkproto.OpenACLUnsafe}
 	})
 }
@@ -104,7 +106,7 @@ func (f *fixture) createKeys(ctx context.Context) error {
 // (sync), so that in an ensemble no follower answers NoNode for a key that
 // was created through another server.
 func (f *fixture) syncAll(ctx context.Context) error {
-	return pipeline(ctx, len(f.conns), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
+	return pipeline(ctx, setupWindow, len(f.conns), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
 		return f.conn(i), zkproto.OpSync, &zkproto.SyncRequest{Path: f.root}
 	})
 }
@@ -128,7 +130,7 @@ func (f *fixture) cleanup(ctx context.Context, created []int64) error {
 	for i, k := range f.keys {
 		victims = append(victims, victim{k, i % len(f.conns)})
 	}
-	err := pipeline(ctx, len(victims), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
+	err := pipeline(ctx, setupWindow, len(victims), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
 		v := victims[i]
 		return f.conns[v.client], zkproto.OpDelete, &zkproto.DeleteRequest{Path: v.path, Version: -1}
 	}, zkproto.CodeNoNode)
@@ -166,10 +168,10 @@ func appendCreatedPath(b []byte, root string, client int, seq int64) []byte {
 func (f *fixture) conn(i int) *zkclient.Conn { return f.conns[i%len(f.conns)] }
 
 // pipeline sends the n requests req describes, each on the session req
-// names, with at most setupWindow in flight, and waits for every reply. It
+// names, with at most window in flight, and waits for every reply. It
 // returns the first error whose code is not in ignore.
-func pipeline(ctx context.Context, n int, req func(i int) (*zkclient.Conn, zkproto.Op, jute.Record), ignore ...zkproto.Code) error {
-	sem := make(chan struct{}, setupWindow)
+func pipeline(ctx context.Context, window, n int, req func(i int) (*zkclient.Conn, zkproto.Op, jute.Record), ignore ...zkproto.Code) error {
+	sem := make(chan struct{}, window)
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex

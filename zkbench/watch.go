@@ -76,7 +76,10 @@ func runWatch(ctx context.Context, cfg Config) (Result, error) {
 	for _, c := range watchers {
 		wg.Go(func() { fo.watch(c.Events()) })
 	}
-	res, err := fo.rounds(ctx, cfg, watchers, writer, f.payload)
+	res, err := fo.prepare(ctx, f, writer)
+	if err == nil {
+		res, err = fo.rounds(ctx, cfg, watchers, writer, f.payload)
+	}
 	if cerr := f.cleanup(ctx, nil); cerr != nil {
 		res.CleanupError = cerr.Error()
 	}
@@ -86,19 +89,28 @@ func runWatch(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
-// rounds creates the watched znode and runs the warmup round and the
-// measured ones.
-func (fo *fanout) rounds(ctx context.Context, cfg Config, watchers []*zkclient.Conn, writer *zkclient.Conn, payload []byte) (Result, error) {
-	if _, _, err := writer.Create(ctx, fo.node, payload, zkclient.CreateOptions{}); err != nil {
+// prepare creates the watched znode and makes every session's server catch
+// up with it (in an ensemble, a watcher's server may not have applied the
+// create yet, and its exists would leave no data watch).
+func (fo *fanout) prepare(ctx context.Context, f *fixture, writer *zkclient.Conn) (Result, error) {
+	if _, _, err := writer.Create(ctx, fo.node, f.payload, zkclient.CreateOptions{}); err != nil {
 		return Result{}, fmt.Errorf("zkbench: create %s: %w", fo.node, err)
 	}
+	if err := f.syncAll(ctx); err != nil {
+		return Result{}, fmt.Errorf("zkbench: sync the watchers: %w", err)
+	}
+	return Result{}, nil
+}
+
+// rounds runs the warmup round and the measured ones.
+func (fo *fanout) rounds(ctx context.Context, cfg Config, watchers []*zkclient.Conn, writer *zkclient.Conn, payload []byte) (Result, error) {
 	fanHist, setHist := NewHistogram(), NewHistogram()
-	clientCPU, serverCPU := cpuSpan{}, cpuSpan{pid: cfg.CPUPID}
+	clientCPU, serverCPU := cpuSpan{}, cpuSpan{pids: cfg.CPUPIDs}
 	var begin time.Time
 	for round := -1; round < cfg.Rounds; round++ {
 		if round == 0 {
 			clientCPU.sample()
-			if cfg.CPUPID != 0 {
+			if len(cfg.CPUPIDs) > 0 {
 				serverCPU.sample()
 			}
 			begin = time.Now()
@@ -114,7 +126,7 @@ func (fo *fanout) rounds(ctx context.Context, cfg Config, watchers []*zkclient.C
 	}
 	elapsed := time.Since(begin)
 	clientCPU.sample()
-	if cfg.CPUPID != 0 {
+	if len(cfg.CPUPIDs) > 0 {
 		serverCPU.sample()
 	}
 	res := Result{
@@ -139,7 +151,7 @@ func (fo *fanout) round(ctx context.Context, cfg Config, watchers []*zkclient.Co
 	r := &fanRound{done: make(chan struct{})}
 	r.remaining.Store(int64(len(watchers)))
 	fo.cur.Store(r)
-	err = pipeline(ctx, len(watchers), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
+	err = pipeline(ctx, setupWindow, len(watchers), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
 		return watchers[i], zkproto.OpExists, &zkproto.ExistsRequest{Path: fo.node, Watch: true}
 	})
 	if err != nil {

@@ -53,7 +53,17 @@ watch (--watchers sessions watch one znode; a writer sets it; the latencies
 are the time from the set to the last notification, over --rounds rounds).
 Every client keeps --inflight requests outstanding on its own session;
 clients are spread round-robin over --servers. The znodes the run needs are
-created under a fresh /bench-<random> root and deleted afterwards.`,
+created under a fresh /bench-<random> root and deleted afterwards.
+
+Two more ops serve the resource figures. fill creates --keyspace znodes of
+--size bytes under a fresh root with --clients x --inflight creates in
+flight, leaves them there, and prints the root. ready retries a read of
+--path (a new session each time, every 5 to 50 ms) until one is served or
+--duration ends, and prints ready_sec: the time from the start of the
+--cpu-pid process (or of this command) to that read.
+
+--cpu-pid takes one pid or several (an ensemble's members): their CPU time
+over the measured interval is summed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Op = zkbench.Op(op)
@@ -62,17 +72,18 @@ created under a fresh /bench-<random> root and deleted afterwards.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&cfg.Servers, "servers", []string{"127.0.0.1:2181"}, "host:port of the servers, comma-separated")
-	f.StringVar(&op, "op", "get", "workload: get, exists, set, create, mixed or watch")
+	f.StringVar(&op, "op", "get", "workload: get, exists, set, create, mixed, watch, fill or ready")
 	f.IntVar(&cfg.Clients, "clients", 1, "sessions issuing requests")
 	f.IntVar(&cfg.Inflight, "inflight", 1, "requests outstanding per session")
 	f.IntVar(&cfg.SizeBytes, "size", zkbench.DefaultSizeBytes, "bytes of data per written znode")
-	f.DurationVar(&cfg.Duration, "duration", zkbench.DefaultDuration, "measured interval")
+	f.DurationVar(&cfg.Duration, "duration", zkbench.DefaultDuration, "measured interval; ready: how long to keep trying")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before the measured interval, not recorded")
-	f.IntVar(&cfg.KeySpace, "keyspace", zkbench.DefaultKeySpace, "znodes that get, exists, set and mixed spread over")
+	f.IntVar(&cfg.KeySpace, "keyspace", zkbench.DefaultKeySpace, "znodes that get, exists, set and mixed spread over; fill creates that many")
 	f.Float64Var(&cfg.ReadRatio, "read-ratio", zkbench.DefaultReadRatio, "fraction of gets in mixed")
 	f.IntVar(&cfg.Watchers, "watchers", zkbench.DefaultWatchers, "watch: watching sessions")
 	f.IntVar(&cfg.Rounds, "rounds", zkbench.DefaultRounds, "watch: measured rounds")
-	f.IntVar(&cfg.CPUPID, "cpu-pid", 0, "pid of the server process, to report its CPU time per request")
+	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil, "pids of the server processes, comma-separated, to report their CPU time per request")
+	f.StringVar(&cfg.ReadyPath, "path", zkbench.DefaultReadyPath, "ready: the znode to read")
 	f.DurationVar(&cfg.SessionTimeout, "session-timeout", zkbench.DefaultSessionTimeout, "session timeout to ask for")
 	return cmd
 }

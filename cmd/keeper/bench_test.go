@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,6 +99,25 @@ func TestBenchZKFlags(t *testing.T) {
 	}
 	if m := decodeLine(t, out); m["op"] != "watch" || m["watchers"] != 5.0 || m["ops"] != 3.0 {
 		t.Errorf("watch result %v", m)
+	}
+	pid := strconv.Itoa(os.Getpid()) // this process runs the server
+	out, err = runKeeper(t, t.Context(), "bench", "zk", "--servers", addr, "--op", "fill", "--keyspace", "50",
+		"--clients", "2", "--inflight", "8", "--cpu-pid", pid+","+pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = decodeLine(t, out)
+	root, _ := m["root"].(string)
+	if m["op"] != "fill" || m["ops"] != 50.0 || root == "" || m["server_cpu_seconds"] == nil {
+		t.Errorf("fill result %v", m)
+	}
+	out, err = runKeeper(t, t.Context(), "bench", "zk", "--servers", addr, "--op", "ready", "--path", root+"/k-49",
+		"--duration", "5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := decodeLine(t, out); m["op"] != "ready" || m["attempts"] != 1.0 || m["ready_sec"].(float64) <= 0 {
+		t.Errorf("ready result %v", m)
 	}
 	if _, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", addr, "--op", "nonsense"); err == nil ||
 		!strings.Contains(err.Error(), "unknown op") {
