@@ -338,6 +338,15 @@ func (s *side) execBadReattach(st *step, o *outcome) error {
 		return fmt.Errorf("after the reattach attempt: %w", err)
 	}
 	o.attempt = &attempt{resp: resp, closed: closed}
+	if cred.sid == live.sid {
+		// The server should have kicked the session's own connection
+		// (spec §1.3), and keeper always does; Apache ZooKeeper 3.8 has
+		// been seen to leave it open under load (its session-to-connection
+		// map can lose the entry). Close it here either way, so that both
+		// sides reattach the slot and go on from the same state.
+		live.close()
+		o.closed[st.slot] = true
+	}
 	return nil
 }
 
