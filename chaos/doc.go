@@ -1,5 +1,5 @@
 // Package chaos injects faults into real keeper processes and judges what
-// their clients saw: reliability.md's scenarios 1–8 (§E) with the fault
+// their clients saw: reliability.md's scenarios 1–10 (§E) with the fault
 // catalogue of §A8 and the checks of §A9. It is tier 4 (verification); the
 // tests run every scenario briefly (`go test ./chaos`), `make chaos` runs
 // them for longer.
@@ -93,6 +93,24 @@
 // failed run keeps its directory under os.TempDir(): history.json,
 // report.txt, and every server's zoo.cfg, data and logs; Recheck judges it
 // again offline.
+//
+// # The ledger store (scenarios 9 and 10)
+//
+// LedgerScenarios run on a metadata server and `keeper bookie` processes
+// (Bookies). A bookie listens on 127.0.0.(10+i):P and advertises
+// 127.0.0.1, so its id and registered address are 127.0.0.1:P, where the
+// harness's front for it listens. The front tells which process dialled
+// it (its socket's inode among a registered child's descriptors, from
+// /proc; Bookies.Own) and passes the connection through the Network proxy
+// from that node ("w1" for a `keeper ledger write` child, "h" for the
+// harness's own clients) to the bookie: one writer can be cut off one
+// bookie. The fronts also parse the v3 requests going by, to count the
+// entries recovery writes back. Scenario 9 races a writer process against
+// a recovery; scenario 10 kills, restarts and wipes bookies under a writer
+// and two following readers. checkLedger judges each ledger: closed, not
+// before any acknowledged entry, every entry read back as sent, in order,
+// and stored at Qa or more bookies of its write set, read from each
+// directly.
 //
 // # What needs hooks in the server binary
 //

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"errors"
+	"net"
 	"syscall"
 )
 
@@ -12,3 +13,6 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 // setFileSizeLimit needs Linux's prlimit.
 func setFileSizeLimit(int, int64) error { return errors.New("chaos: prlimit needs Linux") }
+
+// socketOwner needs Linux's /proc: every connection is the harness's.
+func socketOwner(net.Conn, map[int]string) (string, bool) { return "", false }

@@ -210,7 +210,8 @@ func Scenario8() *Scenario {
 	}
 }
 
-// Scenarios returns every scenario of this package, by number.
+// Scenarios returns every scenario of this package on the coordination
+// service, by number; LedgerScenarios has the ledger store's (9 and 10).
 func Scenarios() []*Scenario {
 	return []*Scenario{Scenario1(), Scenario2(), Scenario3(), Scenario4(), Scenario5(), Scenario6(), Scenario7(), Scenario8()}
 }

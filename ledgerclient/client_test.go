@@ -107,6 +107,18 @@ func TestReadOpenLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An open ledger with nothing acknowledged has LAC -1 for a reader
+	// too: entry 0 must not be readable before it is confirmed.
+	empty, err := rc.OpenNoRecovery(ctx, w.ID(), testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lac, err := empty.ReadLAC(ctx); err != nil || lac != -1 {
+		t.Fatalf("ReadLAC of an empty open ledger = %d, %v; want -1", lac, err)
+	}
+	if _, err := empty.Read(ctx, 0, 0); !errors.Is(err, ledger.ErrReadBeyondLAC) {
+		t.Fatalf("read of entry 0 of an empty ledger: %v", err)
+	}
 	for e := range int64(20) {
 		if got, err := w.Append(ctx, payload(w.ID(), e)); err != nil || got != e {
 			t.Fatalf("append %d: %d, %v", e, got, err)

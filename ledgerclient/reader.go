@@ -98,7 +98,7 @@ func (c *Client) openMetadata(ctx context.Context, id int64, password []byte) (l
 }
 
 func (c *Client) handle(id int64, md ledger.Metadata, smd metadata.LedgerMetadata) *ReadHandle {
-	h := &ReadHandle{c: c, id: id}
+	h := &ReadHandle{c: c, id: id, lac: -1} // nothing is confirmed until learned
 	h.learn(md, smd)
 	return h
 }
