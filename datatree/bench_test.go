@@ -1,10 +1,14 @@
 package datatree
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"keeper/txn"
 	"keeper/zkproto"
@@ -76,4 +80,98 @@ func BenchmarkReadBody(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// bigTree returns a tree of n nodes (100 parents with n/100 children each)
+// holding dataBytes of data apiece, built once per benchmark binary and
+// size.
+func bigTree(b *testing.B, n, dataBytes int) *Tree {
+	key := [2]int{n, dataBytes}
+	if t, ok := bigTrees[key]; ok {
+		return t
+	}
+	tree, txns := benchTree(b, n)
+	for _, tx := range txns {
+		tx.Record.(*txn.Create).Data = make([]byte, dataBytes)
+		tree.Apply(tx)
+	}
+	bigTrees[key] = tree
+	return tree
+}
+
+var bigTrees = map[[2]int]*Tree{}
+
+// BenchmarkFuzzySnapshot walks a 1,000,000-node tree as the server does,
+// 1,000 nodes per step, and reports the cost per node.
+func BenchmarkFuzzySnapshot(b *testing.B) {
+	const n = 1_000_000
+	tree := bigTree(b, n, 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	for range b.N {
+		f := tree.StartFuzzyBody()
+		for !f.Step(tree, 1000) {
+			f.Take()
+		}
+		f.Take()
+		if f.Nodes() != tree.NodeCount()-1 {
+			b.Fatalf("walked %d nodes, want %d", f.Nodes(), tree.NodeCount()-1)
+		}
+	}
+	reportPerNode(b, n, cpu)
+}
+
+// BenchmarkLoadSnapshot reads the body of a 1,000,000-node tree with 100
+// bytes of data per node, as a restart does.
+func BenchmarkLoadSnapshot(b *testing.B) {
+	const n = 1_000_000
+	var buf bytes.Buffer
+	if err := bigTree(b, n, 100).WriteBody(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	var tree *Tree
+	for range b.N {
+		tree = nil
+		var err error
+		if tree, err = ReadBody(bufio.NewReaderSize(bytes.NewReader(buf.Bytes()), 64<<10), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPerNode(b, n, cpu)
+	b.StopTimer()
+	with := liveHeap()
+	runtime.KeepAlive(tree)
+	tree = nil
+	b.ReportMetric(float64(with-liveHeap())/n, "live-B/node")
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// cpuTime returns the CPU time the process has used, user and system. On a
+// shared machine it is a steadier measure than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportPerNode reports wall-clock and CPU (all threads, GC included)
+// nanoseconds per node since start, the CPU time at the timer's start.
+func reportPerNode(b *testing.B, nodes int, start time.Duration) {
+	total := float64(b.N * nodes)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/node")
+	b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/total, "cpu-ns/node")
 }

@@ -21,7 +21,7 @@ type bodyReader struct {
 	maxLen  int
 	off     int64 // bytes consumed, for error messages
 	err     error
-	scratch [60]byte
+	scratch [68]byte
 	sbuf    []byte // reused by string
 }
 
@@ -137,20 +137,23 @@ func (b *bodyReader) acls() (acls []zkproto.ACL, isNull bool) {
 	return acls, false
 }
 
-// stat reads a 60-byte StatPersisted.
-func (b *bodyReader) stat(s *zkproto.StatPersisted) {
-	p := b.scratch[:60]
+// refAndStat reads a node's ACL reference and its 60-byte StatPersisted,
+// which follow each other, in one read.
+func (b *bodyReader) refAndStat(n *Node) {
+	p := b.scratch[:68]
 	if !b.read(p) {
 		return
 	}
 	be := binary.BigEndian
-	s.Czxid = int64(be.Uint64(p[0:]))
-	s.Mzxid = int64(be.Uint64(p[8:]))
-	s.Ctime = int64(be.Uint64(p[16:]))
-	s.Mtime = int64(be.Uint64(p[24:]))
-	s.Version = int32(be.Uint32(p[32:]))
-	s.Cversion = int32(be.Uint32(p[36:]))
-	s.Aversion = int32(be.Uint32(p[40:]))
-	s.EphemeralOwner = int64(be.Uint64(p[44:]))
-	s.Pzxid = int64(be.Uint64(p[52:]))
+	n.aclRef = int64(be.Uint64(p[0:]))
+	s := &n.stat
+	s.Czxid = int64(be.Uint64(p[8:]))
+	s.Mzxid = int64(be.Uint64(p[16:]))
+	s.Ctime = int64(be.Uint64(p[24:]))
+	s.Mtime = int64(be.Uint64(p[32:]))
+	s.Version = int32(be.Uint32(p[40:]))
+	s.Cversion = int32(be.Uint32(p[44:]))
+	s.Aversion = int32(be.Uint32(p[48:]))
+	s.EphemeralOwner = int64(be.Uint64(p[52:]))
+	s.Pzxid = int64(be.Uint64(p[60:]))
 }

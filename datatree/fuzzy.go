@@ -27,19 +27,25 @@ import (
 // from the lists the nodes used, as they were when each node was written.
 type FuzzyBody struct {
 	stack []fuzzyFrame
+	path  []byte                  // the path of the node last pushed; frames hold prefixes
 	refs  map[int64][]zkproto.ACL // ACL lists of the references written
+	ref   int64                   // the reference last written, known to be in refs
 	e     jute.Encoder            // nodes encoded since the last Take
+	chunk int                     // the size of the last Take, to size the next buffer
 	nodes int
 }
 
 // fuzzyFrame is one level of the walk: an iterator over the children of
-// the node at path, pulled lazily so that a node with a million children
-// costs no more per step than any other (listing or sorting them at once
-// would stall the owner of the tree). Children added or removed while the
-// walk is suspended may or may not be visited, which a fuzzy snapshot
-// allows: the log replay after it settles them.
+// the node whose path is path[:plen], pulled lazily so that a node with a
+// million children costs no more per step than any other (listing or
+// sorting them at once would stall the owner of the tree). Children added
+// or removed while the walk is suspended may or may not be visited, which
+// a fuzzy snapshot allows: the log replay after it settles them. A child is
+// visited as the map holds it when the iterator reaches it, so a node
+// deleted before then is skipped, as is its name's later incarnation if the
+// map produced the name before it was re-created.
 type fuzzyFrame struct {
-	path string
+	plen int
 	next func() (string, *Node, bool)
 	stop func()
 }
@@ -47,15 +53,20 @@ type fuzzyFrame struct {
 // StartFuzzyBody begins a walk from the root. The walk must be run to
 // completion with Step, or ended with Abort.
 func (t *Tree) StartFuzzyBody() *FuzzyBody {
-	f := &FuzzyBody{refs: make(map[int64][]zkproto.ACL)}
-	root := map[string]*Node{"": t.nodes[RootPath]}
-	f.push("", root)
+	f := &FuzzyBody{refs: make(map[int64][]zkproto.ACL), ref: openACLRef, path: make([]byte, 0, 256)}
+	if root := t.nodes[RootPath]; root != nil {
+		f.write(t, root) // the root's path is written as ""
+		if len(root.children) > 0 {
+			f.push(root.children)
+		}
+	}
 	return f
 }
 
-func (f *FuzzyBody) push(path string, children map[string]*Node) {
+// push starts walking children, the children of the node at f.path.
+func (f *FuzzyBody) push(children map[string]*Node) {
 	next, stop := iter.Pull2(maps.All(children))
-	f.stack = append(f.stack, fuzzyFrame{path: path, next: next, stop: stop})
+	f.stack = append(f.stack, fuzzyFrame{plen: len(f.path), next: next, stop: stop})
 }
 
 // Abort ends an unfinished walk and releases what it holds.
@@ -70,39 +81,37 @@ func (f *FuzzyBody) Abort() {
 // complete. It must be called by the tree's owner, never concurrently with
 // Apply.
 func (f *FuzzyBody) Step(t *Tree, maxNodes int) bool {
+	if f.e.B == nil && f.chunk > 0 {
+		f.e.B = make([]byte, 0, f.chunk+f.chunk/8)
+	}
 	for n := 0; n < maxNodes && len(f.stack) > 0; {
 		top := &f.stack[len(f.stack)-1]
-		name, _, ok := top.next()
+		name, node, ok := top.next()
 		if !ok {
 			top.stop()
 			f.stack = f.stack[:len(f.stack)-1]
 			continue
 		}
-		path := top.path + "/" + name
-		key := path
-		if name == "" { // the root: written as "", stored as "/"
-			path, key = "", RootPath
-		}
-		node := t.nodes[key]
-		if node == nil {
-			continue // deleted since its parent was visited
-		}
-		f.write(t, path, node)
+		f.path = append(append(f.path[:top.plen], '/'), name...)
+		f.write(t, node)
 		n++
 		if len(node.children) > 0 {
-			f.push(path, node.children)
+			f.push(node.children)
 		}
 	}
 	return len(f.stack) == 0
 }
 
-func (f *FuzzyBody) write(t *Tree, path string, n *Node) {
-	if n.aclRef != openACLRef {
+// write encodes n with the path in f.path.
+func (f *FuzzyBody) write(t *Tree, n *Node) {
+	if n.aclRef != openACLRef && n.aclRef != f.ref {
 		if _, ok := f.refs[n.aclRef]; !ok {
 			f.refs[n.aclRef] = t.acl.get(n.aclRef)
 		}
+		f.ref = n.aclRef
 	}
-	f.e.String(path)
+	f.e.Int(int32(len(f.path)))
+	f.e.B = append(f.e.B, f.path...)
 	f.e.Buffer(n.data)
 	f.e.Long(n.aclRef)
 	n.stat.Encode(&f.e)
@@ -114,6 +123,7 @@ func (f *FuzzyBody) write(t *Tree, path string, n *Node) {
 func (f *FuzzyBody) Take() []byte {
 	b := f.e.B
 	f.e.B = nil
+	f.chunk = len(b)
 	return b
 }
 

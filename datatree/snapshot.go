@@ -171,6 +171,7 @@ func (t *Tree) readACLs(br *bodyReader) error {
 }
 
 func (t *Tree) readNodes(br *bodyReader) error {
+	var pc parentCache
 	for {
 		at := br.off
 		path := br.string()
@@ -182,12 +183,11 @@ func (t *Tree) readNodes(br *bodyReader) error {
 		}
 		n := &Node{}
 		n.data = br.bytes()
-		n.aclRef = br.int64()
-		br.stat(&n.stat)
+		br.refAndStat(n)
 		if br.err != nil {
 			return br.err
 		}
-		if err := t.place(path, n); err != nil {
+		if err := t.place(&pc, path, n); err != nil {
 			return fmt.Errorf("%w at offset %d", err, at)
 		}
 	}
@@ -197,8 +197,32 @@ func (t *Tree) readNodes(br *bodyReader) error {
 	return nil
 }
 
+// parentCache remembers the node placed last and the parent it went
+// under. Snapshots list nodes in pre-order, so the next node's parent is
+// almost always one of the two, and the lookup by path is skipped.
+type parentCache struct {
+	parentPath, lastPath string
+	parent, last         *Node
+}
+
+// parentOf returns the node at parentPath, or nil.
+func (pc *parentCache) parentOf(t *Tree, parentPath string) *Node {
+	switch {
+	case pc.parent != nil && parentPath == pc.parentPath:
+		return pc.parent
+	case pc.last != nil && parentPath == pc.lastPath:
+		pc.parentPath, pc.parent = pc.lastPath, pc.last
+		return pc.parent
+	}
+	parent := t.nodes[parentPath]
+	if parent != nil {
+		pc.parentPath, pc.parent = parentPath, parent
+	}
+	return parent
+}
+
 // place links a node read from a snapshot into the tree.
-func (t *Tree) place(path string, n *Node) error {
+func (t *Tree) place(pc *parentCache, path string, n *Node) error {
 	var parent *Node
 	var name string
 	key := path
@@ -212,10 +236,12 @@ func (t *Tree) place(path string, n *Node) error {
 		if !ok {
 			return fmt.Errorf("%w: invalid path %q", ErrCorrupt, path)
 		}
-		if parent = t.nodes[parentPath]; parent == nil {
+		if parent = pc.parentOf(t, parentPath); parent == nil {
 			return fmt.Errorf("%w: parent %q of %q is missing", ErrCorrupt, parentPath, path)
 		}
-		if t.nodes[path] != nil {
+		// Every node in the tree is its parent's child, so the parent's
+		// (smaller) map answers whether the path is taken.
+		if _, dup := parent.children[childName]; dup {
 			return fmt.Errorf("%w: node %q appears twice", ErrCorrupt, path)
 		}
 		name = childName
@@ -224,5 +250,6 @@ func (t *Tree) place(path string, n *Node) error {
 		return fmt.Errorf("%w: node %q has unknown ACL ref %d", ErrCorrupt, path, n.aclRef)
 	}
 	t.insert(key, name, parent, n)
+	pc.lastPath, pc.last = key, n
 	return nil
 }

@@ -32,6 +32,12 @@ type scanner struct {
 	window    []byte // bytes read ahead, from windowOff
 	windowOff int64
 	scratch   []byte // for scanning zeros
+
+	// What lastNonZero found: the last non-zero byte in [nzFrom, size) is
+	// at nzLast (-1 if none), valid when nzKnown.
+	nzKnown bool
+	nzFrom  int64
+	nzLast  int64
 }
 
 func newScanner(r io.ReaderAt, path string, size int64, last bool, maxRecordBytes int) *scanner {
@@ -63,14 +69,50 @@ func (s *scanner) read(off int64, n int) ([]byte, error) {
 	return s.window[:n], nil
 }
 
+// zeroScanBytes is how much lastNonZero reads at a time: a preallocated
+// tail is tens of MiB of zeros, so few large reads beat many small ones.
+const zeroScanBytes = 1 << 20
+
+// zeroBlock is the size of the slices compared against zeros at once.
+const zeroBlock = 4 << 10
+
+var zeros [zeroBlock]byte
+
 // lastNonZero returns the offset of the last non-zero byte in [from, size),
 // or -1 if they are all zero. It reads backwards, so a file whose only
-// damage is near its end is cheap to judge.
+// damage is near its end is cheap to judge. The file is read once: the
+// answer for the lowest from asked so far answers every later from at or
+// above it.
 func (s *scanner) lastNonZero(from int64) (int64, error) {
-	if s.scratch == nil {
-		s.scratch = make([]byte, readAheadBytes)
+	if s.nzKnown && from >= s.nzFrom {
+		if s.nzLast >= from {
+			return s.nzLast, nil
+		}
+		return -1, nil
 	}
-	for end := s.size; end > from; {
+	end := s.size
+	if s.nzKnown { // [s.nzFrom, size) is known; only [from, s.nzFrom) is left
+		if s.nzLast >= 0 {
+			s.nzFrom = from
+			return s.nzLast, nil
+		}
+		end = s.nzFrom
+	}
+	q, err := s.scanZeros(from, end)
+	if err != nil {
+		return 0, err
+	}
+	s.nzKnown, s.nzFrom, s.nzLast = true, from, q
+	return q, nil
+}
+
+// scanZeros returns the offset of the last non-zero byte in [from, end), or
+// -1, reading backwards in large chunks.
+func (s *scanner) scanZeros(from, end int64) (int64, error) {
+	if want := min(end-from, zeroScanBytes); int64(len(s.scratch)) < want {
+		s.scratch = make([]byte, want)
+	}
+	for end > from {
 		start := max(from, end-int64(len(s.scratch)))
 		buf := s.scratch[:end-start]
 		if n, err := s.r.ReadAt(buf, start); n < len(buf) {
@@ -79,14 +121,38 @@ func (s *scanner) lastNonZero(from int64) (int64, error) {
 			}
 			return 0, fmt.Errorf("txnlog: read %s at offset %d: %w", s.path, start, err)
 		}
-		for i := len(buf) - 1; i >= 0; i-- {
-			if buf[i] != 0 {
-				return start + int64(i), nil
-			}
+		if i := lastNonZeroIn(buf); i >= 0 {
+			return start + int64(i), nil
 		}
 		end = start
 	}
 	return -1, nil
+}
+
+// lastNonZeroIn returns the index of the last non-zero byte of b, or -1.
+// Whole blocks are compared with bytes.Equal, which is vectorised; only the
+// last block with data is looked at a byte at a time, in small pieces.
+func lastNonZeroIn(b []byte) int {
+	const piece = 64
+	for end := len(b); end > 0; {
+		start := max(0, end-zeroBlock)
+		if bytes.Equal(b[start:end], zeros[:end-start]) {
+			end = start
+			continue
+		}
+		for pend := end; pend > start; pend -= piece {
+			pstart := max(start, pend-piece)
+			if bytes.Equal(b[pstart:pend], zeros[:pend-pstart]) {
+				continue
+			}
+			for i := pend - 1; ; i-- {
+				if b[i] != 0 {
+					return i
+				}
+			}
+		}
+	}
+	return -1
 }
 
 func (s *scanner) fail(sentinel error, off int64, format string, args ...any) error {
