@@ -101,20 +101,7 @@ type SessionFigures struct {
 	Expired   int
 	ExpiryP50 time.Duration // expiry time after the last sign of life, minus the timeout
 	ExpiryP99 time.Duration
-	// ExpiredAfterResume counts the premature expiries that followed a
-	// session resumed on another server (see KnownIssueRevalidate).
-	ExpiredAfterResume int
 }
-
-// KnownIssueRevalidate describes a keeper deviation the session check
-// finds: a learner answers a client's reattach from its own session table,
-// without revalidating the session with the leader as ZooKeeper's
-// REVALIDATE does (which also touches the session there). A session the
-// leader is about to expire, or has expired, is told it is re-established,
-// and the leader expires it a moment later, ephemerals and all. Unless
-// strict, such expiries (within half a timeout of a resume) are counted
-// in a figure, not as violations.
-const KnownIssueRevalidate = "learner reattach without leader revalidation"
 
 // CheckSessions checks sessions against the committed history: no reply
 // to a session after its close was applied (a resurrected session); no
@@ -123,7 +110,7 @@ const KnownIssueRevalidate = "learner reattach without leader revalidation"
 // a live session). slack must cover a follower cut off from the leader
 // that answers pings until it notices (syncLimit); at least half the
 // timeout is used. It reports how long after the timeout expiries came.
-func CheckSessions(h *History, c *Committed, r *Report, slack time.Duration, strict bool) SessionFigures {
+func CheckSessions(h *History, c *Committed, r *Report, slack time.Duration) SessionFigures {
 	for _, o := range h.Ops() {
 		if o.Unknown || o.Err != zkproto.CodeOK || o.Kind == zkproto.OpCloseSession || o.Session == 0 {
 			continue
@@ -137,12 +124,6 @@ func CheckSessions(h *History, c *Committed, r *Report, slack time.Duration, str
 	var f SessionFigures
 	startMs := h.Start().UnixMilli()
 	closes := clientCloses(h)
-	resumes := map[int64][]int64{} // session -> times of accepted resumes
-	for _, cr := range h.Connects() {
-		if cr.Session != 0 && cr.Result == "ok" {
-			resumes[cr.Session] = append(resumes[cr.Session], cr.At)
-		}
-	}
 	for _, s := range h.Sessions() {
 		t, ok := c.SessionClosed(s.ID)
 		if !ok || s.ClosedByClient || (t.Header.Cxid != 0 && closes[reqKey{s.ID, t.Header.Cxid}]) {
@@ -152,13 +133,6 @@ func CheckSessions(h *History, c *Committed, r *Report, slack time.Duration, str
 		after := time.Duration(t.Header.Time-heardMs)*time.Millisecond - s.Timeout
 		lat = append(lat, after)
 		if after >= -max(slack, s.Timeout/2) {
-			continue
-		}
-		expiredAt := (t.Header.Time - startMs) * int64(time.Millisecond)
-		if !strict && slices.ContainsFunc(resumes[s.ID], func(at int64) bool {
-			return at <= expiredAt && time.Duration(expiredAt-at) < max(slack, s.Timeout/2)
-		}) {
-			f.ExpiredAfterResume++
 			continue
 		}
 		r.Violate("sessions", "session %#x of %s (timeout %v) expired at %v, %v after the client last heard from it",
@@ -187,8 +161,10 @@ func clientCloses(h *History) map[reqKey]bool {
 
 // CheckSyncReads counts sync-then-read pairs of a session whose read is
 // older than a write some client finished before the sync was invoked.
-// ZooKeeper does not promise this across leader changes (sync is not a
-// quorum operation, ZOOKEEPER-1675), so it is a figure, not a violation.
+// ZooKeeper does not promise this when a deposed leader that does not know
+// it yet answers the sync (sync is not a quorum operation, ZOOKEEPER-1675),
+// so it is a figure, and a violation only in scenarios that never leave
+// such a leader running (Scenario.StrictSyncReads).
 func CheckSyncReads(h *History) (pairs, stale int) {
 	ops := h.Ops()
 	type done struct {

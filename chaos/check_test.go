@@ -152,7 +152,7 @@ func TestSessionChecks(t *testing.T) {
 	c := testCommitted(t)
 	r := NewReport(0)
 	late := op(zkproto.OpGetData, "/k", "", 0, 9, 100, 110, zkproto.CodeOK, z(5))
-	CheckSessions(historyOf(late), c, r, 0, true)
+	CheckSessions(historyOf(late), c, r, 0)
 	if got := checks(r); !slices.Equal(got, []string{"sessions"}) {
 		t.Fatalf("a reply after the close: violations %v\n%s", got, r.Details())
 	}

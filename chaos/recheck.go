@@ -47,7 +47,7 @@ func Recheck(dir string) (*Report, error) {
 	CheckWriteOrder(writes, rep)
 	CheckReads(h, c, rep)
 	CheckSessionOrder(h, rep)
-	CheckSessions(h, c, rep, 0, true)
+	CheckSessions(h, c, rep, 0)
 	CheckWatches(h, c, rep)
 	return rep, nil
 }

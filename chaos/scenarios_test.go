@@ -53,8 +53,7 @@ func keeperBin(t *testing.T) string {
 }
 
 // options reads CHAOS_DURATION (a Go duration: the fault phase of every
-// scenario, for long runs), CHAOS_SEED, and CHAOS_STRICT (count known
-// keeper issues as violations).
+// scenario, for long runs) and CHAOS_SEED.
 func options(t *testing.T) Options {
 	o := Options{Bin: keeperBin(t), Logf: t.Logf}
 	if d := os.Getenv("CHAOS_DURATION"); d != "" {
@@ -64,7 +63,6 @@ func options(t *testing.T) Options {
 		}
 		o.Duration = dur
 	}
-	o.Strict = os.Getenv("CHAOS_STRICT") != ""
 	o.Seed = *seedFlag
 	if s := os.Getenv("CHAOS_SEED"); s != "" && o.Seed == 0 {
 		seed, err := strconv.ParseUint(s, 0, 64)

@@ -21,11 +21,16 @@ type memLog struct {
 	snapSess []zkserver.SessionState
 	entries  []zab.Entry // appended; all durable after Sync
 	synced   int         // entries[:synced] are durable
+	// failAppend, when set, is what Append returns: a broken disk.
+	failAppend error
 }
 
 func (l *memLog) SaveState(hs zab.HardState) error { l.hard = hs; return nil }
 
 func (l *memLog) Append(es []zab.Entry) error {
+	if l.failAppend != nil {
+		return l.failAppend
+	}
 	if n := len(l.entries); n > 0 && es[0].Zxid <= l.entries[n-1].Zxid {
 		return fmt.Errorf("append %s after %s", es[0].Zxid, l.entries[n-1].Zxid)
 	}

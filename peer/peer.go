@@ -88,9 +88,19 @@ func (p *Peer) Core() *zkserver.Server { return p.zk }
 func (p *Peer) Err() error { return p.writeErr }
 
 // Step handles a message from another server. Forwarded client writes go
-// to the core; a learner's PING carries the sessions it saw active.
+// to the core; a learner's PING carries the sessions it saw active; a
+// REVALIDATE is a learner's question about a session (leader) or the
+// leader's verdict (learner).
+//
+// After a storage error the peer is out of the ensemble for good: it drops
+// every message, as a server that shut down would.
 func (p *Peer) Step(m zab.Message, now zkserver.Now) error {
+	if p.writeErr != nil {
+		return nil
+	}
 	switch {
+	case m.Type == zab.MsgRevalidate:
+		return p.revalidate(m, now)
 	case m.Type == zab.MsgRequest:
 		if p.node.Role() != zab.Leading || !p.node.Serving() {
 			return nil // the learner will time out and find the new leader
@@ -113,6 +123,9 @@ func (p *Peer) Step(m zab.Message, now zkserver.Now) error {
 
 // Tick lets time pass for Zab and for the core.
 func (p *Peer) Tick(now zkserver.Now) {
+	if p.writeErr != nil {
+		return
+	}
 	p.node.Tick()
 	p.zk.Tick(now)
 }
@@ -120,12 +133,10 @@ func (p *Peer) Tick(now zkserver.Now) {
 // HandleReady carries out the work of the core and of the node until
 // neither has any, in the order zab.Ready documents, persisting each batch
 // on the calling goroutine (the simulator's way). After a storage error it
-// does nothing and returns that error.
+// only delivers the core's client bytes (connections it closes) and
+// returns that error.
 func (p *Peer) HandleReady(now zkserver.Now) error {
-	if p.writeErr != nil {
-		return p.writeErr
-	}
-	for p.zk.HasReady() || p.node.HasReady() {
+	for p.writeErr == nil && (p.zk.HasReady() || p.node.HasReady()) {
 		p.PumpCore(now)
 		if !p.node.HasReady() {
 			continue
@@ -136,11 +147,19 @@ func (p *Peer) HandleReady(now zkserver.Now) error {
 			err = p.Finish(rd, ps, now)
 		}
 		if err != nil {
-			return p.fail(err)
+			p.fail(err)
 		}
 	}
-	return nil
+	if p.writeErr != nil {
+		p.PumpCore(now)
+	}
+	return p.writeErr
 }
+
+// Fail stops the peer after a storage error the driver met persisting a
+// batch (Persist): writes stop and the member leaves the service for good
+// (zkserver.FailWrites). It returns the error the peer keeps.
+func (p *Peer) Fail(err error) error { return p.fail(err) }
 
 // fail records the first storage error and stops writes for good.
 func (p *Peer) fail(err error) error {
@@ -257,6 +276,9 @@ func (p *Peer) handleCore(now zkserver.Now) {
 	for _, s := range rd.Sends {
 		p.clients.Send(s)
 	}
+	if p.writeErr != nil {
+		return // out of the ensemble: nothing goes to Zab
+	}
 	for _, o := range rd.Outbox {
 		var err error
 		switch {
@@ -266,6 +288,8 @@ func (p *Peer) handleCore(now zkserver.Now) {
 			err = p.node.Forward(EncodeForward(*o.Forward))
 		case o.Sync:
 			err = p.node.RequestSync()
+		case o.Revalidate != nil:
+			err = p.node.Revalidate(EncodeRevalidate(*o.Revalidate))
 		}
 		if err != nil {
 			// The core and Zab disagree on who leads or on the next

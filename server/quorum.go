@@ -205,8 +205,12 @@ func (s *Server) finishBatch(r persisted) {
 	if err == nil {
 		err = q.peer.Finish(r.rd, r.ps, s.now())
 	}
-	if err != nil && s.core.WritesFailed() == nil {
-		s.core.FailWrites(err)
+	if err != nil {
+		// The member leaves the service for good: the peer drops Zab
+		// traffic and the core closes every client connection
+		// (peer.Fail, zkserver.FailWrites).
+		s.core.FailWrites(err) // first, so that Stop recognises the log's error
+		q.peer.Fail(err)
 	}
 	s.quorumBookkeeping(before)
 	s.driveQuorum()
@@ -219,12 +223,14 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 	now := s.now()
 	role := ""
 	switch {
+	case s.core.WritesFailed() != nil:
+		// Out of the service for good: the node is frozen as it was.
 	case n.Serving():
 		role = map[zab.Role]string{zab.Leading: "leader", zab.Following: "follower", zab.Observing: "observer"}[n.Role()]
 		s.quorum.leaderlessSinceMs = -1
 	case s.quorum.leaderlessSinceMs < 0:
 		s.quorum.leaderlessSinceMs = now.MonoMs
-	case s.cfg.Quorum.ReadOnly && s.core.Mode() == zkserver.NotServing &&
+	case s.cfg.Quorum.ReadOnly && s.core.Mode() == zkserver.NotServing && s.core.WritesFailed() == nil &&
 		now.MonoMs-s.quorum.leaderlessSinceMs >= max(readOnlyDelayMs, s.cfg.Core.TickMs):
 		s.core.SetMode(zkserver.ReadOnly, 0, now)
 		s.log.Info("serving read-only: no leader")

@@ -36,6 +36,13 @@ func freePorts(t *testing.T, n int) []string {
 // startEnsemble runs n servers of one ensemble in this process.
 func startEnsemble(t *testing.T, n int) []*Server {
 	t.Helper()
+	return startEnsembleWith(t, n, nil)
+}
+
+// startEnsembleWith runs n servers of one ensemble in this process;
+// mutate, if set, adjusts each server's configuration before it starts.
+func startEnsembleWith(t *testing.T, n int, mutate func(id zab.PeerID, cfg *Config)) []*Server {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	peers := map[zab.PeerID]transport.PeerAddrs{}
 	var voters []zab.PeerID
@@ -52,13 +59,17 @@ func startEnsemble(t *testing.T, n int) []*Server {
 		core.TickMs = 100
 		core.MinSessionTimeoutMs = 2000
 		core.MaxSessionTimeoutMs = 20000
-		s, err := New(Config{
+		cfg := Config{
 			ClientAddr: "127.0.0.1:0", Core: core, FourLetterWhitelist: []string{"*"},
 			Storage: StorageConfig{DataDir: t.TempDir()},
 			Quorum: &QuorumConfig{MyID: id, Voters: voters, Peers: peers,
 				ListenQuorum: peers[id].Quorum, ListenElection: peers[id].Election,
 				InitLimitTicks: 20, SyncLimitTicks: 10},
-		})
+		}
+		if mutate != nil {
+			mutate(id, &cfg)
+		}
+		s, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

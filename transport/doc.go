@@ -59,6 +59,8 @@
 //	COMMIT (4)        committed zxid           null
 //	PING (5)          leader: last proposed    leader: null; learner: its session touches
 //	                  learner: echoed          ({long session; int timeout}*, never null)
+//	REVALIDATE (6)    -1                       learner: {long sessionId; int timeout};
+//	                                           leader: {long sessionId; boolean valid}
 //	SYNC (7)          0                        null
 //	INFORM (8)        txn zxid                 opaque txn
 //	NEWLEADER (10)    newEpoch<<32             dynamic config text; "" from keeper
@@ -80,8 +82,8 @@
 // whose op is sync(9) (the data in Message.Data, or session 0, cxid 0 and
 // path "/" when it is nil), and every such REQUEST decodes as
 // MsgSyncRequest, so a MsgRequest must never carry a sync.
-// REVALIDATE (6), COMMITANDACTIVATE (9) and INFORMANDACTIVATE (19) have no
-// zab counterpart and close the link.
+// COMMITANDACTIVATE (9) and INFORMANDACTIVATE (19) have no zab
+// counterpart and close the link.
 //
 // SNAP is followed on the stream, as ZooKeeper does, by the snapshot body
 // (the snapshot file of spec §9.4 without its header and seals, starting

@@ -14,7 +14,7 @@ import (
 // quorumTypes are the messages sent over an established quorum link.
 var quorumTypes = map[zab.MsgType]bool{
 	zab.MsgRequest: true, zab.MsgProposal: true, zab.MsgAck: true, zab.MsgCommit: true,
-	zab.MsgPing: true, zab.MsgSync: true, zab.MsgInform: true, zab.MsgNewLeader: true,
+	zab.MsgPing: true, zab.MsgRevalidate: true, zab.MsgSync: true, zab.MsgInform: true, zab.MsgNewLeader: true,
 	zab.MsgUpToDate: true, zab.MsgDiff: true, zab.MsgTrunc: true, zab.MsgSnap: true,
 	zab.MsgLeaderInfo: true, zab.MsgAckEpoch: true, zab.MsgSyncRequest: true,
 }

@@ -51,8 +51,8 @@ var (
 	// ErrTooLarge means a length in the input exceeds a bound above.
 	ErrTooLarge = errors.New("transport: message too large")
 	// ErrUnsupported means a valid ZooKeeper packet or message that keeper
-	// has no counterpart for (REVALIDATE, COMMITANDACTIVATE,
-	// INFORMANDACTIVATE), or a zab message that never crosses a link.
+	// has no counterpart for (COMMITANDACTIVATE, INFORMANDACTIVATE), or
+	// a zab message that never crosses a link.
 	ErrUnsupported = errors.New("transport: unsupported message type")
 )
 
@@ -154,6 +154,11 @@ func packetFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 		return zab.MsgRequest, zxid.None, data, nil
 	case zab.MsgProposal, zab.MsgInform, zab.MsgPing:
 		return m.Type, m.Zxid, m.Data, nil
+	case zab.MsgRevalidate:
+		if !revalidateSize(len(m.Data)) {
+			return 0, 0, nil, fmt.Errorf("%w: REVALIDATE data of %d bytes", ErrMalformed, len(m.Data))
+		}
+		return m.Type, zxid.None, m.Data, nil
 	case zab.MsgAck, zab.MsgCommit, zab.MsgDiff, zab.MsgTrunc, zab.MsgSnap:
 		return m.Type, m.Zxid, nil, nil
 	case zab.MsgSync:
@@ -196,6 +201,11 @@ func learnerInfoFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 	e.Long(0)
 	return m.Type, zxid.Make(zxid.Epoch(m.Epoch), 0), e.B, nil
 }
+
+// revalidateSize reports whether n is the size of REVALIDATE data: a
+// learner's {long sessionId; int timeout} or the leader's {long
+// sessionId; boolean valid}.
+func revalidateSize(n int) bool { return n == 8+4 || n == 8+1 }
 
 // isSyncRequest reports whether REQUEST data is a forwarded sync(9).
 func isSyncRequest(data []byte) bool {
@@ -257,6 +267,12 @@ func messageOf(typ zab.MsgType, z zxid.ID, data []byte) (zab.Message, error) {
 			}
 		}
 	case zab.MsgProposal, zab.MsgInform, zab.MsgPing:
+		m.Data = data
+	case zab.MsgRevalidate:
+		if !revalidateSize(len(data)) {
+			return zab.Message{}, fmt.Errorf("%w: REVALIDATE data of %d bytes", ErrMalformed, len(data))
+		}
+		m.Zxid = zxid.None
 		m.Data = data
 	case zab.MsgAck, zab.MsgCommit, zab.MsgDiff, zab.MsgTrunc, zab.MsgSnap:
 		// ZooKeeper sends no data with these; any sent is ignored, as

@@ -77,7 +77,7 @@ func (n *Node) stepLeader(m Message) error {
 		n.learnerAck(p, m.Zxid)
 	case MsgSyncRequest:
 		n.syncRequest(m.From)
-	case MsgPing:
+	case MsgPing, MsgRevalidate:
 		// liveness only; the caller reads any session data itself
 	default:
 		return errUnexpected(n, m)

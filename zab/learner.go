@@ -90,6 +90,8 @@ func (n *Node) stepLearner(m Message) error {
 		}
 	case MsgPing:
 		n.send(Message{Type: MsgPing, To: n.leader, Zxid: m.Zxid})
+	case MsgRevalidate:
+		// the leader's verdict on a session; the caller reads the data
 	case MsgSync:
 		if ls.syncs > 0 {
 			ls.syncs--
@@ -195,6 +197,28 @@ func (n *Node) Forward(data []byte) error {
 		return ErrNotLeader
 	}
 	n.send(Message{Type: MsgRequest, To: n.leader, Data: data})
+	return nil
+}
+
+// Revalidate asks the leader whether a session is alive (Zab's
+// REVALIDATE), in order with the node's other messages; data is the
+// caller's. The answer arrives as a MsgRevalidate from the leader, which
+// the caller reads before stepping it.
+func (n *Node) Revalidate(data []byte) error {
+	if (n.role != Following && n.role != Observing) || !n.serving {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgRevalidate, To: n.leader, Zxid: zxid.None, Data: data})
+	return nil
+}
+
+// AnswerRevalidate sends the leader's verdict on a session to the learner
+// that asked (a MsgRevalidate carrying data).
+func (n *Node) AnswerRevalidate(to PeerID, data []byte) error {
+	if n.role != Leading || !n.serving || n.lead.learners[to] == nil {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgRevalidate, To: to, Zxid: zxid.None, Data: data})
 	return nil
 }
 

@@ -46,6 +46,7 @@ const (
 	MsgAck          MsgType = 3  // follower to leader: logged up to Zxid
 	MsgCommit       MsgType = 4  // leader to follower: committed up to Zxid
 	MsgPing         MsgType = 5  // both ways: liveness (the learner's reply may carry session touches)
+	MsgRevalidate   MsgType = 6  // both ways: is a session alive? (payload opaque: the caller's)
 	MsgSync         MsgType = 7  // leader to learner: everything committed before the sync request is sent
 	MsgInform       MsgType = 8  // leader to observer: a committed txn with its data
 	MsgNewLeader    MsgType = 10 // leader to learner: sync done; Zxid = newEpoch<<32
@@ -70,7 +71,7 @@ const (
 
 var msgNames = map[MsgType]string{
 	MsgRequest: "REQUEST", MsgProposal: "PROPOSAL", MsgAck: "ACK", MsgCommit: "COMMIT",
-	MsgPing: "PING", MsgSync: "SYNC", MsgInform: "INFORM", MsgNewLeader: "NEWLEADER",
+	MsgPing: "PING", MsgRevalidate: "REVALIDATE", MsgSync: "SYNC", MsgInform: "INFORM", MsgNewLeader: "NEWLEADER",
 	MsgFollowerInfo: "FOLLOWERINFO", MsgUpToDate: "UPTODATE", MsgDiff: "DIFF", MsgTrunc: "TRUNC",
 	MsgSnap: "SNAP", MsgObserverInfo: "OBSERVERINFO", MsgLeaderInfo: "LEADERINFO",
 	MsgAckEpoch: "ACKEPOCH", MsgNotification: "NOTIFICATION", MsgDisconnected: "DISCONNECTED",

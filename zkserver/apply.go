@@ -68,6 +68,11 @@ func (s *Server) complete(t *txn.Txn, res datatree.Result, now Now) {
 		if c == nil {
 			return
 		}
+		if len(c.queue) > 0 && c.queue[0].revalidating {
+			// A reattach waiting for the leader's verdict: this is it.
+			s.Revalidated(sid, false, now)
+			return
+		}
 		delete(s.sessionConn, sid)
 		if e := pendingWrite(c, t); e != nil {
 			s.finish(e, t.Header.Zxid, zkproto.CodeOK, nil)

@@ -36,6 +36,9 @@ type entry struct {
 	reply    []byte  // the whole frame, length prefix included
 	close    bool    // close the connection after this reply
 	received int64   // MonoMs at arrival, for latency statistics
+	// revalidating: a learner's reattach waiting for the leader's
+	// verdict (Revalidated).
+	revalidating bool
 }
 
 // conn is the server's view of one client connection.

@@ -78,7 +78,10 @@ func (s *Server) newSession(c *conn, e *entry, timeoutMs int32, now Now) {
 
 // reattach moves an existing session to connection c. Like Apache
 // ZooKeeper, it first closes any other connection holding the session, even
-// if the password turns out wrong (spec §1.3).
+// if the password turns out wrong (spec §1.3). A learner does not answer
+// from its own session table: only the leader expires sessions, so it asks
+// the leader (Out.Revalidate, Zab's REVALIDATE) and completes the handshake
+// with the leader's verdict in Revalidated.
 func (s *Server) reattach(c *conn, e *entry, req *zkproto.ConnectRequest, timeoutMs int32, now Now) {
 	sid := req.SessionID
 	if oldID, ok := s.sessionConn[sid]; ok && oldID != c.id {
@@ -88,19 +91,89 @@ func (s *Server) reattach(c *conn, e *entry, req *zkproto.ConnectRequest, timeou
 		}
 		delete(s.sessionConn, sid)
 	}
-	sess, ok := s.sessions.Get(sid)
 	want := session.Password(sid)
-	if !ok || sess.Closing || subtle.ConstantTimeCompare(req.Passwd, want[:]) != 1 {
-		e.reply = s.connectFrame(c, &zkproto.ConnectResponse{Passwd: make([]byte, 16)})
-		e.done, e.close = true, true
-		c.closing = true
+	if subtle.ConstantTimeCompare(req.Passwd, want[:]) != 1 {
+		s.refuseSession(c, e)
+		return
+	}
+	if s.mode == Learner {
+		c.session, c.timeoutMs = sid, timeoutMs
+		s.sessionConn[sid] = c.id
+		e.revalidating = true
+		s.outbox = append(s.outbox, Out{Revalidate: &Revalidate{SessionID: sid, TimeoutMs: timeoutMs}})
+		return
+	}
+	if sess, ok := s.sessions.Get(sid); !ok || sess.Closing {
+		s.refuseSession(c, e)
 		return
 	}
 	s.sessions.SetTimeout(sid, timeoutMs, now.MonoMs)
 	c.session, c.timeoutMs = sid, timeoutMs
 	s.sessionConn[sid] = c.id
-	e.reply = s.connectFrame(c, &zkproto.ConnectResponse{TimeoutMs: timeoutMs, SessionID: sid, Passwd: want[:]})
+	s.acceptSession(c, e)
+}
+
+// acceptSession answers c's handshake: its session is re-established.
+func (s *Server) acceptSession(c *conn, e *entry) {
+	pw := session.Password(c.session)
+	e.reply = s.connectFrame(c, &zkproto.ConnectResponse{TimeoutMs: c.timeoutMs, SessionID: c.session, Passwd: pw[:]})
 	e.done = true
+}
+
+// refuseSession answers c's handshake with an expired session (timeout 0,
+// the client reports SessionExpired) and closes the connection.
+func (s *Server) refuseSession(c *conn, e *entry) {
+	e.reply = s.connectFrame(c, &zkproto.ConnectResponse{Passwd: make([]byte, 16)})
+	e.done, e.close = true, true
+	c.closing = true
+}
+
+// Revalidate checks a session a learner's client reattaches to (leader):
+// it reports whether the session is alive and, if so, touches it with the
+// timeout the learner negotiated, as a reconnect here would.
+func (s *Server) Revalidate(sid int64, timeoutMs int32, now Now) bool {
+	if s.mode != Leader {
+		return false
+	}
+	return s.sessions.SetTimeout(sid, timeoutMs, now.MonoMs)
+}
+
+// Revalidated completes the handshake of the connection waiting for the
+// leader's verdict on session sid (learner): re-established if valid, else
+// refused as expired. An answer nobody waits for (the connection closed, or
+// a newer reattach of the session took its place and is answered by a
+// later verdict) is ignored.
+func (s *Server) Revalidated(sid int64, valid bool, now Now) {
+	c := s.connOf(sid)
+	if c == nil || len(c.queue) == 0 {
+		return
+	}
+	e := c.queue[0]
+	if e.kind != kindConnect || e.done || !e.revalidating {
+		return
+	}
+	e.revalidating = false
+	if !valid || s.mode != Learner {
+		delete(s.sessionConn, sid)
+		c.session = 0
+		s.refuseSession(c, e)
+	} else {
+		s.sessions.SetTimeout(sid, c.timeoutMs, now.MonoMs)
+		s.acceptSession(c, e)
+	}
+	s.pump(c, now)
+}
+
+// dropRevalidations closes the connections waiting for a leader's verdict
+// that will not come (the leader changed, or the member stopped serving).
+func (s *Server) dropRevalidations() {
+	for _, id := range s.sortedConns() {
+		c := s.conns[id]
+		if len(c.queue) > 0 && c.queue[0].revalidating {
+			c.queue[0].revalidating = false
+			s.closeConn(c)
+		}
+	}
 }
 
 // sessionCreated completes the handshake of the connection waiting for the
@@ -111,7 +184,7 @@ func (s *Server) sessionCreated(sid int64, z zxid.ID) *conn {
 		return nil
 	}
 	e := c.queue[0]
-	if e.kind != kindConnect || e.done || (e.zxid != z && e.zxid != 0) {
+	if e.kind != kindConnect || e.done || e.revalidating || (e.zxid != z && e.zxid != 0) {
 		return nil
 	}
 	pw := session.Password(sid)

@@ -21,8 +21,9 @@ type harness struct {
 	frames    map[ConnID][]frame
 	closed    map[ConnID]bool
 	xid       map[ConnID]int32
-	forwards  []Forward // a learner's writes for the leader
-	syncReqs  int       // syncs a learner passed on
+	forwards  []Forward    // a learner's writes for the leader
+	syncReqs  int          // syncs a learner passed on
+	revals    []Revalidate // a learner's questions for the leader
 }
 
 // frame is one decoded frame sent to a connection.
@@ -68,6 +69,8 @@ func (h *harness) drive() {
 				h.forwards = append(h.forwards, *o.Forward)
 			case o.Sync:
 				h.syncReqs++
+			case o.Revalidate != nil:
+				h.revals = append(h.revals, *o.Revalidate)
 			}
 		}
 		if h.autoApply {

@@ -83,10 +83,19 @@ func (s *Server) Mode() Mode { return s.mode }
 // forwarded and not yet committed; losing the leader (NotServing) also
 // closes every connection, since the fate of their writes in flight is
 // unknown to the clients (ConnectionLoss), as Apache ZooKeeper does.
+//
+// A member whose storage failed (FailWrites) stays NotServing: it cannot
+// make anything durable, so it must not serve reads as if it were current.
 func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 	old := s.mode
+	if s.writeErr != nil && old != Standalone {
+		m = NotServing
+	}
 	s.mode = m
 	if old != m {
+		// A reattach waiting for the old leader's verdict will not get
+		// it: the client reconnects.
+		s.dropRevalidations()
 		// Whoever leads now expires sessions from a fresh start: closes
 		// the old leader began went with it, and a follower only saw its
 		// own clients' activity (Apache ZooKeeper rebuilds its session

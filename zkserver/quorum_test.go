@@ -32,6 +32,11 @@ func (p *pair) settle() {
 		for _, f := range fw {
 			p.leader.s.Remote(f, p.leader.now)
 		}
+		rv := p.learner.revals
+		p.learner.revals = nil
+		for _, r := range rv {
+			p.learner.s.Revalidated(r.SessionID, p.leader.s.Revalidate(r.SessionID, r.TimeoutMs, p.leader.now), p.learner.now)
+		}
 		p.leader.drive()
 		props := p.leader.pending
 		p.leader.pending = nil
@@ -41,7 +46,7 @@ func (p *pair) settle() {
 		}
 		p.leader.drive()
 		p.learner.drive()
-		if len(p.learner.forwards) == 0 && len(p.leader.pending) == 0 {
+		if len(p.learner.forwards) == 0 && len(p.leader.pending) == 0 && len(p.learner.revals) == 0 {
 			return
 		}
 	}

@@ -121,8 +121,9 @@ type Ready struct {
 	Sends     []Send
 	// Outbox is, in an ensemble, what goes to Zab in the order the
 	// clients asked for it: the leader's txns to propose, a learner's
-	// writes to forward to the leader, and syncs to pass on (each completes
-	// with a SyncDone, in order). The order matters: a sync issued before a
+	// writes to forward to the leader, syncs to pass on (each completes
+	// with a SyncDone, in order) and a learner's session revalidations
+	// (each answered with Revalidated). The order matters: a sync issued before a
 	// write must not wait for that write. In an ensemble Proposals is empty.
 	Outbox []Out
 }
@@ -132,6 +133,17 @@ type Out struct {
 	Txn     *txn.Txn
 	Forward *Forward
 	Sync    bool
+	// Revalidate asks the leader whether a session a client reattaches to
+	// is alive (learner); the answer goes to Revalidated.
+	Revalidate *Revalidate
+}
+
+// Revalidate is a learner's question to the leader about a session a
+// client reattaches to, with the timeout negotiated for the new
+// connection (Zab's REVALIDATE).
+type Revalidate struct {
+	SessionID int64
+	TimeoutMs int32
 }
 
 // Server is the ZooKeeper service state of one server. It is not safe for

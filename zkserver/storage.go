@@ -65,6 +65,13 @@ func (s *Server) WritesFailed() error { return s.writeErr }
 // NotReadOnly, as a read-only server does. Reads keep being served from the
 // tree, which holds only durable txns. New sessions cannot be created and
 // sessions no longer expire, since both would need a txn.
+//
+// That is a standalone server's fate. A member of an ensemble instead
+// leaves the service for good (NotServing, whatever SetMode is told
+// later): its tree stops at its last durable txn while the others go on
+// committing, so reads from it, syncs included, would be stale; every
+// connection is closed and new ones are refused, as when it loses its
+// leader (Apache ZooKeeper shuts such a server down).
 func (s *Server) FailWrites(err error) {
 	if s.writeErr != nil {
 		return
@@ -74,6 +81,10 @@ func (s *Server) FailWrites(err error) {
 	s.view = newView(s.tree)
 	s.lastProposed = s.tree.LastZxid()
 	s.proposals, s.outbox = nil, nil
+	if s.mode != Standalone {
+		s.SetMode(NotServing, 0, Now{}) // sessions no longer expire: the time does not matter
+		return
+	}
 	for _, id := range s.sortedConns() {
 		c := s.conns[id]
 		for _, e := range c.queue {
