@@ -1,40 +1,21 @@
 package chaos
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"keeper/internal/keeperbin"
 )
 
 // BuildKeeper builds the module's cmd/keeper into dir and returns the
 // binary's path. moduleDir is the module root; "" finds it with `go env
 // GOMOD` from the working directory (a test's package directory).
-func BuildKeeper(dir, moduleDir string) (string, error) {
-	if moduleDir == "" {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			return "", fmt.Errorf("chaos: go env GOMOD: %w", err)
-		}
-		gomod := strings.TrimSpace(string(out))
-		if gomod == "" || gomod == os.DevNull {
-			return "", errors.New("chaos: not inside a Go module; give the module directory")
-		}
-		moduleDir = filepath.Dir(gomod)
-	}
-	bin := filepath.Join(dir, "keeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
-	cmd.Dir = moduleDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("chaos: go build ./cmd/keeper: %w\n%s", err, out)
-	}
-	return bin, nil
-}
+func BuildKeeper(dir, moduleDir string) (string, error) { return keeperbin.Build(dir, moduleDir) }
 
 // Process is one run of a child process (`keeper server`, `keeper
 // bookie`): its output goes to a log file, and it dies with the harness.

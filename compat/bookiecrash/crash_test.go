@@ -21,6 +21,8 @@ import (
 	"keeper/bkclient"
 	"keeper/server"
 	"keeper/zkserver"
+
+	"keeper/internal/keeperbin"
 )
 
 var (
@@ -64,7 +66,7 @@ func TestBookieCrash(t *testing.T) {
 		rounds = *roundsFlag
 	}
 
-	bin := buildKeeper(t)
+	bin := keeperbin.ForTest(t)
 	meta := startMetadataServer(t)
 	zc := connectZK(t, meta.Addr().String())
 	root := t.TempDir()
@@ -110,22 +112,6 @@ func TestBookieCrash(t *testing.T) {
 
 // ---------------------------------------------------------------------------
 // The processes.
-
-// buildKeeper builds the keeper binary from this module.
-func buildKeeper(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "keeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/keeper: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startMetadataServer runs an in-memory keeper coordination server whose
 // short tick lets the killed bookie's session expire within a second.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/internal/keeperbin"
 )
 
 var (
@@ -70,7 +72,7 @@ func TestCrashRecovery(t *testing.T) {
 		rounds = *roundsFlag
 	}
 
-	bin := buildKeeper(t)
+	bin := keeperbin.ForTest(t)
 	root := t.TempDir()
 	dataDir := filepath.Join(root, "data")
 	acks := newAckLog()
@@ -114,23 +116,6 @@ func TestCrashRecovery(t *testing.T) {
 
 // ---------------------------------------------------------------------------
 // The keeper process.
-
-// buildKeeper builds the keeper binary from this module.
-func buildKeeper(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	modRoot := filepath.Dir(strings.TrimSpace(string(out)))
-	bin := filepath.Join(t.TempDir(), "keeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
-	cmd.Dir = modRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/keeper: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // keeperProc is one run of `keeper server`.
 type keeperProc struct {

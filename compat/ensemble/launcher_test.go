@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"keeper/internal/keeperbin"
 )
 
 // keeperBin is the keeper binary TestMain builds for the whole run.
@@ -42,27 +44,12 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	keeperBin, err = buildKeeper(dir)
+	keeperBin, err = keeperbin.Build(dir, "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
-}
-
-// buildKeeper builds ./cmd/keeper of this module into dir.
-func buildKeeper(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	bin := filepath.Join(dir, "keeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/keeper: %w\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // Options shapes an ensemble. Zero fields take the defaults below.

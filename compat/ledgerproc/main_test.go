@@ -4,10 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"keeper/internal/keeperbin"
 )
 
 // keeperBin is the keeper binary TestMain builds for the whole run.
@@ -31,25 +30,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if keeperBin, err = buildKeeper(dir); err != nil {
+	if keeperBin, err = keeperbin.Build(dir, ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
-}
-
-// buildKeeper builds ./cmd/keeper of this module into dir (without the
-// race detector: the processes under test run as users run them).
-func buildKeeper(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	bin := filepath.Join(dir, "keeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/keeper: %w\n%s", err, out)
-	}
-	return bin, nil
 }

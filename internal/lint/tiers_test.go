@@ -33,6 +33,7 @@ var tierTable = []tierEntry{
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
 	{pkg: "zkbench", tier: 4}, // the load tool: zkclient, the null server, fsync
 	{pkg: "chaos", tier: 4, subpackages: true},
+	{pkg: "internal/keeperbin", tier: 4}, // builds cmd/keeper for real-process tests
 }
 
 // maxPureTier is the highest tier whose packages must be pure.

@@ -1,0 +1,50 @@
+// Package keeperbin builds the module's keeper binary for tests and tools
+// that run it as a real process (crash tests, ensembles, the chaos
+// harness). The binary is built without the race detector: the processes
+// under test run as users run them.
+package keeperbin
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Build builds ./cmd/keeper into dir and returns the binary's path.
+// moduleDir is the module root; "" finds it with `go env GOMOD` from the
+// working directory (a test's package directory).
+func Build(dir, moduleDir string) (string, error) {
+	if moduleDir == "" {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			return "", fmt.Errorf("keeperbin: go env GOMOD: %w", err)
+		}
+		gomod := strings.TrimSpace(string(out))
+		if gomod == "" || gomod == os.DevNull {
+			return "", errors.New("keeperbin: not inside a Go module; give the module directory")
+		}
+		moduleDir = filepath.Dir(gomod)
+	}
+	bin := filepath.Join(dir, "keeper")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
+	cmd.Dir = moduleDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("keeperbin: go build ./cmd/keeper: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// ForTest builds the binary into a directory of t's and returns its path,
+// failing t if the build fails.
+func ForTest(t testing.TB) string {
+	t.Helper()
+	bin, err := Build(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
