@@ -277,6 +277,10 @@ func (c *Cluster) Start(s *Server) error {
 	})
 }
 
+// FaultsPath is s's fault file: errorfs rules (errorfs.ParseLine) its
+// process loads at start and on SIGUSR1 (a chaos build of keeper).
+func (s *Server) FaultsPath() string { return filepath.Join(s.Dir, "faults") }
+
 // Launch starts s's process, which must not be running, and returns at
 // once: a nemesis that kills a server during its recovery uses it.
 func (c *Cluster) Launch(s *Server) (*Process, error) {
@@ -287,7 +291,8 @@ func (c *Cluster) Launch(s *Server) (*Process, error) {
 	}
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("keeper-run%02d.log", s.runs))
-	p, err := StartProcess(c.cfg.Bin, []string{"server", s.cfgPath(), "--log-level", c.cfg.LogLevel}, logPath)
+	p, err := StartProcess(c.cfg.Bin, []string{"server", s.cfgPath(), "--log-level", c.cfg.LogLevel}, logPath,
+		"KEEPER_FAULTS_FILE="+s.FaultsPath())
 	if err != nil {
 		return nil, err
 	}

@@ -112,18 +112,16 @@
 // and stored at Qa or more bookies of its write set, read from each
 // directly.
 //
-// # What needs hooks in the server binary
+// # Hooks in the binary
 //
-// Scenario 3 asks for failpoints at learner-sync durability points and
-// scenario 7 for EIO on fsync; real processes cannot be reached there from
-// outside. The harness approximates: kills at random moments of a
-// follower's recovery and sync, offline corruption between a kill and a
-// restart, and a full disk through RLIMIT_FSIZE (a preallocating log sees
-// EFBIG, as it would see ENOSPC). Exact injection needs the server to open
-// its storage through vfs/errorfs and to name its failpoints, both enabled
-// only in a test build (a build tag in cmd/keeper reading, say,
-// KEEPER_FAULTS=path to a rule file it re-reads on SIGUSR1); clock skew
-// needs the server's clock (zkserver.Now, the session tracker's ticks) to
-// come from a skewable source in the same way. The package doc of each
-// scenario says what it covers instead.
+// The harness builds keeper with the chaos build tag (BuildKeeper). Such a
+// binary opens the server's and the bookie's storage through vfs/errorfs
+// when KEEPER_FAULTS_FILE names a file, and loads errorfs rules from it
+// (errorfs.ParseLine: "ops=anysync err=EIO") at start and on SIGUSR1
+// (Process.ReloadFaults); release builds have no such hook. Scenario 7
+// uses it for EIO on fsync (SyncEIO). Still missing: named failpoints at
+// learner-sync durability points (scenario 3 approximates them with kills
+// at random moments of a follower's recovery and sync), dropping
+// un-fsynced bytes on a kill (the offline corruptions approximate torn
+// tails), and a skewable clock for the session tracker.
 package chaos

@@ -276,3 +276,54 @@ func LagUntilSnap(minTxns uint32, maxHold time.Duration, o *Outcomes, catchUp *D
 		r.Logf("%s caught up in %v by %s (newest snapshot %v)", f.Name, time.Since(healed).Round(time.Millisecond), mode, newest)
 	}
 }
+
+// SyncEIO makes every fsync of one server's files fail with EIO (an errorfs
+// rule loaded through its fault file, which a chaos build of keeper reads
+// on SIGUSR1) for hold, under the leader or a follower. The server must
+// leave the service (srvr: not serving) instead of serving data it could
+// not log, and the others must go on committing; then the rule is lifted
+// and the server restarted, to rejoin.
+func SyncEIO(hold time.Duration, o *Outcomes) Fault {
+	return func(ctx context.Context, r *Run) {
+		s := r.Cluster.Servers[r.IntN(len(r.Cluster.Servers))]
+		p := s.Proc()
+		if p == nil || !p.Running() {
+			sleepCtx(ctx, hold)
+			return
+		}
+		role := "follower"
+		if r.Cluster.Leader() == s {
+			role = "leader"
+		}
+		if err := os.WriteFile(s.FaultsPath(), []byte("ops=anysync err=EIO\n"), 0o644); err != nil {
+			r.Logf("cannot write %s's fault file: %v", s.Name, err)
+			sleepCtx(ctx, hold)
+			return
+		}
+		if err := p.ReloadFaults(); err != nil {
+			r.Logf("cannot signal %s: %v", s.Name, err)
+		}
+		r.Fault("fsync EIO on %s (%s) for %v", s.Name, role, hold)
+		before := committedZxid(r)
+		sleepCtx(ctx, hold)
+		after := committedZxid(r)
+		outcome := "quorum-committed"
+		if after <= before {
+			outcome = "stalled"
+			if hold >= 4*time.Second && ctx.Err() == nil {
+				r.Report.Violate("liveness", "nothing committed for %v while only %s's fsync failed (zxid %v)", hold, s.Name, after)
+			}
+		}
+		got, _ := r.Cluster.modes()
+		if st, ok := got[s.ID]; ok && st.Mode != "" && after > before {
+			outcome += "+still-serving"
+			r.Report.Violate("disk", "%s still serves as %s after its fsyncs failed", s.Name, st.Mode)
+		}
+		o.add("fsync-eio-"+role, outcome)
+		if err := os.WriteFile(s.FaultsPath(), nil, 0o644); err != nil {
+			r.Logf("cannot clear %s's fault file: %v", s.Name, err)
+		}
+		r.Cluster.Kill(s)
+		restart(ctx, r, s, nil)
+	}
+}

@@ -12,10 +12,14 @@ import (
 	"keeper/internal/keeperbin"
 )
 
-// BuildKeeper builds the module's cmd/keeper into dir and returns the
-// binary's path. moduleDir is the module root; "" finds it with `go env
-// GOMOD` from the working directory (a test's package directory).
-func BuildKeeper(dir, moduleDir string) (string, error) { return keeperbin.Build(dir, moduleDir) }
+// BuildKeeper builds the module's cmd/keeper into dir, with the chaos
+// build tag (which lets the harness inject disk faults through
+// KEEPER_FAULTS_FILE; nothing else differs), and returns the binary's
+// path. moduleDir is the module root; "" finds it with `go env GOMOD` from
+// the working directory (a test's package directory).
+func BuildKeeper(dir, moduleDir string) (string, error) {
+	return keeperbin.Build(dir, moduleDir, "chaos")
+}
 
 // Process is one run of a child process (`keeper server`, `keeper
 // bookie`): its output goes to a log file, and it dies with the harness.
@@ -29,14 +33,18 @@ type Process struct {
 	waitErr error
 }
 
-// StartProcess starts bin with args, appending its output to logPath.
-func StartProcess(bin string, args []string, logPath string) (*Process, error) {
+// StartProcess starts bin with args, appending its output to logPath;
+// env ("KEY=value") is added to the harness's environment.
+func StartProcess(bin string, args []string, logPath string, env ...string) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	p := &Process{LogPath: logPath, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = sysProcAttr()
 	if err := p.cmd.Start(); err != nil {
@@ -104,6 +112,10 @@ func (p *Process) Stop(timeout time.Duration) error {
 		return fmt.Errorf("chaos: pid %d ignored SIGTERM for %v; killed it", p.Pid(), timeout)
 	}
 }
+
+// ReloadFaults sends SIGUSR1, on which a chaos build of keeper reloads its
+// fault file.
+func (p *Process) ReloadFaults() error { return p.cmd.Process.Signal(syscall.SIGUSR1) }
 
 // Pause sends SIGSTOP: the process keeps its sockets but runs no code.
 func (p *Process) Pause() {

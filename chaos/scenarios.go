@@ -158,7 +158,8 @@ func Scenario6() *Scenario {
 // restart: a bit flip or a zeroed byte in the newest log, its tail cut, a
 // bit flip in or truncation of the newest snapshot, the data directory
 // wiped. Online: the disk fills up (RLIMIT_FSIZE, which a preallocating
-// log meets as EFBIG) under the leader or a follower. A damaged server
+// log meets as EFBIG) or every fsync fails with EIO (errorfs in a chaos
+// build) under the leader or a follower. A damaged server
 // must refuse to start (it is then wiped and must rejoin by SNAP) or
 // serve exactly the committed state; the healthy quorum keeps committing.
 func Scenario7() *Scenario {
@@ -177,7 +178,8 @@ func Scenario7() *Scenario {
 		// member that cannot log must stop serving).
 		StrictSyncReads: true,
 		Nemesis: func(ctx context.Context, r *Run) {
-			Cycle(time.Second, CorruptAndRestart(Corruptions, o), CorruptAndRestart(Corruptions, o), DiskFull(4*time.Second, o))(ctx, r)
+			Cycle(time.Second, CorruptAndRestart(Corruptions, o), CorruptAndRestart(Corruptions, o), DiskFull(4*time.Second, o),
+				SyncEIO(4*time.Second, o))(ctx, r)
 			o.Figure(r, "outcomes")
 		},
 	}

@@ -152,6 +152,9 @@ func runBookie(ctx context.Context, cfg bookie.Config, logger *slog.Logger, read
 			return err
 		}
 	}
+	if cfg.FS == nil {
+		cfg.FS = storageFS(logger)
+	}
 	b, err := bookie.New(cfg)
 	if err != nil {
 		return err

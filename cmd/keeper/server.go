@@ -99,7 +99,9 @@ func runServer(ctx context.Context, zc *zoocfg.Config, logger *slog.Logger, read
 	if err := os.MkdirAll(zc.DataDir, 0o755); err != nil {
 		return err
 	}
-	srv, err := server.New(server.ConfigFromZoo(zc, logger))
+	cfg := server.ConfigFromZoo(zc, logger)
+	cfg.Storage.FS = storageFS(logger)
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}

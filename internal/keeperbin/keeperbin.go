@@ -14,10 +14,11 @@ import (
 	"testing"
 )
 
-// Build builds ./cmd/keeper into dir and returns the binary's path.
-// moduleDir is the module root; "" finds it with `go env GOMOD` from the
-// working directory (a test's package directory).
-func Build(dir, moduleDir string) (string, error) {
+// Build builds ./cmd/keeper into dir, with the build tags given, and
+// returns the binary's path. moduleDir is the module root; "" finds it
+// with `go env GOMOD` from the working directory (a test's package
+// directory).
+func Build(dir, moduleDir string, tags ...string) (string, error) {
 	if moduleDir == "" {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
@@ -30,7 +31,11 @@ func Build(dir, moduleDir string) (string, error) {
 		moduleDir = filepath.Dir(gomod)
 	}
 	bin := filepath.Join(dir, "keeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/keeper")
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, "./cmd/keeper")...)
 	cmd.Dir = moduleDir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("keeperbin: go build ./cmd/keeper: %w\n%s", err, out)

@@ -1,0 +1,14 @@
+//go:build !chaos
+
+package main
+
+import (
+	"log/slog"
+
+	"keeper/vfs"
+)
+
+// storageFS returns the filesystem for the server's and the bookie's data:
+// nil, the OS's. A binary built with -tags chaos can inject disk faults
+// here instead (faults_chaos.go).
+func storageFS(*slog.Logger) vfs.FS { return nil }
