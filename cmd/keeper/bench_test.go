@@ -116,7 +116,9 @@ func TestBenchZKFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := decodeLine(t, out); m["op"] != "ready" || m["attempts"] != 1.0 || m["ready_sec"].(float64) <= 0 {
+	// A new attempt starts every 5 ms or more without waiting for the last
+	// one, so a slow first answer (a loaded machine) means several.
+	if m := decodeLine(t, out); m["op"] != "ready" || m["attempts"].(float64) < 1 || m["ready_sec"].(float64) <= 0 {
 		t.Errorf("ready result %v", m)
 	}
 	if _, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", addr, "--op", "nonsense"); err == nil ||
