@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/adler32"
 	"io"
+
+	"keeper/vfs"
 )
 
 // readAheadBytes is how much the scanner reads at a time: large enough that
@@ -69,15 +71,6 @@ func (s *scanner) read(off int64, n int) ([]byte, error) {
 	return s.window[:n], nil
 }
 
-// zeroScanBytes is how much lastNonZero reads at a time: a preallocated
-// tail is tens of MiB of zeros, so few large reads beat many small ones.
-const zeroScanBytes = 1 << 20
-
-// zeroBlock is the size of the slices compared against zeros at once.
-const zeroBlock = 4 << 10
-
-var zeros [zeroBlock]byte
-
 // lastNonZero returns the offset of the last non-zero byte in [from, size),
 // or -1 if they are all zero. It reads backwards, so a file whose only
 // damage is near its end is cheap to judge. The file is read once: the
@@ -107,52 +100,13 @@ func (s *scanner) lastNonZero(from int64) (int64, error) {
 }
 
 // scanZeros returns the offset of the last non-zero byte in [from, end), or
-// -1, reading backwards in large chunks.
+// -1.
 func (s *scanner) scanZeros(from, end int64) (int64, error) {
-	if want := min(end-from, zeroScanBytes); int64(len(s.scratch)) < want {
-		s.scratch = make([]byte, want)
+	q, err := vfs.LastNonZero(s.r, from, end, &s.scratch)
+	if err != nil {
+		return 0, fmt.Errorf("txnlog: %s: %w", s.path, err)
 	}
-	for end > from {
-		start := max(from, end-int64(len(s.scratch)))
-		buf := s.scratch[:end-start]
-		if n, err := s.r.ReadAt(buf, start); n < len(buf) {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, fmt.Errorf("txnlog: read %s at offset %d: %w", s.path, start, err)
-		}
-		if i := lastNonZeroIn(buf); i >= 0 {
-			return start + int64(i), nil
-		}
-		end = start
-	}
-	return -1, nil
-}
-
-// lastNonZeroIn returns the index of the last non-zero byte of b, or -1.
-// Whole blocks are compared with bytes.Equal, which is vectorised; only the
-// last block with data is looked at a byte at a time, in small pieces.
-func lastNonZeroIn(b []byte) int {
-	const piece = 64
-	for end := len(b); end > 0; {
-		start := max(0, end-zeroBlock)
-		if bytes.Equal(b[start:end], zeros[:end-start]) {
-			end = start
-			continue
-		}
-		for pend := end; pend > start; pend -= piece {
-			pstart := max(start, pend-piece)
-			if bytes.Equal(b[pstart:pend], zeros[:pend-pstart]) {
-				continue
-			}
-			for i := pend - 1; ; i-- {
-				if b[i] != 0 {
-					return i
-				}
-			}
-		}
-	}
-	return -1
+	return q, nil
 }
 
 func (s *scanner) fail(sentinel error, off int64, format string, args ...any) error {

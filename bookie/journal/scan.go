@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+
+	"keeper/vfs"
 )
 
 // readAheadBytes is how much the scanner reads at a time: large enough
@@ -75,26 +77,11 @@ func (s *scanner) read(off int64, n int) ([]byte, error) {
 // or -1 if they are all zero. It reads backwards, so a file whose only
 // damage is near its end is cheap to judge.
 func (s *scanner) lastNonZero(from int64) (int64, error) {
-	if s.scratch == nil {
-		s.scratch = make([]byte, readAheadBytes)
+	q, err := vfs.LastNonZero(s.r, from, s.size, &s.scratch)
+	if err != nil {
+		return 0, fmt.Errorf("journal: %s: %w", s.path, err)
 	}
-	for end := s.size; end > from; {
-		start := max(from, end-int64(len(s.scratch)))
-		buf := s.scratch[:end-start]
-		if n, err := s.r.ReadAt(buf, start); n < len(buf) {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, fmt.Errorf("journal: read %s at offset %d: %w", s.path, start, err)
-		}
-		for i := len(buf) - 1; i >= 0; i-- {
-			if buf[i] != 0 {
-				return start + int64(i), nil
-			}
-		}
-		end = start
-	}
-	return -1, nil
+	return q, nil
 }
 
 func (s *scanner) fail(sentinel error, off int64, format string, args ...any) error {
