@@ -142,6 +142,8 @@ func (p *Peer) HandleReady(now zkserver.Now) error {
 			continue
 		}
 		rd := p.node.Ready()
+		p.send(rd.Early, nil)
+		rd.Early = nil
 		ps, err := p.Persist(rd)
 		if err == nil {
 			err = p.Finish(rd, ps, now)
@@ -177,6 +179,19 @@ func (p *Peer) fail(err error) error {
 func (p *Peer) PumpCore(now zkserver.Now) {
 	if p.zk.HasReady() {
 		p.handleCore(now)
+	}
+}
+
+// SendEarly sends the node's Early messages (zab.Ready.Early) now: a
+// driver that persists batches on another goroutine calls it after each
+// step, so a leader's proposals and commits, and a learner's forwarded
+// writes, do not wait for the batch on its way to disk.
+func (p *Peer) SendEarly() {
+	if p.writeErr != nil {
+		return
+	}
+	if msgs := p.node.TakeEarly(); len(msgs) > 0 {
+		p.send(msgs, nil)
 	}
 }
 
@@ -244,6 +259,7 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkserver.Now) error {
 	for _, id := range rd.Disconnect {
 		p.tr.Disconnect(id)
 	}
+	p.send(rd.Early, nil) // a driver that did not send them before Persist
 	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
 		return p.fail(err)
 	}

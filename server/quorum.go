@@ -189,6 +189,7 @@ func (s *Server) driveQuorum() {
 	q := s.quorum
 	before := s.core.LastZxid()
 	q.peer.PumpCore(s.now())
+	q.peer.SendEarly()
 	if !q.persisting && q.peer.Err() == nil && q.peer.Node().HasReady() {
 		q.persisting = true
 		q.toDisk <- q.peer.Node().Ready()

@@ -115,7 +115,7 @@ func (n *e2eNode) handle(rd zab.Ready) {
 		n.applied, n.log = slices.Clone(n.snap), nil
 	}
 	n.log = append(n.log, rd.Entries...)
-	msgs := slices.Clone(rd.Messages)
+	msgs := slices.Concat(rd.Early, rd.Messages)
 	for i, m := range msgs {
 		if m.Type == zab.MsgSnap && slices.Contains(rd.SendSnapshots, m.To) {
 			msgs[i].Data = encodeState(n.applied)

@@ -29,6 +29,10 @@ type cluster struct {
 	trace   []string
 	// committedHook, if set, sees every batch a node applies as committed.
 	committedHook func(PeerID, []Entry)
+	// crashMidBatch, if set, is asked for each batch with Early messages
+	// and something to persist: true crashes the node after those
+	// messages left and before the batch reached its disk.
+	crashMidBatch func() bool
 }
 
 func newCluster(t testing.TB, voters, observers []PeerID, mutate func(PeerID, *Config)) *cluster {
@@ -81,6 +85,22 @@ func (c *cluster) crash(id PeerID) {
 	c.dropLinks(id)
 }
 
+// crashAfterSending crashes id once sent left: they stay in flight behind
+// what id sent before, ahead of the news that its links broke.
+func (c *cluster) crashAfterSending(id PeerID, sent []Message) {
+	c.down[id] = true
+	c.queue = slices.DeleteFunc(c.queue, func(m Message) bool { return m.To == id })
+	for _, m := range sent {
+		m.From = id
+		c.queue = append(c.queue, m)
+	}
+	for _, other := range c.ids {
+		if other != id && !c.down[other] {
+			c.queue = append(c.queue, Message{Type: MsgDisconnected, From: id, To: other})
+		}
+	}
+}
+
 // dropLinks discards messages to and from id and tells the others their link
 // to it went down.
 func (c *cluster) dropLinks(id PeerID) {
@@ -103,6 +123,10 @@ func (c *cluster) handle(id PeerID) {
 	n := c.nodes[id]
 	for n.HasReady() {
 		rd := n.Ready()
+		if len(rd.Early) > 0 && (len(rd.Entries) > 0 || rd.State != nil) && c.crashMidBatch != nil && c.crashMidBatch() {
+			c.crashAfterSending(id, rd.Early)
+			return
+		}
 		if rd.State != nil {
 			c.hard[id] = *rd.State
 		}
@@ -124,7 +148,7 @@ func (c *cluster) handle(id PeerID) {
 			c.logs[id] = nil
 		}
 		c.logs[id] = append(c.logs[id], rd.Entries...)
-		for _, m := range rd.Messages {
+		for _, m := range slices.Concat(rd.Early, rd.Messages) {
 			if m.Type == MsgSnap && slices.Contains(rd.SendSnapshots, m.To) {
 				var buf bytes.Buffer
 				if err := gob.NewEncoder(&buf).Encode(c.applied[id]); err != nil {

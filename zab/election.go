@@ -48,10 +48,14 @@ func (n *Node) becomeLooking() {
 // leaveRole drops the state of the role the node is leaving.
 func (n *Node) leaveRole() {
 	if n.lead != nil {
-		n.ready.Disconnect = append(n.ready.Disconnect, n.sortedLearners()...)
+		for _, id := range n.sortedLearners() {
+			n.ready.Disconnect = append(n.ready.Disconnect, id)
+			n.holdLate(id)
+		}
 	}
 	if n.learn != nil && n.leader != 0 {
 		n.ready.Disconnect = append(n.ready.Disconnect, n.leader)
+		n.holdLate(n.leader)
 	}
 	n.lead, n.learn = nil, nil
 }

@@ -215,6 +215,13 @@ func (n *Node) syncLearner(p *peerState) {
 		n.ready.SendSnapshots = append(n.ready.SendSnapshots, p.id)
 		n.sendHistory(p, n.applied)
 	}
+	if c := min(n.committed, lz); c > 0 {
+		// The learner's log may hold txns committed since it last heard a
+		// COMMIT (one lost with a broken link), and sendHistory only
+		// covers what it lacks: tell it (Apache ZooKeeper's learner
+		// applies its whole log when it reloads, so needs no such news).
+		n.send(Message{Type: MsgCommit, To: p.id, Zxid: c})
+	}
 	n.send(Message{Type: MsgNewLeader, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0)})
 	p.phase = phaseSynced
 	p.forward = true
@@ -423,6 +430,7 @@ func (n *Node) tickLeader() {
 		if p.quietTicks > limit {
 			delete(l.learners, id)
 			n.ready.Disconnect = append(n.ready.Disconnect, id)
+			n.holdLate(id)
 			continue
 		}
 		if p.forward {

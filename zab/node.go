@@ -111,6 +111,12 @@ type Node struct {
 	learn *learnerState
 
 	ready Ready
+	// taken and advanced count the batches handed out by Ready and
+	// carried out (Advance); lateTo[p] is the number of the last batch
+	// with a message to p in Messages (or a link to p to close), which
+	// holds later messages to p out of Early until it is carried out.
+	taken, advanced uint64
+	lateTo          map[PeerID]uint64
 }
 
 // New returns a node that starts looking for a leader.
@@ -127,6 +133,7 @@ func New(cfg Config) (*Node, error) {
 		committed: cfg.LastZxid,
 		applied:   cfg.LastZxid,
 		durable:   cfg.LastZxid,
+		lateTo:    make(map[PeerID]uint64),
 	}
 	n.log.init(cfg.Recent, cfg.LastZxid, cfg.MaxRecentEntries)
 	n.becomeLooking()
@@ -166,12 +173,28 @@ func (n *Node) HasReady() bool { return !n.ready.empty() }
 func (n *Node) Ready() Ready {
 	rd := n.ready
 	n.ready = Ready{}
+	n.taken++
 	return rd
+}
+
+// TakeEarly takes the Early messages accumulated since the last Ready or
+// TakeEarly, for a caller to send while an earlier batch is still on its
+// way to disk.
+func (n *Node) TakeEarly() []Message {
+	m := n.ready.Early
+	n.ready.Early = nil
+	return m
 }
 
 // Advance tells the node the caller carried out rd: its entries are
 // durable and its committed txns applied.
 func (n *Node) Advance(rd Ready) {
+	n.advanced++
+	for p, b := range n.lateTo {
+		if b <= n.advanced {
+			delete(n.lateTo, p)
+		}
+	}
 	if k := len(rd.Entries); k > 0 {
 		n.durable = max(n.durable, rd.Entries[k-1].Zxid)
 	}
@@ -261,7 +284,40 @@ func (n *Node) Step(m Message) error {
 func (n *Node) send(m Message) {
 	m.From = n.id
 	invariants.Assertf(m.To != n.id, "zab: %d sending %s to itself", n.id, m.Type)
+	if n.mayGoEarly(m) {
+		n.ready.Early = append(n.ready.Early, m)
+		return
+	}
 	n.ready.Messages = append(n.ready.Messages, m)
+	n.holdLate(m.To)
+}
+
+// holdLate keeps later messages to p out of Early until the batch being
+// built now is carried out.
+func (n *Node) holdLate(p PeerID) { n.lateTo[p] = n.taken + 1 }
+
+// mayGoEarly reports whether m promises nothing the open batch makes
+// durable and no message to its peer waits for a batch (Ready.Early).
+func (n *Node) mayGoEarly(m Message) bool {
+	if n.ready.State != nil || !n.serving {
+		return false
+	}
+	if _, held := n.lateTo[m.To]; held {
+		return false
+	}
+	switch n.role {
+	case Leading:
+		switch m.Type {
+		case MsgProposal, MsgCommit, MsgInform, MsgPing, MsgSync, MsgRevalidate:
+			return n.lead.established
+		}
+	case Following, Observing:
+		switch m.Type {
+		case MsgRequest, MsgSyncRequest, MsgRevalidate:
+			return true
+		}
+	}
+	return false
 }
 
 // setRole records a role change for the caller.

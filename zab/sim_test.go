@@ -55,6 +55,7 @@ func simulate(t *testing.T, seed uint64, steps int) error {
 		cfg.MaxRecentEntries = 8 + int(seed%16)
 		cfg.Rand = rand.New(rand.NewPCG(seed, uint64(id)))
 	})
+	c.crashMidBatch = func() bool { return rng.IntN(1000) < crashPerMille }
 	committed := map[zxid.ID][]byte{} // every entry any node applied as committed
 	record := func() {
 		for _, id := range c.ids {
@@ -127,6 +128,7 @@ func simulate(t *testing.T, seed uint64, steps int) error {
 	}
 	record()
 	// Heal and let the cluster settle.
+	c.crashMidBatch = nil
 	for _, id := range c.ids {
 		if c.down[id] {
 			c.start(id)

@@ -171,6 +171,17 @@ type Ready struct {
 	SendSnapshots []PeerID
 	// Entries are appended to the log, then synced.
 	Entries []Entry
+	// Early are messages that promise nothing about this batch's State or
+	// Entries: the caller may send them before it persists the batch, and
+	// must send them no later than Messages. They are the serving leader's
+	// broadcast (PROPOSAL, COMMIT, INFORM, PING, SYNC and REVALIDATE
+	// answers) and a serving learner's forwarded requests, sync requests
+	// and revalidations, as Apache ZooKeeper's leader sends a proposal
+	// while it logs it. A message goes here only while no message to the
+	// same peer waits in Messages of this or an earlier batch not yet
+	// Advanced, so each link keeps the order the node sent in. TakeEarly
+	// hands them out between batches.
+	Early []Message
 	// Messages are sent once State and Entries are durable.
 	Messages []Message
 	// Committed are applied to the state machine, in order.
@@ -202,6 +213,6 @@ type RoleChange struct {
 
 func (r *Ready) empty() bool {
 	return r.Role == nil && r.State == nil && r.Truncate == nil && !r.InstallSnapshot &&
-		len(r.SendSnapshots) == 0 && len(r.Entries) == 0 && len(r.Messages) == 0 &&
+		len(r.SendSnapshots) == 0 && len(r.Entries) == 0 && len(r.Messages) == 0 && len(r.Early) == 0 &&
 		len(r.Committed) == 0 && len(r.SyncsDone) == 0 && len(r.Disconnect) == 0
 }

@@ -149,3 +149,41 @@ func TestLeaderLosesQuorum(t *testing.T) {
 	}
 	c.until(200, "leader steps down", func() bool { return !c.nodes[l].Serving() })
 }
+
+// TestResyncCommitsWhatTheLearnerLogged: a follower logs and acks a
+// proposal but loses its link before the COMMIT arrives, then syncs again
+// by a DIFF with nothing to send. The leader must still tell it that the
+// txn is committed, or it serves stale data until the next write. (Found by
+// the simulator, seed 1199, once proposals left before the leader's fsync.)
+func TestResyncCommitsWhatTheLearnerLogged(t *testing.T) {
+	c := newCluster(t, []PeerID{1, 2, 3}, nil, nil)
+	c.until(5000, "stable", func() bool { _, ok := c.stable(); return ok })
+	l, _ := c.stable()
+	f := PeerID(1)
+	if f == l {
+		f = 2
+	}
+	z := c.propose(l, 1)[0]
+	for i := 0; c.nodes[l].committed < z || c.nodes[f].durable < z; i++ {
+		if i > 1000 {
+			t.Fatalf("not committed at the leader and logged at %d: %s", f, c.roles())
+		}
+		for _, id := range c.ids {
+			c.handle(id)
+		}
+		if len(c.queue) == 0 {
+			continue
+		}
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		if m.Type == MsgCommit && m.To == f {
+			continue // lost with the link
+		}
+		_ = c.nodes[m.To].Step(m)
+	}
+	c.breakLink(l, f)
+	c.until(5000, "the follower applied the txn", func() bool {
+		a := c.applied[f]
+		return len(a) > 0 && a[len(a)-1].Zxid >= z
+	})
+}
