@@ -11,6 +11,7 @@ import (
 type queue struct {
 	mu    sync.Mutex
 	items []zab.Message // mu guards items
+	spare []zab.Message // a batch the consumer gave back (recycle), for items to reuse (mu)
 	max   int
 	ready chan struct{} // holds a token while items may be non-empty
 }
@@ -53,6 +54,17 @@ func (q *queue) signal() {
 	}
 }
 
+// recycle gives a batch wait returned back to the queue, whose storage
+// later pushes reuse: a busy link then stops allocating.
+func (q *queue) recycle(batch []zab.Message) {
+	clear(batch) // drop the references to message data
+	q.mu.Lock()
+	if cap(batch) > cap(q.spare) {
+		q.spare = batch[:0]
+	}
+	q.mu.Unlock()
+}
+
 // clear drops every queued message.
 func (q *queue) clear() {
 	q.mu.Lock()
@@ -61,7 +73,8 @@ func (q *queue) clear() {
 }
 
 // wait returns every queued message, blocking until there is one; ok is
-// false once done is closed. A consumer that gives up passes the token on,
+// false once done is closed. A consumer may give the batch back with
+// recycle once it is done with it. A consumer that gives up passes the token on,
 // so a consumer that replaced it is not left waiting.
 func (q *queue) wait(done <-chan struct{}) (batch []zab.Message, ok bool) {
 	for {
@@ -72,7 +85,7 @@ func (q *queue) wait(done <-chan struct{}) (batch []zab.Message, ok bool) {
 		default:
 		}
 		q.mu.Lock()
-		batch, q.items = q.items, nil
+		batch, q.items, q.spare = q.items, q.spare, nil
 		q.mu.Unlock()
 		if len(batch) > 0 {
 			return batch, true

@@ -279,7 +279,10 @@ func (l *quorumLink) write(conn net.Conn) {
 		if !ok {
 			return
 		}
-		for _, m := range batch {
+		for i, m := range batch {
+			if i+1 < len(batch) && supersedes(batch[i+1], m) {
+				continue
+			}
 			if err := l.writeMessage(bw, m); err != nil {
 				l.drop(true, err)
 				return
@@ -289,7 +292,22 @@ func (l *quorumLink) write(conn net.Conn) {
 			l.drop(true, err)
 			return
 		}
+		l.q.recycle(batch)
 	}
+}
+
+// supersedes reports whether next, queued right behind m, makes m
+// redundant: keeper's Zab acknowledges and commits cumulatively (an ACK of
+// z acknowledges every proposal up to z, a COMMIT of z commits them), so of
+// a run of ACKs, or of COMMITs, of one epoch only the last need go. The
+// ACK of NEWLEADER (counter 0) always goes. Apache ZooKeeper's leader
+// counts each proposal's ACK on its own, so a keeper learner does not mix
+// with a ZooKeeper leader.
+func supersedes(next, m zab.Message) bool {
+	if next.Type != m.Type || (m.Type != zab.MsgAck && m.Type != zab.MsgCommit) {
+		return false
+	}
+	return m.Zxid.Counter() != 0 && next.Zxid.Epoch() == m.Zxid.Epoch() && next.Zxid > m.Zxid
 }
 
 // writeMessage encodes m into bw. A learner's PING always carries data

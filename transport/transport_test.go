@@ -191,7 +191,17 @@ func TestFIFO(t *testing.T) {
 		}
 	}
 	check(learner, zab.MsgProposal)
-	check(leader, zab.MsgAck)
+	// ACKs are cumulative: a run of them queued together leaves as its
+	// last one, so the leader sees increasing ACKs ending at the last.
+	var acks int
+	for last := zxid.ID(0); last != zxid.Make(2, count); acks++ {
+		m := next(t, leader)
+		if m.Type != zab.MsgAck || m.Zxid <= last {
+			t.Fatalf("after ACK %s: %v", last, m)
+		}
+		last = m.Zxid
+	}
+	t.Logf("%d ACKs sent, %d delivered", count, acks)
 	wg.Wait()
 }
 
@@ -500,4 +510,26 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("Start after Close: %v", err)
 	}
 	tr.Send([]zab.Message{followerInfo(1, 2)}) // no effect, no panic
+}
+
+func TestSupersedes(t *testing.T) {
+	ack := func(e zxid.Epoch, c uint32) zab.Message { return zab.Message{Type: zab.MsgAck, Zxid: zxid.Make(e, c)} }
+	commit := func(e zxid.Epoch, c uint32) zab.Message { return zab.Message{Type: zab.MsgCommit, Zxid: zxid.Make(e, c)} }
+	for _, tc := range []struct {
+		name    string
+		m, next zab.Message
+		want    bool
+	}{
+		{"later ack", ack(2, 5), ack(2, 6), true},
+		{"later commit", commit(2, 5), commit(2, 9), true},
+		{"ack of NEWLEADER goes", ack(2, 0), ack(2, 1), false},
+		{"other epoch", ack(2, 5), ack(3, 1), false},
+		{"not later", ack(2, 5), ack(2, 5), false},
+		{"ack then commit", ack(2, 5), commit(2, 6), false},
+		{"proposals never", zab.Message{Type: zab.MsgProposal, Zxid: zxid.Make(2, 1)}, zab.Message{Type: zab.MsgProposal, Zxid: zxid.Make(2, 2)}, false},
+	} {
+		if got := supersedes(tc.next, tc.m); got != tc.want {
+			t.Errorf("%s: supersedes = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
