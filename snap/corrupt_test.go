@@ -60,7 +60,7 @@ func TestBitFlips(t *testing.T) {
 	for i := range len(b) * 8 {
 		flipped := bytes.Clone(b)
 		flipped[i/8] ^= 1 << (i % 8)
-		if s, err := decode(bytes.NewReader(flipped), "x", z, 0, 64); err == nil {
+		if s, err := decode(bytes.NewReader(flipped), "x", z, 0, 64, 0); err == nil {
 			t.Fatalf("bit %d (byte %d of %d) flipped, yet decoded: %+v", i, i/8, len(b), s)
 		}
 	}

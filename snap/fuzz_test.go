@@ -42,7 +42,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(seed, int64(0x100000009))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, z int64) {
-		s, err := decode(bytes.NewReader(data), "fuzz", zxid.ID(z), 1<<16, 512)
+		s, err := decode(bytes.NewReader(data), "fuzz", zxid.ID(z), 1<<16, 512, int64(len(data)))
 		if err != nil && !errors.Is(err, ErrDigestMismatch) {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error is neither ErrCorrupt nor ErrUnsupported: %v", err)
@@ -57,7 +57,7 @@ func FuzzDecode(f *testing.F) {
 		if err := encode(&buf, s.Sessions, s.Tree, s.Digest, lpz); err != nil {
 			t.Fatal(err)
 		}
-		again, err2 := decode(bytes.NewReader(buf.Bytes()), "again", zxid.ID(z), 1<<16, 512)
+		again, err2 := decode(bytes.NewReader(buf.Bytes()), "again", zxid.ID(z), 1<<16, 512, 0)
 		if (err == nil) != (err2 == nil) || again == nil {
 			t.Fatalf("first decode: %v; second: %v", err, err2)
 		}

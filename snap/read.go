@@ -86,6 +86,10 @@ func Read(fs vfs.FS, path string, maxLen int) (*Snapshot, error) {
 	}
 	defer f.Close()
 	var src io.Reader = &fileReader{f: f}
+	var size int64 // of the uncompressed bytes, when known: the tree sizes its tables by it
+	if fi, err := f.Stat(); err == nil && c == CompressionNone {
+		size = fi.Size()
+	}
 	if c == CompressionGzip {
 		zr, err := gzip.NewReader(bufio.NewReaderSize(src, readBufferBytes))
 		if err != nil {
@@ -93,7 +97,7 @@ func Read(fs vfs.FS, path string, maxLen int) (*Snapshot, error) {
 		}
 		src = zr
 	}
-	s, err := decode(src, path, z, maxLen, readBufferBytes)
+	s, err := decode(src, path, z, maxLen, readBufferBytes, size)
 	if s != nil {
 		s.Name = name
 	}
@@ -147,8 +151,8 @@ func classify(err error, path string, off int64) error {
 
 // decode reads the uncompressed bytes of a snapshot whose zxid is z (None
 // if unknown) from r through a buffer of bufBytes; path is for messages
-// only.
-func decode(r io.Reader, path string, z zxid.ID, maxLen, bufBytes int) (*Snapshot, error) {
+// only, size the number of bytes if known (else 0).
+func decode(r io.Reader, path string, z zxid.ID, maxLen, bufBytes int, size int64) (*Snapshot, error) {
 	sr := newSumReader(r, bufBytes)
 	s := &Snapshot{Zxid: z, LastProcessedZxid: zxid.None}
 	if err := readHeader(sr, path); err != nil {
@@ -158,7 +162,7 @@ func decode(r io.Reader, path string, z zxid.ID, maxLen, bufBytes int) (*Snapsho
 	if s.Sessions, err = readSessions(sr, path); err != nil {
 		return nil, classify(err, path, sr.offset())
 	}
-	if s.Tree, err = datatree.ReadBody(sr, maxLen); err != nil {
+	if s.Tree, err = datatree.ReadBodySized(sr, maxLen, size); err != nil {
 		return nil, classify(err, path, sr.offset())
 	}
 	if z >= 0 {

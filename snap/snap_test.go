@@ -291,13 +291,13 @@ func TestBadHeader(t *testing.T) {
 	} {
 		b := slices.Clone(buf.Bytes())
 		b[tt.off] = tt.val
-		if _, err := decode(bytes.NewReader(b), "x", 1, 0, 64); !errors.Is(err, tt.want) {
+		if _, err := decode(bytes.NewReader(b), "x", 1, 0, 64, 0); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 	}
 	b := slices.Clone(buf.Bytes())
 	b[11] ^= 1 // the dbid is not checked, but seal 1 covers it
-	if _, err := decode(bytes.NewReader(b), "x", 1, 0, 64); !errors.Is(err, ErrCorrupt) {
+	if _, err := decode(bytes.NewReader(b), "x", 1, 0, 64, 0); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("dbid flip: %v", err)
 	}
 }
@@ -309,13 +309,13 @@ func TestTrailerLengths(t *testing.T) {
 	if err := encode(&buf, sessions, tree, nil, &z); err != nil { // 3.9 with digests off
 		t.Fatal(err)
 	}
-	s, err := decode(bytes.NewReader(buf.Bytes()), "x", z, 0, 64)
+	s, err := decode(bytes.NewReader(buf.Bytes()), "x", z, 0, 64, 0)
 	if err != nil || s.Digest != nil || s.LastProcessedZxid != z {
 		t.Fatalf("lpz-only trailer: %+v, %v", s, err)
 	}
 	for _, extra := range [][]byte{{0}, make([]byte, 13), make([]byte, maxTrailerBytes+1)} {
 		b := append(slices.Clone(buf.Bytes()), extra...)
-		if _, err := decode(bytes.NewReader(b), "x", z, 0, 64); !errors.Is(err, ErrCorrupt) {
+		if _, err := decode(bytes.NewReader(b), "x", z, 0, 64, 0); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%d extra bytes: %v", len(extra), err)
 		}
 	}
