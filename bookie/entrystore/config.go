@@ -73,6 +73,11 @@ type Config struct {
 	DiskUsage func(dir string) (DirUsage, error)
 }
 
+// IndexOnOS sets c's IndexFS to pebble's OS filesystem. A bookie whose FS
+// wraps vfs.Default (a chaos build's fault injector) keeps its index on
+// disk next to its entry logs this way.
+func IndexOnOS(c *Config) { c.IndexFS = pvfs.Default }
+
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"keeper/bookie"
+	"keeper/bookie/entrystore"
 )
 
 // bookieFlags are `keeper bookie`'s flags for the common settings; a flag
@@ -153,7 +154,9 @@ func runBookie(ctx context.Context, cfg bookie.Config, logger *slog.Logger, read
 		}
 	}
 	if cfg.FS == nil {
-		cfg.FS = storageFS(logger)
+		if cfg.FS = storageFS(logger); cfg.FS != nil && cfg.StoreConfig == nil {
+			cfg.StoreConfig = entrystore.IndexOnOS // the wrapped FS is the OS's; so is pebble's
+		}
 	}
 	b, err := bookie.New(cfg)
 	if err != nil {
