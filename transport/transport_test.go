@@ -514,7 +514,9 @@ func TestConfigValidate(t *testing.T) {
 
 func TestSupersedes(t *testing.T) {
 	ack := func(e zxid.Epoch, c uint32) zab.Message { return zab.Message{Type: zab.MsgAck, Zxid: zxid.Make(e, c)} }
-	commit := func(e zxid.Epoch, c uint32) zab.Message { return zab.Message{Type: zab.MsgCommit, Zxid: zxid.Make(e, c)} }
+	commit := func(e zxid.Epoch, c uint32) zab.Message {
+		return zab.Message{Type: zab.MsgCommit, Zxid: zxid.Make(e, c)}
+	}
 	for _, tc := range []struct {
 		name    string
 		m, next zab.Message
