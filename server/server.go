@@ -252,6 +252,24 @@ func (s *Server) now() zkserver.Now {
 	return zkserver.Now{WallMs: t.UnixMilli(), MonoMs: t.Sub(s.start).Milliseconds()}
 }
 
+// inboxBatch bounds the work the loop takes from its inbox before it
+// drives the core: under load one drive (replies handed to the writers,
+// writes to the committer) then serves many requests.
+const inboxBatch = 64
+
+// drainInbox runs what else is already waiting in the inbox, up to
+// inboxBatch items, without blocking.
+func (s *Server) drainInbox() {
+	for range inboxBatch - 1 {
+		select {
+		case fn := <-s.inbox:
+			fn()
+		default:
+			return
+		}
+	}
+}
+
 // loop is the only goroutine that touches the core.
 func (s *Server) loop(ctx context.Context) {
 	defer close(s.stopped)
@@ -278,6 +296,7 @@ func (s *Server) loop(ctx context.Context) {
 			return
 		case fn := <-s.inbox:
 			fn()
+			s.drainInbox()
 		case m := <-quorumIn:
 			s.quorumStep(m)
 		case r := <-fromDisk:
