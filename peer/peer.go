@@ -17,6 +17,7 @@ import (
 	"log/slog"
 
 	"keeper/datatree"
+	"keeper/internal/failpoint"
 	"keeper/jute"
 	"keeper/txn"
 	"keeper/zab"
@@ -32,7 +33,9 @@ type Log interface {
 	// Append adds txns (payloads are txn records); Sync makes them durable.
 	Append([]zab.Entry) error
 	Sync() error
-	// Truncate removes every txn after z.
+	// Truncate removes every txn after z, and any snapshot above z, so
+	// that Reload rebuilds the state at exactly z; when the storage cannot
+	// give that state it returns an error and changes nothing.
 	Truncate(z zxid.ID) error
 	// InstallSnapshot makes snapshot (taken at z) the durable state: the
 	// log restarts after z.
@@ -203,18 +206,25 @@ type Persisted struct {
 	rebuilt  bool
 }
 
-// Persist carries out the disk part of rd: epochs, truncation or snapshot
-// install (with the state they leave), appended txns and the sync. It
-// touches only the Log, so a driver may run it on another goroutine while
-// the loop goes on; Finish must follow, on the loop, before the next
-// batch is taken.
+// Persist carries out the disk part of rd: truncation or snapshot install
+// (with the state they leave), appended txns and the sync, and only then
+// the epochs. A learner's batch that acknowledges NEWLEADER holds the
+// whole sync (zab keeps it in memory until NEWLEADER: the truncation or
+// snapshot, the txns, the commits) and the new currentEpoch: were the
+// epoch durable first, a crash in between would leave a learner whose
+// currentEpoch is ahead of its log, which can win an election and
+// truncate committed txns on the others (ZOOKEEPER-4643/4646; scenario
+// 3's failpoint current-epoch-written found it). No batch needs its
+// epochs first: acceptedEpoch (before ACKEPOCH) and a leader's
+// currentEpoch (before LEADERINFO and the syncs) are promises that only
+// Messages carry, and Finish sends them after Persist. A TRUNC the disk
+// cannot carry out (Log.Truncate's error, or a rebuilt state that does
+// not end where the leader said) fails the batch, and the peer leaves the
+// service rather than serve another history. It touches only the Log, so
+// a driver may run it on another goroutine while the loop goes on; Finish
+// must follow, on the loop, before the next batch is taken.
 func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 	var ps Persisted
-	if rd.State != nil {
-		if err := p.log.SaveState(*rd.State); err != nil {
-			return ps, err
-		}
-	}
 	switch {
 	case rd.InstallSnapshot:
 		tree, sessions, err := DecodeSnapshot(rd.Snapshot, p.maxBuf)
@@ -222,6 +232,7 @@ func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 			return ps, fmt.Errorf("snapshot from the leader at %s: %w", rd.SnapshotZxid, err)
 		}
 		tree.SetLastZxid(rd.SnapshotZxid)
+		failpoint.Hit(failpoint.LearnerSnapReceived)
 		if err := p.log.InstallSnapshot(rd.SnapshotZxid, tree, sessions); err != nil {
 			return ps, err
 		}
@@ -230,9 +241,13 @@ func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 		if err := p.log.Truncate(*rd.Truncate); err != nil {
 			return ps, err
 		}
+		failpoint.Hit(failpoint.LearnerTruncated)
 		tree, sessions, err := p.log.Reload()
 		if err != nil {
 			return ps, err
+		}
+		if got := tree.LastZxid(); got != *rd.Truncate {
+			return ps, fmt.Errorf("truncated to %s, but the state rebuilt from disk ends at %s", *rd.Truncate, got)
 		}
 		ps = Persisted{tree: tree, sessions: sessions, rebuilt: true}
 	}
@@ -240,7 +255,13 @@ func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 		if err := p.log.Append(rd.Entries); err != nil {
 			return ps, err
 		}
+		failpoint.Hit(failpoint.LogAppendedBeforeFsync)
 		if err := p.log.Sync(); err != nil {
+			return ps, err
+		}
+	}
+	if rd.State != nil {
+		if err := p.log.SaveState(*rd.State); err != nil {
 			return ps, err
 		}
 	}
@@ -262,6 +283,9 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkserver.Now) error {
 	p.send(rd.Early, nil) // a driver that did not send them before Persist
 	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
 		return p.fail(err)
+	}
+	if failpoint.Enabled {
+		hitAfterSend(rd)
 	}
 	syncs := rd.SyncsDone
 	for i, e := range rd.Committed {
@@ -343,6 +367,27 @@ func (p *Peer) send(msgs []zab.Message, snapshotsFor []zab.PeerID) error {
 		p.tr.Send(msgs)
 	}
 	return nil
+}
+
+// hitAfterSend marks the failpoints of a batch whose messages just went to
+// the transport: a leader's start of a sync and its NEWLEADER, a learner's
+// ACK of NEWLEADER (an epoch ACK in the batch that made the epoch current;
+// UPTODATE's carries no state).
+func hitAfterSend(rd zab.Ready) {
+	for _, m := range rd.Messages {
+		switch {
+		case m.Type == zab.MsgDiff:
+			failpoint.Hit(failpoint.LeaderDiffSent)
+		case m.Type == zab.MsgTrunc:
+			failpoint.Hit(failpoint.LeaderTruncSent)
+		case m.Type == zab.MsgSnap:
+			failpoint.Hit(failpoint.LeaderSnapSent)
+		case m.Type == zab.MsgAck && m.Zxid.Counter() == 0 && rd.State != nil:
+			failpoint.Hit(failpoint.LearnerNewLeaderAcked)
+		case m.Type == zab.MsgNewLeader:
+			failpoint.Hit(failpoint.LeaderNewLeaderSent)
+		}
+	}
 }
 
 // setMode follows Zab's role with the core's mode.

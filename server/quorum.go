@@ -120,11 +120,17 @@ func (s *Server) startQuorum() error {
 		return err
 	}
 	s.core.SetMode(zkserver.NotServing, 0, s.now())
+	floor, err := truncateFloor(&s.cfg.Storage)
+	if err != nil {
+		lg.Close()
+		return err
+	}
 	node, err := zab.New(zab.Config{
 		ID: q.MyID, Voters: q.Voters, Observers: q.Observers,
 		InitLimitTicks: q.InitLimitTicks, SyncLimitTicks: q.SyncLimitTicks,
 		HardState: hs, LastZxid: s.core.LastZxid(), Recent: recent.tail(), MaxRecentEntries: maxRecent,
-		Rand: rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
+		TruncateFloor: floor,
+		Rand:          rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
 	})
 	if err != nil {
 		lg.Close()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"keeper/datatree"
+	"keeper/internal/failpoint"
 	"keeper/snap"
 	"keeper/txnlog"
 	"keeper/vfs"
@@ -96,6 +97,7 @@ func (l *diskLog) SaveState(hs zab.HardState) error {
 		if err := writeEpoch(l.storage.FS, dir, currentEpochFile, hs.CurrentEpoch); err != nil {
 			return err
 		}
+		failpoint.Hit(failpoint.CurrentEpochWritten)
 	}
 	l.hard = hs
 	return nil
@@ -114,11 +116,12 @@ func (l *diskLog) Append(es []zab.Entry) error {
 // Sync is the group commit point.
 func (l *diskLog) Sync() error { return l.log.Sync() }
 
-// Truncate cuts the log after z (Zab's TRUNC).
-func (l *diskLog) Truncate(z zxid.ID) error { return l.log.Truncate(z) }
+// Truncate (Zab's TRUNC) is in truncate.go.
 
 // InstallSnapshot writes the leader's snapshot as this server's newest
-// snapshot; anything logged after z belonged to another history and goes.
+// snapshot: any snapshot above z goes (after the new one is durable, so a
+// crash between leaves the old state whole), and anything logged after z
+// belonged to another history and goes.
 func (l *diskLog) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkserver.SessionState) error {
 	var entries []snap.SessionEntry
 	for _, s := range sessions {
@@ -126,6 +129,10 @@ func (l *diskLog) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zks
 	}
 	d := &snap.Digest{Zxid: z, Version: datatree.DigestVersion, TreeDigest: tree.Digest()}
 	if _, err := snap.Write(l.storage.FS, l.storage.snapDir(), z, entries, tree, d, snap.Options{}); err != nil {
+		return err
+	}
+	failpoint.Hit(failpoint.LearnerSnapWritten)
+	if err := l.removeSnapshotsAbove(z); err != nil {
 		return err
 	}
 	return l.log.Truncate(z)

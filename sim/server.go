@@ -95,6 +95,7 @@ func (c *Cluster) start(s *server) {
 		ID: s.id, Voters: c.ids, InitLimitTicks: 10, SyncLimitTicks: 5,
 		HardState: s.disk.hard, LastZxid: s.disk.lastZxid(), Recent: slices.Clone(s.disk.entries),
 		MaxRecentEntries: c.opts.MaxRecentEntries,
+		TruncateFloor:    s.disk.snapZxid, // the simulated disk keeps one snapshot
 		Rand:             rand.New(rand.NewPCG(c.opts.Seed, uint64(s.id)<<32|uint64(s.inc))),
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"keeper/datatree"
+	"keeper/internal/failpoint"
 	"keeper/internal/invariants"
 	"keeper/jute"
 	"keeper/vfs"
@@ -132,10 +133,12 @@ func write(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, body Body,
 		_ = fs.Remove(tmp) // best effort; RemoveTemp finds it otherwise
 		return "", fmt.Errorf("snap: write %s: %w", tmp, err)
 	}
+	failpoint.Hit(failpoint.SnapBeforeRename)
 	if err := fs.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		_ = fs.Remove(tmp)
 		return "", fmt.Errorf("snap: rename %s to %s: %w", tmp, name, err)
 	}
+	failpoint.Hit(failpoint.SnapRenamedBeforeDirSync)
 	if err := fs.SyncDir(dir); err != nil {
 		return "", fmt.Errorf("snap: sync directory %s after writing %s: %w", dir, name, err)
 	}

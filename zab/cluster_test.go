@@ -15,30 +15,58 @@ import (
 // the state machine is the list of applied entries. Time only moves when
 // the test ticks.
 type cluster struct {
-	t       testing.TB
-	ids     []PeerID
-	cfgs    map[PeerID]Config
-	nodes   map[PeerID]*Node
-	logs    map[PeerID][]Entry // what each node made durable
-	hard    map[PeerID]HardState
-	applied map[PeerID][]Entry // each node's state machine
-	snaps   map[PeerID][]Entry // the snapshot each node installed last (durable)
+	t     testing.TB
+	ids   []PeerID
+	cfgs  map[PeerID]Config
+	nodes map[PeerID]*Node
+	// Each node's disk, as the server keeps it: every txn logged (a
+	// snapshot install cuts the log after the snapshot's zxid but keeps
+	// what is below), the epoch files, and the snapshots, oldest first.
+	// At start-up the state is the newest snapshot plus the log after it.
+	logs  map[PeerID][]Entry
+	hard  map[PeerID]HardState
+	snaps map[PeerID][]snapshot
+	// applied is each node's state machine.
+	applied map[PeerID][]Entry
 	queue   []Message
 	down    map[PeerID]bool
-	cut     map[[2]PeerID]bool
-	trace   []string
-	// committedHook, if set, sees every batch a node applies as committed.
+	// failed holds the nodes that stopped for good, as a server whose
+	// storage refused a batch does (peer.Fail), and why.
+	failed map[PeerID]error
+	cut    map[[2]PeerID]bool
+	trace  []string
+	// lastStepped is the last message delivered to a node.
+	lastStepped Message
+	// committedHook, if set, sees what a node that serves clients has
+	// applied: its whole state when it starts serving (an established
+	// leader, a learner after UPTODATE), then each batch it commits. A
+	// node that does not serve exposes nothing, so what it applies (its
+	// log at start-up, a sync before the leader is established) is not
+	// yet known to be committed.
 	committedHook func(PeerID, []Entry)
+	serving       map[PeerID]bool // per the last Role a batch reported
+	recorded      map[PeerID]int  // how much of applied the hook has seen
 	// crashMidBatch, if set, is asked for each batch with Early messages
 	// and something to persist: true crashes the node after those
 	// messages left and before the batch reached its disk.
 	crashMidBatch func() bool
+	// crashBeforeState, if set, is asked for each batch whose State raises
+	// currentEpoch over log work: true crashes the node once the log is
+	// durable and before the epoch is.
+	crashBeforeState func() bool
+}
+
+// snapshot is a snapshot file: the state machine at zxid.
+type snapshot struct {
+	zxid  zxid.ID
+	state []Entry
 }
 
 func newCluster(t testing.TB, voters, observers []PeerID, mutate func(PeerID, *Config)) *cluster {
 	c := &cluster{t: t, cfgs: map[PeerID]Config{}, nodes: map[PeerID]*Node{}, logs: map[PeerID][]Entry{},
-		hard: map[PeerID]HardState{}, applied: map[PeerID][]Entry{}, snaps: map[PeerID][]Entry{},
-		down: map[PeerID]bool{}, cut: map[[2]PeerID]bool{}}
+		hard: map[PeerID]HardState{}, applied: map[PeerID][]Entry{}, snaps: map[PeerID][]snapshot{},
+		down: map[PeerID]bool{}, failed: map[PeerID]error{}, cut: map[[2]PeerID]bool{},
+		serving: map[PeerID]bool{}, recorded: map[PeerID]int{}}
 	c.ids = append(slices.Clone(voters), observers...)
 	slices.Sort(c.ids)
 	for _, id := range c.ids {
@@ -56,21 +84,27 @@ func newCluster(t testing.TB, voters, observers []PeerID, mutate func(PeerID, *C
 	return c
 }
 
-// start (re)creates node id from what it made durable.
+// start (re)creates node id from what it made durable. A node that failed
+// stays down.
 func (c *cluster) start(id PeerID) {
+	if c.failed[id] != nil {
+		return
+	}
 	cfg := c.cfgs[id]
 	cfg.HardState = c.hard[id]
-	cfg.Recent = slices.Clone(c.logs[id])
-	cfg.LastZxid = 0
+	// At start-up the state machine is the newest snapshot plus the log
+	// after it, as in ZooKeeper.
+	state, last, recent, err := replayLog(c.snaps[id], c.logs[id])
+	if err != nil {
+		c.t.Fatalf("node %d cannot start: %v", id, err)
+	}
+	cfg.Recent, cfg.LastZxid = recent, last
 	if k := len(c.snaps[id]); k > 0 {
-		cfg.LastZxid = c.snaps[id][k-1].Zxid
+		cfg.TruncateFloor = c.snaps[id][k-1].zxid
 	}
-	if k := len(cfg.Recent); k > 0 {
-		cfg.LastZxid = cfg.Recent[k-1].Zxid
-	}
-	// At start-up the state machine is the snapshot plus the whole log, as
-	// in ZooKeeper.
-	c.applied[id] = append(slices.Clone(c.snaps[id]), c.logs[id]...)
+	c.applied[id] = state
+	c.recorded[id] = 0
+	c.serving[id] = false
 	n, err := New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
@@ -79,9 +113,95 @@ func (c *cluster) start(id PeerID) {
 	c.down[id] = false
 }
 
+// replayLog rebuilds a state machine as the server does: the newest of
+// snaps, then the txns of log after it, which must follow one another. It
+// returns the state, its last zxid and the txns replayed.
+func replayLog(snaps []snapshot, log []Entry) (state []Entry, last zxid.ID, replayed []Entry, err error) {
+	if k := len(snaps); k > 0 {
+		state, last = slices.Clone(snaps[k-1].state), snaps[k-1].zxid
+	}
+	for i, e := range log {
+		if e.Zxid <= last {
+			continue
+		}
+		if !follows(last, e.Zxid) {
+			return nil, 0, nil, fmt.Errorf("txns missing from the log: %s follows %s", e.Zxid, last)
+		}
+		if replayed == nil {
+			replayed = log[i:len(log):len(log)]
+		}
+		state = append(state, e)
+		last = e.Zxid
+	}
+	return state, last, slices.Clone(replayed), nil
+}
+
+// follows reports whether next may come right after last in a log.
+func follows(last, next zxid.ID) bool {
+	return next == last+1 || (next.Counter() == 1 && next.Epoch() > last.Epoch())
+}
+
+// cutAfter returns the txns of log up to z.
+func cutAfter(log []Entry, z zxid.ID) []Entry {
+	if i := slices.IndexFunc(log, func(e Entry) bool { return e.Zxid > z }); i >= 0 {
+		return log[:i:i]
+	}
+	return log
+}
+
+// truncate carries out a TRUNC as the server does: the state must end at
+// exactly z, so snapshots above z go and the state is rebuilt from an
+// older one and the log up to z. When the disk cannot give that state,
+// nothing changes and the node fails.
+func (c *cluster) truncate(id PeerID, z zxid.ID) error {
+	snaps := c.snaps[id]
+	k := len(snaps)
+	for k > 0 && snaps[k-1].zxid > z {
+		k--
+	}
+	log := cutAfter(c.logs[id], z)
+	state, last, _, err := replayLog(snaps[:k], log)
+	if err == nil && last != z {
+		err = fmt.Errorf("the state rebuilt ends at %s", last)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot truncate to %s (snapshots %v): %w", z, snapZxids(snaps), err)
+	}
+	c.snaps[id], c.logs[id], c.applied[id], c.recorded[id] = snaps[:k:k], log, state, 0
+	return nil
+}
+
+func snapZxids(snaps []snapshot) []string {
+	var out []string
+	for _, s := range snaps {
+		out = append(out, s.zxid.String())
+	}
+	return out
+}
+
+// installSnapshot makes the leader's snapshot the newest, as the server
+// does: snapshots above it go, and the log is cut after it.
+func (c *cluster) installSnapshot(id PeerID, z zxid.ID, data []byte) {
+	var state []Entry
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&state); err != nil {
+		c.t.Fatalf("node %d: bad snapshot: %v", id, err)
+	}
+	snaps := slices.DeleteFunc(slices.Clone(c.snaps[id]), func(s snapshot) bool { return s.zxid > z })
+	c.snaps[id] = append(snaps, snapshot{zxid: z, state: slices.Clone(state)})
+	c.logs[id] = cutAfter(c.logs[id], z)
+	c.applied[id], c.recorded[id] = state, 0
+}
+
+// fail stops a node for good: its storage refused a batch.
+func (c *cluster) fail(id PeerID, err error) {
+	c.failed[id] = err
+	c.crash(id)
+}
+
 // crash stops a node; what it had not made durable is gone.
 func (c *cluster) crash(id PeerID) {
 	c.down[id] = true
+	c.serving[id] = false
 	c.dropLinks(id)
 }
 
@@ -89,6 +209,7 @@ func (c *cluster) crash(id PeerID) {
 // what id sent before, ahead of the news that its links broke.
 func (c *cluster) crashAfterSending(id PeerID, sent []Message) {
 	c.down[id] = true
+	c.serving[id] = false
 	c.queue = slices.DeleteFunc(c.queue, func(m Message) bool { return m.To == id })
 	for _, m := range sent {
 		m.From = id
@@ -118,7 +239,9 @@ func (c *cluster) dropLinks(id PeerID) {
 	}
 }
 
-// handle carries out a node's Ready batches.
+// handle carries out a node's Ready batches, in the server's order: the
+// truncation or snapshot and the txns, then the epochs, then the messages,
+// then the committed txns.
 func (c *cluster) handle(id PeerID) {
 	n := c.nodes[id]
 	for n.HasReady() {
@@ -127,27 +250,24 @@ func (c *cluster) handle(id PeerID) {
 			c.crashAfterSending(id, rd.Early)
 			return
 		}
-		if rd.State != nil {
-			c.hard[id] = *rd.State
-		}
 		if rd.Truncate != nil {
-			z := *rd.Truncate
-			i := slices.IndexFunc(c.logs[id], func(e Entry) bool { return e.Zxid > z })
-			if i >= 0 {
-				c.logs[id] = c.logs[id][:i]
+			if err := c.truncate(id, *rd.Truncate); err != nil {
+				c.fail(id, err)
+				return
 			}
-			c.applied[id] = append(slices.Clone(c.snaps[id]), c.logs[id]...) // rebuilt
 		}
 		if rd.InstallSnapshot {
-			var state []Entry
-			if err := gob.NewDecoder(bytes.NewReader(rd.Snapshot)).Decode(&state); err != nil {
-				c.t.Fatalf("node %d: bad snapshot: %v", id, err)
-			}
-			c.applied[id] = state
-			c.snaps[id] = slices.Clone(state)
-			c.logs[id] = nil
+			c.installSnapshot(id, rd.SnapshotZxid, rd.Snapshot)
 		}
 		c.logs[id] = append(c.logs[id], rd.Entries...)
+		if rd.State != nil {
+			logWork := rd.Truncate != nil || rd.InstallSnapshot || len(rd.Entries) > 0
+			if logWork && rd.State.CurrentEpoch > c.hard[id].CurrentEpoch && c.crashBeforeState != nil && c.crashBeforeState() {
+				c.crashAfterSending(id, rd.Early)
+				return
+			}
+			c.hard[id] = *rd.State
+		}
 		for _, m := range slices.Concat(rd.Early, rd.Messages) {
 			if m.Type == MsgSnap && slices.Contains(rd.SendSnapshots, m.To) {
 				var buf bytes.Buffer
@@ -167,13 +287,14 @@ func (c *cluster) handle(id PeerID) {
 		for _, p := range rd.Disconnect {
 			c.queue = append(c.queue, Message{Type: MsgDisconnected, From: id, To: p})
 		}
-		if rd.InstallSnapshot && c.committedHook != nil {
-			c.committedHook(id, c.applied[id])
-		}
-		if c.committedHook != nil && len(rd.Committed) > 0 {
-			c.committedHook(id, rd.Committed)
-		}
 		c.applied[id] = append(c.applied[id], rd.Committed...)
+		if rd.Role != nil {
+			c.serving[id] = rd.Role.Serving
+		}
+		if c.serving[id] && c.committedHook != nil && c.recorded[id] < len(c.applied[id]) {
+			c.committedHook(id, c.applied[id][c.recorded[id]:])
+			c.recorded[id] = len(c.applied[id])
+		}
 		n.Advance(rd)
 	}
 }
@@ -198,6 +319,7 @@ func (c *cluster) step() {
 	if c.down[m.To] || c.cut[[2]PeerID{m.From, m.To}] {
 		return
 	}
+	c.lastStepped = m
 	_ = c.nodes[m.To].Step(m)
 }
 

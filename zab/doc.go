@@ -8,15 +8,28 @@
 // for the passage of time, Propose for new transactions on the leader — and
 // carries out the work it hands back from Ready, in this order:
 //
-//  1. Persist State (acceptedEpoch, currentEpoch) when non-nil.
-//  2. Truncate the log to Truncate when non-nil, or replace the state
+//  1. Truncate the log to Truncate when non-nil, or replace the state
 //     machine and the log with the snapshot the leader streamed when
 //     InstallSnapshot is set; then append Entries and sync.
+//  2. Persist State (acceptedEpoch, currentEpoch) when non-nil, only once
+//     step 1 is durable. A learner's sync arrives in one batch with the
+//     currentEpoch of the new leader: were the epoch durable first, a
+//     crash in between would leave a new epoch over an old log, a
+//     candidate that can win an election without txns a quorum committed
+//     (ZOOKEEPER-3911, -4643, -4646). Nothing needs State before the log:
+//     acceptedEpoch, and a leader's currentEpoch, are promises to peers,
+//     which only Messages make.
 //  3. Close the links in Disconnect, then send Messages, in order per
 //     destination: a message may promise the peer that the steps above are
 //     done (an ACK promises the entry is on disk, ACKEPOCH that
-//     acceptedEpoch is).
+//     acceptedEpoch is, the ACK of NEWLEADER that the synced log and the
+//     new currentEpoch are).
 //  4. Apply Committed to the state machine, in order.
+//
+// A learner keeps what the leader sends during synchronisation (DIFF,
+// TRUNC or SNAP, and the txns and commits that follow) in memory until
+// NEWLEADER, and hands it out in NEWLEADER's batch: a sync from a leader
+// that never gets established leaves no trace on disk.
 //
 // Then call Advance with the same Ready.
 //

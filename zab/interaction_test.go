@@ -19,13 +19,18 @@ import (
 // Commands:
 //
 //	peers voters=(1,2,3) [observers=(4)] [window=N]  declare the ensemble
-//	history id=N epoch=E log=(1.1,1.2)               a peer's disk before start
+//	history id=N epoch=E [accepted=A] log=(1.1,1.2) [snap=(1.1,2.1)]
+//	                                                 a peer's disk before start: currentEpoch E
+//	                                                 (acceptedEpoch A, default E), its log, and a
+//	                                                 snapshot holding the txns listed
 //	start                                            create the nodes
 //	stabilize                                        run until one leader serves all
 //	propose n=K                                      the leader proposes K txns
 //	settle                                           run until every live node applied everything
 //	crash id=N / restart id=N                        lose a node (unsynced state too) / bring it back
+//	deliver-until to=N type=SNAP                     run until a message of that type reached N
 //	status                                           role, leader, epoch, last and applied zxids
+//	disk id=N                                        what N made durable: epochs, snapshots, log
 //	syncs                                            the sync messages (DIFF, TRUNC, SNAP) sent so far
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -35,8 +40,8 @@ func TestInteraction(t *testing.T) {
 }
 
 type history struct {
-	epoch zxid.Epoch
-	log   []Entry
+	epoch, accepted zxid.Epoch
+	log, snap       []Entry
 }
 
 type interactionEnv struct {
@@ -64,12 +69,15 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		var id, epoch int
 		d.ScanArgs(t, "id", &id)
 		d.ScanArgs(t, "epoch", &epoch)
-		var log []Entry
-		for _, s := range argValues(t, d, "log") {
-			z := parseZxid(t, s)
-			log = append(log, Entry{Zxid: z, Data: []byte("txn " + z.String())})
+		accepted := epoch
+		if d.HasArg("accepted") {
+			d.ScanArgs(t, "accepted", &accepted)
 		}
-		e.histories[PeerID(id)] = history{epoch: zxid.Epoch(epoch), log: log}
+		h := history{epoch: zxid.Epoch(epoch), accepted: zxid.Epoch(accepted), log: txnList(t, argValues(t, d, "log"))}
+		if d.HasArg("snap") {
+			h.snap = txnList(t, argValues(t, d, "snap"))
+		}
+		e.histories[PeerID(id)] = h
 		return "ok"
 	case "start":
 		e.c = newCluster(t, e.voters, e.observers, func(id PeerID, cfg *Config) {
@@ -77,13 +85,20 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 				cfg.MaxRecentEntries = e.window
 			}
 			if h, ok := e.histories[id]; ok {
-				cfg.HardState = HardState{AcceptedEpoch: h.epoch, CurrentEpoch: h.epoch}
+				cfg.HardState = HardState{AcceptedEpoch: h.accepted, CurrentEpoch: h.epoch}
 				cfg.Recent = h.log
 				if len(h.log) > 0 {
 					cfg.LastZxid = h.log[len(h.log)-1].Zxid
 				}
 			}
 		})
+		for _, id := range e.c.ids {
+			if h := e.histories[id]; len(h.snap) > 0 {
+				// Start again from a disk with the snapshot.
+				e.c.snaps[id] = []snapshot{{zxid: h.snap[len(h.snap)-1].Zxid, state: h.snap}}
+				e.c.start(id)
+			}
+		}
 		traceFilter = func(m Message) bool {
 			if m.Type == MsgDiff || m.Type == MsgTrunc || m.Type == MsgSnap {
 				e.syncs = append(e.syncs, fmt.Sprintf("%d->%d %s %s", m.From, m.To, m.Type, m.Zxid))
@@ -124,6 +139,17 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "id", &id)
 		e.c.start(PeerID(id))
 		return "ok"
+	case "deliver-until":
+		var to int
+		var typ string
+		d.ScanArgs(t, "to", &to)
+		d.ScanArgs(t, "type", &typ)
+		e.deliverUntil(PeerID(to), typ)
+		return "ok"
+	case "disk":
+		var id int
+		d.ScanArgs(t, "id", &id)
+		return e.disk(PeerID(id))
 	case "status":
 		return e.status()
 	case "syncs":
@@ -147,9 +173,40 @@ func (e *interactionEnv) allApplied() bool {
 	return e.c.appliedUpTo(last)
 }
 
+// deliverUntil runs the cluster until a message of type typ reached to.
+func (e *interactionEnv) deliverUntil(to PeerID, typ string) {
+	e.c.lastStepped = Message{}
+	e.c.until(5000, "delivered "+typ, func() bool {
+		m := e.c.lastStepped
+		return m.To == to && m.Type.String() == typ
+	})
+}
+
+// disk shows what a node made durable.
+func (e *interactionEnv) disk(id PeerID) string {
+	hs := e.c.hard[id]
+	var snaps []string
+	for _, s := range e.c.snaps[id] {
+		snaps = append(snaps, short(s.zxid))
+	}
+	var log []string
+	for _, en := range e.c.logs[id] {
+		log = append(log, short(en.Zxid))
+	}
+	return fmt.Sprintf("accepted=%d current=%d snapshots=(%s) log=(%s)", hs.AcceptedEpoch, hs.CurrentEpoch,
+		strings.Join(snaps, ","), strings.Join(log, ","))
+}
+
+// short writes a zxid as epoch.counter.
+func short(z zxid.ID) string { return fmt.Sprintf("%d.%d", z.Epoch(), z.Counter()) }
+
 func (e *interactionEnv) status() string {
 	var b strings.Builder
 	for _, id := range e.c.ids {
+		if err := e.c.failed[id]; err != nil {
+			fmt.Fprintf(&b, "%d failed: %v\n", id, err)
+			continue
+		}
 		if e.c.down[id] {
 			fmt.Fprintf(&b, "%d down\n", id)
 			continue
@@ -185,6 +242,16 @@ func argValues(t *testing.T, d *datadriven.TestData, key string) []string {
 	}
 	t.Fatalf("missing argument %s", key)
 	return nil
+}
+
+// txnList makes the txns with the zxids listed, as history writes them.
+func txnList(t *testing.T, zs []string) []Entry {
+	var out []Entry
+	for _, s := range zs {
+		z := parseZxid(t, s)
+		out = append(out, Entry{Zxid: z, Data: []byte("txn " + z.String())})
+	}
+	return out
 }
 
 // parseZxid reads "epoch.counter".

@@ -3,6 +3,7 @@ package zab
 import (
 	"fmt"
 
+	"keeper/internal/invariants"
 	"keeper/zxid"
 )
 
@@ -23,6 +24,12 @@ type learnerState struct {
 	newEpoch   zxid.Epoch
 	quietTicks int
 	syncs      int // sync requests sent and not yet answered
+	// sync holds what the leader sent from DIFF, TRUNC or SNAP up to
+	// NEWLEADER. None of it touches the log, the disk or the state machine
+	// until NEWLEADER arrives: a leader that never gets a quorum of
+	// NEWLEADER acks must leave nothing behind (ZOOKEEPER-1549, -2872), and
+	// a sync abandoned half way leaves the node as it was.
+	sync []Message
 }
 
 // becomeLearner connects to the elected leader: FOLLOWERINFO (or
@@ -36,7 +43,17 @@ func (n *Node) becomeLearner(r Role, leader PeerID) {
 		t = MsgObserverInfo
 	}
 	n.send(Message{Type: t, To: leader, Zxid: zxid.Make(n.hard.AcceptedEpoch, 0),
-		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.log.last})
+		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.reportedLast()})
+}
+
+// reportedLast is the last zxid a learner tells its leader in discovery:
+// its log's, or zxid.None, which no window covers, to get a snapshot when
+// it cannot truncate where the leader would take it.
+func (n *Node) reportedLast() zxid.ID {
+	if n.fullSync {
+		return zxid.None
+	}
+	return n.log.last
 }
 
 // stepLearner handles a message from the leader.
@@ -48,44 +65,42 @@ func (n *Node) stepLearner(m Message) error {
 		return errFromUnknown(m)
 	}
 	ls := n.learn
+	if m.Type == MsgPing && ls.stage < stageSyncing {
+		// A leader pings only learners it syncs. This is a peer that
+		// follows us while we follow it (each took the other's vote from
+		// an older round): echoing its PING would keep both links alive,
+		// and both nodes out of service, for ever.
+		return nil
+	}
 	ls.quietTicks = 0
 	switch m.Type {
 	case MsgDisconnected:
 		n.becomeLooking()
 	case MsgLeaderInfo:
 		return n.leaderInfo(m)
-	case MsgDiff:
-		ls.stage = stageSyncing
-	case MsgTrunc:
-		ls.stage = stageSyncing
-		z := m.Zxid
-		n.ready.Truncate = &z
-		n.log.truncate(z)
-		n.committed = z
-	case MsgSnap:
-		ls.stage = stageSyncing
-		n.ready.InstallSnapshot = true
-		n.ready.SnapshotZxid = m.Zxid
-		n.ready.Snapshot = m.Data
-		n.ready.Entries = nil
-		n.log.reset(m.Zxid)
-		n.committed = m.Zxid
-	case MsgProposal:
-		n.learnerProposal(m)
-	case MsgCommit:
-		n.commitTo(min(m.Zxid, n.log.last))
-	case MsgInform:
-		if m.Zxid > n.log.last {
-			n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
+	case MsgDiff, MsgTrunc, MsgSnap:
+		return n.syncStart(m)
+	case MsgProposal, MsgCommit, MsgInform:
+		switch ls.stage {
+		case stageInfo, stageEpoch:
+			// Left over from an earlier link to the same leader: the
+			// leader sends these only after the sync began.
+			return errUnexpected(n, m)
+		case stageSyncing:
+			ls.sync = append(ls.sync, m)
+			return nil
 		}
-		n.commitTo(m.Zxid)
+		n.fromLeader(m)
 	case MsgNewLeader:
 		return n.newLeader(m)
 	case MsgUpToDate:
+		if ls.stage != stageNewEpoch {
+			return errUnexpected(n, m)
+		}
 		ls.stage = stageServing
 		n.serving = true
 		n.setRole(n.role, n.leader)
-		if n.learn.stage >= stageNewEpoch && n.role == Following {
+		if n.role == Following {
 			n.send(Message{Type: MsgAck, To: n.leader, Zxid: zxid.Make(ls.newEpoch, 0)})
 		}
 	case MsgPing:
@@ -111,7 +126,7 @@ func (n *Node) leaderInfo(m Message) error {
 		return errUnexpected(n, m)
 	}
 	e := m.Zxid.Epoch()
-	ack := Message{Type: MsgAckEpoch, To: n.leader, Zxid: n.log.last, Epoch: int64(n.hard.CurrentEpoch)}
+	ack := Message{Type: MsgAckEpoch, To: n.leader, Zxid: n.reportedLast(), Epoch: int64(n.hard.CurrentEpoch)}
 	switch {
 	case e > n.hard.AcceptedEpoch:
 		n.hard.AcceptedEpoch = e
@@ -126,6 +141,57 @@ func (n *Node) leaderInfo(m Message) error {
 	ls.stage = stageEpoch
 	n.send(ack)
 	return nil
+}
+
+// syncStart begins a sync (DIFF, TRUNC or SNAP), which is kept until
+// NEWLEADER; a TRUNC below the truncation floor is refused.
+func (n *Node) syncStart(m Message) error {
+	ls := n.learn
+	if ls.stage != stageEpoch {
+		return errUnexpected(n, m)
+	}
+	if m.Type == MsgTrunc && m.Zxid < n.floor {
+		// The storage cannot rebuild the state at m.Zxid: leave, and ask
+		// the next leader for a snapshot.
+		n.fullSync = true
+		n.becomeLooking()
+		return fmt.Errorf("zab: node %d cannot truncate to %s, below its snapshot at %s: asking for a snapshot",
+			n.id, m.Zxid, n.floor)
+	}
+	ls.stage = stageSyncing
+	ls.sync = append(ls.sync, m)
+	return nil
+}
+
+// fromLeader carries out a message of the sync or of broadcast: it changes
+// the log and hands out what is committed.
+func (n *Node) fromLeader(m Message) {
+	switch m.Type {
+	case MsgTrunc:
+		z := m.Zxid
+		n.ready.Truncate = &z
+		n.log.truncate(z)
+		n.committed = z
+	case MsgSnap:
+		n.ready.InstallSnapshot = true
+		n.ready.SnapshotZxid = m.Zxid
+		n.ready.Snapshot = m.Data
+		n.log.reset(m.Zxid)
+		n.committed = m.Zxid
+		// Below the snapshot the log may hold another history, or
+		// nothing: the storage cannot truncate under it.
+		n.floor = m.Zxid
+		n.fullSync = false
+	case MsgProposal:
+		n.learnerProposal(m)
+	case MsgCommit:
+		n.commitTo(min(m.Zxid, n.log.last))
+	case MsgInform:
+		if m.Zxid > n.log.last {
+			n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
+		}
+		n.commitTo(m.Zxid)
+	}
 }
 
 // learnerProposal logs a proposal; in broadcast a follower acks it once it
@@ -145,13 +211,26 @@ func (n *Node) appendEntry(e Entry) {
 	n.ready.Entries = append(n.ready.Entries, e)
 }
 
-// newLeader completes the sync: the learner makes the new epoch current
-// (durably, before the ACK leaves) and acknowledges.
+// newLeader completes the sync. Everything the leader sent since DIFF,
+// TRUNC or SNAP goes into one batch with the new currentEpoch and the ACK:
+// the truncation or the snapshot, the txns (never acked one by one: the
+// NEWLEADER ack covers them) and the commits, as Apache ZooKeeper's
+// learner does since 3.6. The caller makes the log durable before the
+// epoch (see Ready), and both before the ACK leaves.
 func (n *Node) newLeader(m Message) error {
 	ls := n.learn
-	if ls.stage != stageSyncing && ls.stage != stageEpoch {
+	if ls.stage != stageSyncing {
 		return errUnexpected(n, m)
 	}
+	// Every batch before the one that sent ACKEPOCH was taken, and the
+	// sync only buffered since: a truncation or snapshot cannot meet older
+	// work in this batch.
+	invariants.Assertf(len(n.ready.Entries) == 0 && len(n.ready.Committed) == 0 && n.ready.Truncate == nil &&
+		!n.ready.InstallSnapshot, "zab: node %d: sync replayed onto a batch with log work", n.id)
+	for _, sm := range ls.sync {
+		n.fromLeader(sm)
+	}
+	ls.sync = nil
 	n.hard.CurrentEpoch = ls.newEpoch
 	n.persist()
 	n.settleVote(n.leader, ls.newEpoch)

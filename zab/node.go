@@ -44,6 +44,15 @@ type Config struct {
 	// MaxRecentEntries bounds the in-memory tail; learners further behind
 	// get a snapshot (SNAP).
 	MaxRecentEntries int
+	// TruncateFloor is the lowest zxid the caller's storage can truncate
+	// its log to (Ready.Truncate) and still rebuild the state there: the
+	// zxid of its newest snapshot is a safe choice, 0 claims that any
+	// point can be reached. A leader that asks for a truncation below the
+	// floor (a learner that installed a snapshot from a leader that never
+	// got established, then met one with a shorter history) gets a request
+	// for a full snapshot instead; the node raises the floor itself when
+	// it installs one.
+	TruncateFloor zxid.ID
 
 	// Rand seeds any randomness; it must not be shared.
 	Rand *rand.Rand
@@ -102,6 +111,8 @@ type Node struct {
 	hard HardState
 
 	log       window  // the tail of the log, for DIFF
+	floor     zxid.ID // the lowest zxid the caller can truncate to (Config.TruncateFloor)
+	fullSync  bool    // ask the next leader for a snapshot: a TRUNC went below floor
 	committed zxid.ID // highest zxid known committed (handed out as Committed)
 	applied   zxid.ID // highest zxid the caller has applied (after Advance)
 	durable   zxid.ID // highest zxid the caller has made durable (after Advance)
@@ -130,6 +141,7 @@ func New(cfg Config) (*Node, error) {
 		id:        cfg.ID,
 		observer:  slices.Contains(cfg.Observers, cfg.ID),
 		hard:      cfg.HardState,
+		floor:     cfg.TruncateFloor,
 		committed: cfg.LastZxid,
 		applied:   cfg.LastZxid,
 		durable:   cfg.LastZxid,
@@ -195,9 +207,8 @@ func (n *Node) Advance(rd Ready) {
 			delete(n.lateTo, p)
 		}
 	}
-	if k := len(rd.Entries); k > 0 {
-		n.durable = max(n.durable, rd.Entries[k-1].Zxid)
-	}
+	// In the order the caller carried them out: a sync's truncation or
+	// snapshot, then the txns that follow it.
 	if rd.Truncate != nil {
 		n.durable = *rd.Truncate
 		n.applied = *rd.Truncate
@@ -205,6 +216,9 @@ func (n *Node) Advance(rd Ready) {
 	if rd.InstallSnapshot {
 		n.applied = rd.SnapshotZxid
 		n.durable = max(n.durable, rd.SnapshotZxid)
+	}
+	if k := len(rd.Entries); k > 0 {
+		n.durable = max(n.durable, rd.Entries[k-1].Zxid)
 	}
 	if k := len(rd.Committed); k > 0 {
 		n.applied = max(n.applied, rd.Committed[k-1].Zxid)

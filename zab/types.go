@@ -157,7 +157,9 @@ type HardState struct {
 type Ready struct {
 	// Role, when not nil, reports a change of role, leader or epoch.
 	Role *RoleChange
-	// State, when not nil, must be persisted before Messages are sent.
+	// State, when not nil, must be persisted after Truncate,
+	// InstallSnapshot and Entries are durable, and before Messages are
+	// sent (see the package comment for why in that order).
 	State *HardState
 	// Truncate, when not nil, asks for the log to be cut after this zxid
 	// (and the state machine to be rebuilt from what is left).

@@ -15,6 +15,8 @@ type tierEntry struct {
 var tierTable = []tierEntry{
 	// Tier 0, leaf: stdlib only.
 	{pkg: "zxid"}, {pkg: "jute"}, {pkg: "internal/invariants"}, {pkg: "zoocfg"},
+	{pkg: "internal/failpoint"}, // named crash points; the binary installs the actions
+	{pkg: "internal/skewclock"}, // a chaos build's skewable clock, pure: real readings passed in
 	// Tier 1, pure domain: no os/net, no clock or timers, no global rand, no `go`.
 	{pkg: "zkproto", tier: 1}, {pkg: "txn", tier: 1}, {pkg: "datatree", tier: 1},
 	{pkg: "session", tier: 1}, {pkg: "watch", tier: 1}, {pkg: "acl", tier: 1},
