@@ -67,7 +67,25 @@ type Config struct {
 	AdminAddr string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Clock, if not nil, is the time the server runs on instead of the
+	// system's (a chaos build's skewable clock; tests' fake clocks). See
+	// Clock for what follows it.
+	Clock Clock
 }
+
+// Clock is a server's time source. wall is the time of day: txn times,
+// and through them node mtimes, TTL and container ages. mono is a
+// monotonic reading from any origin: it drives session expiry, the
+// container and TTL reaper's schedule, read-only mode's delay and the
+// ticks of Zab's timeouts (syncLimit, initLimit, election), so a clock
+// whose mono runs fast expires sessions and times peers out early, and a
+// slow one late. The two are separate readings because they fail
+// separately: a wall step (NTP) must not move expiry, and a time.Time
+// cannot carry a monotonic reading other than its own. mono must not go
+// back; the server holds its monotonic clock still until one that did
+// catches up. Socket deadlines, connection backoff, autopurge and the
+// admin uptime keep the system clock.
+type Clock func() (wall time.Time, mono time.Duration)
 
 // Server is one running coordination server.
 type Server struct {
@@ -83,6 +101,12 @@ type Server struct {
 
 	start   time.Time
 	started time.Time // wall time at start, for uptime
+
+	// The core's monotonic clock: Clock's mono reading at Start, and the
+	// last MonoMs now returned (held if the clock went back). Set by
+	// Start, then owned by the loop.
+	startMono time.Duration
+	lastMono  int64
 
 	// Owned by the loop.
 	conns  map[zkserver.ConnID]*clientconn.Conn
@@ -157,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Start() error {
 	s.start = time.Now()
 	s.started = s.start
+	_, s.startMono = s.readClock()
 	switch {
 	case s.cfg.Quorum != nil:
 		if err := s.startQuorum(); err != nil {
@@ -246,10 +271,66 @@ func (s *Server) closeStorage() error {
 	return nil
 }
 
-// now reads the clocks the core runs on.
+// now reads the clocks the core runs on. MonoMs counts from Start and
+// never goes back.
 func (s *Server) now() zkserver.Now {
+	wall, mono := s.readClock()
+	s.lastMono = max(s.lastMono, (mono - s.startMono).Milliseconds())
+	return zkserver.Now{WallMs: wall.UnixMilli(), MonoMs: s.lastMono}
+}
+
+// readClock reads Config.Clock, or the system clock (mono: since Start).
+func (s *Server) readClock() (time.Time, time.Duration) {
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock()
+	}
 	t := time.Now()
-	return zkserver.Now{WallMs: t.UnixMilli(), MonoMs: t.Sub(s.start).Milliseconds()}
+	return t, t.Sub(s.start)
+}
+
+// clockTicks paces the loop's ticks by Config.Clock: the loop polls
+// pollsPerTick times a tick of real time and ticks when the clock's
+// monotonic reading reaches the next tick, so a fast clock ticks faster
+// (up to pollsPerTick times) and a slow one slower. A clock that leapt
+// ahead gets one tick, not the ticks it skipped.
+type clockTicks struct {
+	periodMs int64
+	nextMs   int64
+	primed   bool // nextMs is set (by the first poll)
+}
+
+const pollsPerTick = 4
+
+// due reports whether a tick is due at monoMs and, if so, schedules the
+// next.
+func (t *clockTicks) due(monoMs int64) bool {
+	switch {
+	case !t.primed:
+		t.nextMs, t.primed = monoMs+t.periodMs, true
+		return false
+	case monoMs < t.nextMs:
+		return false
+	}
+	t.nextMs += t.periodMs
+	if t.nextMs <= monoMs {
+		t.nextMs = monoMs + t.periodMs
+	}
+	return true
+}
+
+// tick lets time pass for the core, or for the peer in an ensemble. With
+// Config.Clock set, the loop's ticker polls and ticks only count when
+// the clock says a tick is due.
+func (s *Server) tick(ticks *clockTicks) {
+	now := s.now()
+	if s.cfg.Clock != nil && !ticks.due(now.MonoMs) {
+		return
+	}
+	if s.quorum != nil {
+		s.quorum.peer.Tick(now)
+	} else {
+		s.core.Tick(now)
+	}
 }
 
 // inboxBatch bounds the work the loop takes from its inbox before it
@@ -274,6 +355,13 @@ func (s *Server) drainInbox() {
 func (s *Server) loop(ctx context.Context) {
 	defer close(s.stopped)
 	tickEvery := time.Duration(s.cfg.Core.TickMs) * time.Millisecond / 2
+	if s.quorum != nil {
+		tickEvery = time.Duration(s.cfg.Core.TickMs) * time.Millisecond
+	}
+	ticks := &clockTicks{periodMs: max(1, tickEvery.Milliseconds())}
+	if s.cfg.Clock != nil {
+		tickEvery /= pollsPerTick
+	}
 	ticker := time.NewTicker(tickEvery)
 	defer ticker.Stop()
 	var durable <-chan []*txn.Txn
@@ -286,8 +374,6 @@ func (s *Server) loop(ctx context.Context) {
 	if s.quorum != nil {
 		quorumIn = s.quorum.tr.Recv()
 		fromDisk = s.quorum.fromDisk
-		tickEvery = time.Duration(s.cfg.Core.TickMs) * time.Millisecond
-		ticker.Reset(tickEvery)
 	}
 	for {
 		select {
@@ -310,11 +396,7 @@ func (s *Server) loop(ctx context.Context) {
 		case r := <-s.snapDone:
 			s.snapshotFinished(r)
 		case <-ticker.C:
-			if s.quorum != nil {
-				s.quorum.peer.Tick(s.now())
-			} else {
-				s.core.Tick(s.now())
-			}
+			s.tick(ticks)
 		}
 		if s.quorum != nil {
 			s.driveQuorum()

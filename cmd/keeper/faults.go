@@ -5,6 +5,7 @@ package main
 import (
 	"log/slog"
 
+	"keeper/server"
 	"keeper/vfs"
 )
 
@@ -12,3 +13,7 @@ import (
 // nil, the OS's. A binary built with -tags chaos can inject disk faults
 // here instead (faults_chaos.go).
 func storageFS(*slog.Logger) vfs.FS { return nil }
+
+// serverClock returns the server's clock: nil, the system's. A binary
+// built with -tags chaos can skew it instead (clock_chaos.go).
+func serverClock() server.Clock { return nil }

@@ -101,6 +101,7 @@ func runServer(ctx context.Context, zc *zoocfg.Config, logger *slog.Logger, read
 	}
 	cfg := server.ConfigFromZoo(zc, logger)
 	cfg.Storage.FS = storageFS(logger)
+	cfg.Clock = serverClock()
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
