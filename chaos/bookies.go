@@ -87,6 +87,7 @@ type Bookies struct {
 	// What the fronts saw clients ask, by ledger (see RecoveryAdds).
 	recoveryAdds map[int64]map[int64]int
 	fenceReads   map[int64]int
+	drops        dropTable // requests the fronts are to swallow (DropOne)
 }
 
 // NewBookies prepares n bookies under dir (their fronts listen at once)
@@ -227,13 +228,18 @@ func (bs *Bookies) Launch(b *Bookie) (*Process, error) {
 	args := []string{"bookie", "--port", strconv.Itoa(b.Port), "--listen-host", host,
 		"--advertised-address", "127.0.0.1", "--zk-servers", strings.Join(zk, ","),
 		"--journal-dirs", b.JournalDir, "--ledger-dirs", b.LedgerDir, "--log-level", bs.cl.cfg.LogLevel}
-	p, err := StartProcess(bs.bin, args, filepath.Join(b.Dir, fmt.Sprintf("bookie-run%02d.log", b.runs)))
+	p, err := StartProcess(bs.bin, args, filepath.Join(b.Dir, fmt.Sprintf("bookie-run%02d.log", b.runs)),
+		append([]string{"KEEPER_FAULTS_FILE=" + b.FaultsPath()}, bs.cl.cfg.dropUnsyncedEnv(b.Dir)...)...)
 	if err != nil {
 		return nil, err
 	}
 	b.proc = p
 	return p, nil
 }
+
+// FaultsPath is b's fault file, as Server.FaultsPath is a server's: a
+// chaos build of keeper loads it at start and on SIGUSR1.
+func (b *Bookie) FaultsPath() string { return filepath.Join(b.Dir, "faults") }
 
 // WaitServing waits until b answers a bookie-info request on its real
 // address and its registration exists. A bookie that exits first is an
@@ -378,7 +384,8 @@ func (b *Bookie) pass(c net.Conn) {
 		resetConn(c)
 		return
 	}
-	splice(c, up, &requestTap{note: b.set.note})
+	tap := io.TeeReader(c, &requestTap{note: b.set.note})
+	splice(c, up, b.set.drops.filter(owner, b.Name, tap))
 }
 
 // RecoveryAdds returns how many distinct entries of a ledger clients sent
@@ -475,10 +482,10 @@ func (b *Bookie) proxy(node string) (*Proxy, error) {
 	return p, nil
 }
 
-// splice copies both ways between a and b, teeing what a sends into tap.
-// A clean end is passed on as a half-close; an error (a reset by the
-// proxy) resets the other side.
-func splice(a, b net.Conn, tap io.Writer) {
+// splice copies both ways between a and b; fromA is what of a's bytes
+// goes to b (a itself, or a filter over it). A clean end is passed on as
+// a half-close; an error (a reset by the proxy) resets the other side.
+func splice(a, b net.Conn, fromA io.Reader) {
 	var wg sync.WaitGroup
 	var once sync.Once
 	abort := func() {
@@ -509,7 +516,7 @@ func splice(a, b net.Conn, tap io.Writer) {
 		}
 	}
 	wg.Add(2)
-	go copyDir(b, io.TeeReader(a, tap))
+	go copyDir(b, fromA)
 	go copyDir(a, b)
 	wg.Wait()
 	a.Close()

@@ -37,6 +37,10 @@ type Config struct {
 	LogLevel string
 	// Seed drives the network's jitter and loss.
 	Seed uint64
+	// DropUnsynced makes a kill of a server, or of a bookie on this
+	// cluster, lose the bytes it had written but not synced, as a power
+	// loss would (KEEPER_DROP_UNSYNCED, vfs/lazyfs; see lazy.go).
+	DropUnsynced bool
 }
 
 // Defaults. A 100 ms tick keeps failovers short; syncLimit 10 (1 s)
@@ -292,7 +296,7 @@ func (c *Cluster) Launch(s *Server) (*Process, error) {
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("keeper-run%02d.log", s.runs))
 	p, err := StartProcess(c.cfg.Bin, []string{"server", s.cfgPath(), "--log-level", c.cfg.LogLevel}, logPath,
-		"KEEPER_FAULTS_FILE="+s.FaultsPath())
+		append([]string{"KEEPER_FAULTS_FILE=" + s.FaultsPath()}, c.cfg.dropUnsyncedEnv(s.Dir)...)...)
 	if err != nil {
 		return nil, err
 	}

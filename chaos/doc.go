@@ -105,7 +105,9 @@
 // from that node ("w1" for a `keeper ledger write` child, "h" for the
 // harness's own clients) to the bookie: one writer can be cut off one
 // bookie. The fronts also parse the v3 requests going by, to count the
-// entries recovery writes back. Scenario 9 races a writer process against
+// entries recovery writes back, and can swallow one request of a kind (a
+// fencing read, a READ_LAC) from one node to one bookie, leaving the
+// connection open (Bookies.DropOne). Scenario 9 races a writer process against
 // a recovery; scenario 10 kills, restarts and wipes bookies under a writer
 // and two following readers. checkLedger judges each ledger: closed, not
 // before any acknowledged entry, every entry read back as sent, in order,
@@ -119,9 +121,18 @@
 // when KEEPER_FAULTS_FILE names a file, and loads errorfs rules from it
 // (errorfs.ParseLine: "ops=anysync err=EIO") at start and on SIGUSR1
 // (Process.ReloadFaults); release builds have no such hook. Scenario 7
-// uses it for EIO on fsync (SyncEIO). Still missing: named failpoints at
-// learner-sync durability points (scenario 3 approximates them with kills
-// at random moments of a follower's recovery and sync), dropping
-// un-fsynced bytes on a kill (the offline corruptions approximate torn
-// tails), and a skewable clock for the session tracker.
+// uses it for EIO on fsync (SyncEIO). The file's "clock …" lines
+// (internal/skewclock: "clock rate=1.5 offset=300ms") skew the monotonic
+// clock that times the server's session expiry and Zab ticks; scenario 5
+// runs the leader's fast or leaping and a follower's slow (SkewClocks).
+// With KEEPER_DROP_UNSYNCED=1 (Config.DropUnsynced, scenarios 2 and 10)
+// the storage keeps written bytes in the process until they are synced
+// (vfs/lazyfs), so that a kill loses the un-synced ones, torn, and an
+// fsync it interrupts is rolled back at the next start to a random
+// prefix, as a power loss would (figure torn-tails-repaired).
+// The file's "failpoint …" lines (internal/failpoint: "failpoint
+// name=learner-truncated action=kill count=1") arm named points at the
+// durability points of learner sync and snapshot writing, where the
+// process kills itself with SIGKILL; scenario 3 sweeps them across DIFF,
+// TRUNC and SNAP (FailpointSweep) and reports the matrix.
 package chaos

@@ -28,6 +28,9 @@ type LedgerScenario struct {
 	MaxSessionTimeoutMs int
 	// Duration is the fault phase's default length.
 	Duration time.Duration
+	// DropUnsynced is Config.DropUnsynced for the metadata servers and
+	// the bookies.
+	DropUnsynced bool
 	// Body runs the workload and the faults until ctx ends, then checks.
 	Body func(ctx context.Context, r *LedgerRun)
 }
@@ -196,7 +199,7 @@ func ExecuteLedger(ctx context.Context, sc *LedgerScenario, o Options) (*Report,
 func (r *LedgerRun) execute(ctx context.Context, duration time.Duration) error {
 	sc := r.Scenario
 	cl, err := NewCluster(Config{Bin: r.Bin, Dir: filepath.Join(r.Dir, "cluster"), Servers: sc.Servers,
-		MaxSessionTimeoutMs: sc.MaxSessionTimeoutMs, Seed: r.Seed, LogLevel: "warn"})
+		MaxSessionTimeoutMs: sc.MaxSessionTimeoutMs, Seed: r.Seed, LogLevel: "warn", DropUnsynced: sc.DropUnsynced})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,6 +110,7 @@ func DiskFull(hold time.Duration, o *Outcomes) Fault {
 	return func(ctx context.Context, r *Run) {
 		s := r.Cluster.Servers[r.IntN(len(r.Cluster.Servers))]
 		p := s.Proc()
+		before, desc := servingZxid(ctx, r, progressGrace)
 		size, err := newestLogSize(s.DataDir)
 		if p == nil || err != nil {
 			sleepCtx(ctx, hold)
@@ -124,10 +126,9 @@ func DiskFull(hold time.Duration, o *Outcomes) Fault {
 			return
 		}
 		r.Fault("disk full on %s (%s): files capped at %d bytes for %v", s.Name, role, size, hold)
-		before := committedZxid(r)
 		sleepCtx(ctx, hold)
-		after := committedZxid(r)
-		outcome := progressOutcome(ctx, r, before, after, hold, s.Name+"'s disk was full")
+		after, adesc := servingZxid(ctx, r, progressGrace)
+		outcome := progressOutcome(ctx, r, before, after, hold, s.Name+"'s disk was full", desc+"; then "+adesc)
 		if !p.Running() {
 			outcome += "+exited"
 		}
@@ -137,14 +138,24 @@ func DiskFull(hold time.Duration, o *Outcomes) Fault {
 	}
 }
 
+// progressGrace bounds how long servingZxid waits for a server to answer
+// srvr as serving. At either end of a hold an election may be under way:
+// a follower that loses its leader looks for syncLimit ticks before it
+// votes, and a learner whose election chose a server that went on to
+// follow another waits initLimit ticks for it. (Seed 1796049465651719463:
+// s1 waited so on s2, s2's full disk then cost the leader s3 its only
+// follower, and the hold ended 0.1 s before the next leader served.)
+const progressGrace = 3 * time.Second
+
 // progressOutcome judges whether the quorum kept committing while one
-// server's disk failed for hold: the committed zxid (srvr) before and
-// after. A zxid of 0 means no server answered srvr as serving, which says
-// nothing about progress (seen once in a 1-minute run while clients saw
-// at most 2.4 s without service): "unmeasured", not a violation.
-func progressOutcome(ctx context.Context, r *Run, before, after zxid.ID, hold time.Duration, what string) string {
+// server's disk failed for hold: the committed zxid (srvr, servingZxid)
+// before and after. A zxid of 0 means no server answered srvr as serving
+// within progressGrace, which says nothing about progress: "unmeasured",
+// not a violation; desc, what the servers answered, goes to the log.
+func progressOutcome(ctx context.Context, r *Run, before, after zxid.ID, hold time.Duration, what, desc string) string {
 	switch {
 	case before == 0 || after == 0:
+		r.Logf("progress unmeasured while %s: no server served within %v: %s", what, progressGrace, desc)
 		return "unmeasured"
 	case after > before:
 		return "quorum-committed"
@@ -155,7 +166,8 @@ func progressOutcome(ctx context.Context, r *Run, before, after zxid.ID, hold ti
 	return "stalled"
 }
 
-// committedZxid is the highest zxid a serving server reports.
+// committedZxid is the highest zxid a serving server reports now (0 if
+// none does at this moment; servingZxid waits for one).
 func committedZxid(r *Run) zxid.ID {
 	got, _ := r.Cluster.modes()
 	var z zxid.ID
@@ -165,6 +177,27 @@ func committedZxid(r *Run) zxid.ID {
 		}
 	}
 	return z
+}
+
+// servingZxid asks every running server for srvr until one answers as a
+// leader, follower or observer (not read-only: its zxid may be stale), for
+// up to wait, and returns the highest zxid such a server reports and what
+// the servers answered last. The zxid is 0 if none served in time.
+func servingZxid(ctx context.Context, r *Run, wait time.Duration) (zxid.ID, string) {
+	var z zxid.ID
+	var desc string
+	_ = poll(wait, "a serving server", func() (bool, string, error) {
+		var got map[int]Srvr
+		got, desc = r.Cluster.modes()
+		z = 0
+		for _, st := range got {
+			if st.Mode == "leader" || st.Mode == "follower" || st.Mode == "observer" {
+				z = max(z, zxid.ID(st.Zxid))
+			}
+		}
+		return z != 0, desc, ctx.Err()
+	})
+	return z, desc
 }
 
 // newestLogSize is the size of the newest log file in dataDir.
@@ -303,11 +336,12 @@ func SyncEIO(hold time.Duration, o *Outcomes) Fault {
 			sleepCtx(ctx, hold)
 			return
 		}
+		before, desc := servingZxid(ctx, r, progressGrace)
 		role := "follower"
 		if r.Cluster.Leader() == s {
 			role = "leader"
 		}
-		if err := os.WriteFile(s.FaultsPath(), []byte("ops=anysync err=EIO\n"), 0o644); err != nil {
+		if err := writeFaultLines(s.FaultsPath(), "", "ops=anysync err=EIO"); err != nil {
 			r.Logf("cannot write %s's fault file: %v", s.Name, err)
 			sleepCtx(ctx, hold)
 			return
@@ -316,20 +350,56 @@ func SyncEIO(hold time.Duration, o *Outcomes) Fault {
 			r.Logf("cannot signal %s: %v", s.Name, err)
 		}
 		r.Fault("fsync EIO on %s (%s) for %v", s.Name, role, hold)
-		before := committedZxid(r)
 		sleepCtx(ctx, hold)
-		after := committedZxid(r)
-		outcome := progressOutcome(ctx, r, before, after, hold, s.Name+"'s fsyncs failed")
+		after, adesc := servingZxid(ctx, r, progressGrace)
+		outcome := progressOutcome(ctx, r, before, after, hold, s.Name+"'s fsyncs failed", desc+"; then "+adesc)
 		got, _ := r.Cluster.modes()
 		if st, ok := got[s.ID]; ok && st.Mode != "" && after > before {
 			outcome += "+still-serving"
 			r.Report.Violate("disk", "%s still serves as %s after its fsyncs failed", s.Name, st.Mode)
 		}
 		o.add("fsync-eio-"+role, outcome)
-		if err := os.WriteFile(s.FaultsPath(), nil, 0o644); err != nil {
+		if err := writeFaultLines(s.FaultsPath(), ""); err != nil {
 			r.Logf("cannot clear %s's fault file: %v", s.Name, err)
 		}
 		r.Cluster.Kill(s)
 		restart(ctx, r, s, nil)
 	}
+}
+
+// faultHooks are the first words that route a fault-file line to a hook
+// of its own rather than to errorfs (cmd/keeper/faults_chaos.go).
+var faultHooks = []string{"clock", "failpoint"}
+
+// faultFileMu serializes the read-modify-write of fault files.
+var faultFileMu sync.Mutex
+
+// writeFaultLines replaces the lines of the fault file at path that belong
+// to one hook — those whose first word is hook ("clock", "failpoint"), or
+// with hook "" the errorfs rules, every line no hook claims — with lines,
+// and keeps the other hooks' lines. A running server loads the file on
+// Process.ReloadFaults.
+func writeFaultLines(path, hook string, lines ...string) error {
+	faultFileMu.Lock()
+	defer faultFileMu.Unlock()
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	var keep []string
+	for _, line := range strings.Split(string(old), "\n") {
+		word, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		owner := word
+		if !slices.Contains(faultHooks, word) {
+			owner = ""
+		}
+		if strings.TrimSpace(line) != "" && owner != hook {
+			keep = append(keep, line)
+		}
+	}
+	text := strings.Join(append(keep, lines...), "\n")
+	if text != "" {
+		text += "\n"
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }

@@ -37,14 +37,18 @@ var s10Faults = []string{"fence-and-lac-survive-restart", "kill-restart", "recov
 // ensemble dies, so the writer's ensemble change and the recovery's close
 // race on the metadata (compare-and-set on its version, BOOKKEEPER-584);
 // a bookie restarts with its directories wiped and must refuse to start
-// because of its cookie, saying so, before its data is put back. Checks:
+// because of its cookie, saying so, before its data is put back. Every
+// kill drops the bytes the bookie had written but not synced, as a power
+// loss would (DropUnsynced), so restarts meet torn journal and entry-log
+// tails. Checks:
 // every acknowledged entry survives and reads back with its payload
 // (checkLedger), readers never go back past an entry they read and see
 // every entry once, in order. Figures: lost acknowledged entries (0),
-// readers that regressed (0), wiped-bookie refusals, restart times.
+// readers that regressed (0), wiped-bookie refusals, restart times, torn
+// tails repaired.
 func Scenario10() *LedgerScenario {
 	return &LedgerScenario{ID: 10, Name: "bookie crash, restart and wipe", Servers: 1, Bookies: 5,
-		MaxSessionTimeoutMs: 4000, Duration: 20 * time.Second, Body: s10Body}
+		MaxSessionTimeoutMs: 4000, Duration: 20 * time.Second, DropUnsynced: true, Body: s10Body}
 }
 
 // s10Ledger is one ledger of the writer, shared with its readers.
@@ -378,6 +382,7 @@ func (st *s10State) finish(ctx context.Context, c *ledgerclient.Client) {
 	r.Report.Figure("regressed", "%d", st.regressed)
 	r.Report.Figure("wiped-refused", "%d", st.refusals)
 	r.Report.Figure("races", "%d(writer-fenced=%d)", st.races, st.raceFenced)
+	bookieDrops(r.Bookies).Report(r.Report)
 	st.restarts.mu.Lock()
 	t := slices.Clone(st.restarts.times)
 	st.restarts.mu.Unlock()

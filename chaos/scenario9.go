@@ -20,7 +20,8 @@ const (
 )
 
 // s9Modes are the faults of scenario 9's rounds, in turn.
-var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "writer-session-expired"}
+var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "writer-session-expired",
+	"recovery-fence-dropped"}
 
 // Scenario9 is §E scenario 9, the BookKeeper fencing race (BK #2614). In
 // each round a writer process W1 (`keeper ledger write`, E=3, Qw=3, Qa=2)
@@ -31,13 +32,20 @@ var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "wr
 // its ensemble just before the recovery (it changes its ensemble, or
 // races the recovery doing so); W1's metadata links are cut past its
 // session timeout, so its session expires while an ensemble change waits
-// on it. Checks (checkLedger): no divergence — nothing W1 had
+// on it; W2 is cut off one bookie until its recovery ends while its
+// fence read to another is dropped, so that only W2's read timeout and a
+// second fence read can finish the recovery. In every round the fronts
+// also drop one fence read of W2's recovery, and one READ_LAC of a LAC
+// read W2 makes before the fault, each at a bookie of the ensemble (see
+// s9Drops). Checks (checkLedger): no divergence — nothing W1 had
 // acknowledged lies beyond the sealed last entry; every entry up to it
 // reads back with the payload W1 sent as that entry; each is stored at
-// Qa or more bookies of its write set; and W1 is fenced (it exits with
-// the fenced error) once the recovery has closed the ledger. Figures: the
-// ledgers with truncation (0), recovery times, entries written back by
-// the recoveries (RECOVERY_ADD requests seen by the fronts).
+// Qa or more bookies of its write set; W1 is fenced (it exits with
+// the fenced error) once the recovery has closed the ledger; and the
+// LAC read before the fault is not beyond the sealed last entry.
+// Figures: the ledgers with truncation (0), recovery times, entries
+// written back by the recoveries (RECOVERY_ADD requests seen by the
+// fronts), requests dropped of those armed.
 func Scenario9() *LedgerScenario {
 	return &LedgerScenario{ID: 9, Name: "BK fencing race", Servers: 1, Bookies: 5,
 		MaxSessionTimeoutMs: int(s9Session.Milliseconds()), Duration: 15 * time.Second, Body: s9Body}
@@ -48,6 +56,7 @@ type s9Stats struct {
 	rounds, fenced, truncated, writtenBack, fenceReads int
 	recovery                                           []time.Duration
 	otherExits                                         []string
+	drops                                              s9Drops
 }
 
 func s9Body(ctx context.Context, r *LedgerRun) {
@@ -78,6 +87,7 @@ func s9Body(ctx context.Context, r *LedgerRun) {
 	r.Report.Figure("written-back", "%d", st.writtenBack)
 	r.Report.Figure("fence-reads", "%d", st.fenceReads)
 	r.Report.Figure("w1-fenced", "%d/%d", st.fenced, st.rounds)
+	st.drops.figures(r)
 	conns, held := r.Bookies.LinksFrom("w1")
 	r.Report.Figure("w1-links", "%d(held=%d)", conns, held)
 	if conns == 0 && st.rounds > 0 {
@@ -120,8 +130,11 @@ func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, 
 		return fmt.Errorf("ledger %d's ensemble %v names no bookie of the run", id, ens)
 	}
 	st.rounds++
+	lac := st.drops.readLAC(ctx, r, w2, id, ens, s9Password)
+	st.drops.fence(r, id, ens, victim)
 	recovered := s9Fault(ctx, r, w2, id, mode, victim, w1, st)
 	r.Cluster.Net.Heal()
+	st.drops.endRound(r, id)
 	if !w1.Wait(s9WriterExit) {
 		r.Report.Violate("bk-fencing", "ledger %d (%s): W1 still runs %v after the recovery closed the ledger: not fenced",
 			id, mode, s9WriterExit)
@@ -147,6 +160,10 @@ func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, 
 	if res.Truncated {
 		st.truncated++
 	}
+	if res.LastEntryID >= -1 && lac > res.LastEntryID {
+		r.Report.Violate("bk-lac", "ledger %d (%s): a reader learned LAC %d before the recovery, which sealed the ledger at %d",
+			id, mode, lac, res.LastEntryID)
+	}
 	wb, fr := r.Bookies.RecoveryAdds(id)
 	st.writtenBack += wb
 	st.fenceReads += fr
@@ -171,6 +188,11 @@ func s9Fault(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int6
 		// Before or after W1's add timeout (1 s): the recovery races its
 		// ensemble change, or finds it done.
 		sleepCtx(ctx, time.Duration(500+r.IntN(2000))*time.Millisecond)
+	case "recovery-fence-dropped":
+		// With the fence to another bookie dropped, the recovery can
+		// cover the ensemble only after W2's read timeout and a retry.
+		r.Fault("ledger %d: W2 (recovery) cut off %s until its recovery ends", id, victim.Name)
+		nw.SetBoth(harnessNode, victim.Name, Rule{Blackhole: true})
 	case "writer-session-expired":
 		cut := s9Session + 1500*time.Millisecond
 		r.Fault("ledger %d: W1's metadata links cut for %v (session %v), W1 cut off %s; W2 recovers meanwhile",

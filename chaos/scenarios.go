@@ -28,14 +28,18 @@ func Scenario1() *Scenario {
 
 // Scenario2 is §E scenario 2: kill -9 of a random member, the leader half
 // of the time, every few seconds, restarted with the same data, under a
-// set workload (unique creates) and CAS registers. Checks: every
+// set workload (unique creates) and CAS registers. The kill drops the
+// bytes the server had written but not synced, as a power loss would
+// (Config.DropUnsynced), so restarts meet torn log tails. Checks: every
 // acknowledged create exists at the end on every replica, the trees are
-// equal, the sampled digests match the replayed history.
+// equal, the sampled digests match the replayed history. Figure: the torn
+// tails the restarts cut off.
 func Scenario2() *Scenario {
 	rs := &Durations{}
 	return &Scenario{
 		ID: 2, Name: "kill -9",
-		Cluster:  Config{Servers: 3},
+		Cluster:  Config{Servers: 3, DropUnsynced: true},
+		Check:    func(_ context.Context, r *Run, _ *Committed) { serverDrops(r.Cluster).Report(r.Report) },
 		Duration: 12 * time.Second,
 		Workloads: []Workload{
 			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 100, Think: time.Millisecond},
@@ -49,17 +53,25 @@ func Scenario2() *Scenario {
 	}
 }
 
-// Scenario3 is §E scenario 3, learner-sync durability, with the tools at
-// hand: without failpoints in the server binary (see the package doc),
-// servers are killed at random moments of a follower's recovery and sync
-// — the follower itself, or the leader serving it — under CAS registers
-// and unique creates. No committed txn may be lost or truncated, every
-// server must start again, and the replicas must converge.
+// Scenario3 is §E scenario 3, learner-sync durability: named failpoints
+// in a chaos build of keeper (package internal/failpoint) kill a server at
+// each durability point of a learner's sync and of a snapshot, while a
+// follower is forced into a DIFF (a short absence across a new epoch), a
+// SNAP (an absence past the leader's snapshot) or a TRUNC (a cut-off
+// leader that logged proposals no quorum acknowledged), under CAS
+// registers and unique creates. After a point fired during a DIFF or SNAP
+// the killed server restarts alone with the old leader (the
+// ZOOKEEPER-4643 trap). No committed txn may be lost or truncated, every
+// server must start again, and the replicas must converge; the figure
+// "failpoints" is the matrix of point/mode outcomes. The sweep starts at
+// a cell the seed picks and ends with kills at random moments of a sync.
 func Scenario3() *Scenario {
-	o := &Outcomes{}
+	o, fm := &Outcomes{}, &FailpointMatrix{}
 	return &Scenario{
-		ID: 3, Name: "kill during learner sync",
-		Cluster:  Config{Servers: 3},
+		ID: 3, Name: "failpoints during learner sync",
+		// Frequent snapshots let a SNAP be forced in a second or two; small
+		// preallocations keep the many log files small.
+		Cluster:  Config{Servers: 3, SnapCount: 500, PreAllocSizeKB: 64},
 		Duration: 12 * time.Second,
 		Workloads: []Workload{
 			&SetWorkload{Prefix: "/set", Clients: 3, ClientBase: 100, Think: time.Millisecond},
@@ -67,7 +79,8 @@ func Scenario3() *Scenario {
 		},
 		LinearPrefix: "/reg/",
 		Nemesis: func(ctx context.Context, r *Run) {
-			Cycle(500*time.Millisecond, KillDuringSync(800*time.Millisecond, o))(ctx, r)
+			Cycle(500*time.Millisecond, FailpointSweep(FailpointCells, fm, KillDuringSync(800*time.Millisecond, o)))(ctx, r)
+			fm.Figure(r)
 			o.Figure(r, "kills")
 		},
 	}
@@ -101,18 +114,20 @@ func Scenario4() *Scenario {
 // Scenario5 is §E scenario 5: session holders (long-lived ephemerals)
 // and Curator-style lock clients while a holder's client is paused past
 // its session timeout, a holder's server is stopped with SIGSTOP or cut
-// off the quorum, and a holder's link turns slow but stays live. Checks:
+// off the quorum, a holder's link turns slow but stays live, and the
+// leader's clock runs fast or leaps ahead (SkewClocks, within what a
+// pinging session survives) while a follower's runs slow. Checks:
 // a paused session expires and its ephemerals go everywhere; no session
 // expires within half a timeout of the client hearing from it (ephemerals
 // of a live session never go); no session is answered after its close;
 // only owners delete lock nodes; no ephemeral outlives the run's sessions.
 func Scenario5() *Scenario {
 	const timeout = 2 * time.Second
-	ps := &PausedSessions{}
+	ps, cs := &PausedSessions{}, &ClockSkews{}
 	sc := &Scenario{
 		ID: 5, Name: "session holders paused",
 		Cluster:        Config{Servers: 3},
-		Duration:       16 * time.Second,
+		Duration:       19 * time.Second,
 		SessionTimeout: timeout,
 		Workloads: []Workload{
 			&HolderWorkload{Prefix: "/eph", Clients: 6, ClientBase: 200, Every: 100 * time.Millisecond},
@@ -120,11 +135,12 @@ func Scenario5() *Scenario {
 		},
 		Nemesis: Cycle(time.Second,
 			PauseClient("c2", timeout*2+timeout/2, ps),
+			SkewClocks(timeout, cs),
 			PauseClientServer("c2", timeout*3/2),
 			CutClientServer("c2", timeout*3/2),
 			SlowClientLink("c2", 300*time.Millisecond, 2*timeout)),
 	}
-	sc.Check = func(_ context.Context, r *Run, c *Committed) { ps.Check(r, c) }
+	sc.Check = func(_ context.Context, r *Run, c *Committed) { ps.Check(r, c); cs.Figure(r, c) }
 	return sc
 }
 
