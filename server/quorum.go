@@ -61,7 +61,14 @@ type quorumState struct {
 	// next batch); the loop finishes the batch when it comes back.
 	toDisk     chan zab.Ready
 	fromDisk   chan persisted
-	persisting bool // a batch is on its way to disk (loop)
+	persisting bool // a batch is on its way to disk, or held (loop)
+	// held is a batch that replaces the state (TRUNC, SNAP) waiting for a
+	// snapshot job to end: a snapshot of the state it replaces must not be
+	// written after it (it would outlive the truncation), nor walk the new
+	// tree under the old zxid. rebuilding is set while such a batch is held
+	// or on its way to disk: no snapshot starts then. (loop)
+	held       *zab.Ready
+	rebuilding bool
 	diskDone   chan struct{}
 	// rollLog asks the persister to start a new log file before the next
 	// batch (a snapshot started).
@@ -198,15 +205,32 @@ func (s *Server) driveQuorum() {
 	q.peer.SendEarly()
 	if !q.persisting && q.peer.Err() == nil && q.peer.Node().HasReady() {
 		q.persisting = true
-		q.toDisk <- q.peer.Node().Ready()
+		rd := q.peer.Node().Ready()
+		q.rebuilding = rd.Truncate != nil || rd.InstallSnapshot
+		if q.rebuilding && s.snapshot != nil {
+			q.held = &rd
+			s.abortSnapshot() // a walk in progress stops; a finished one is written first
+		} else {
+			q.toDisk <- rd
+		}
 	}
 	s.quorumBookkeeping(before)
+}
+
+// releaseHeld sends the batch held for a snapshot job to disk, once the
+// job ended (snapshotFinished).
+func (s *Server) releaseHeld() {
+	if q := s.quorum; q != nil && q.held != nil && s.snapshot == nil {
+		rd := *q.held
+		q.held = nil
+		q.toDisk <- rd
+	}
 }
 
 // finishBatch completes a batch the persister wrote, on the loop.
 func (s *Server) finishBatch(r persisted) {
 	q := s.quorum
-	q.persisting = false
+	q.persisting, q.rebuilding = false, false
 	before := s.core.LastZxid()
 	err := r.err
 	if err == nil {
@@ -252,7 +276,7 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 			s.sinceSnapshot++
 		}
 	}
-	if s.snapshot == nil && s.trigger.Due(s.sinceSnapshot, 0) {
+	if s.snapshot == nil && !s.quorum.rebuilding && s.trigger.Due(s.sinceSnapshot, 0) {
 		s.quorum.rollLog.Store(true) // the persister owns the log
 		s.startSnapshot()
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -69,7 +70,7 @@ func (s *Server) startSnapshot() {
 // snapshotStep returns a channel that is ready when the loop should walk the
 // next part of the tree: a snapshot is being walked and the writer has room.
 func (s *Server) snapshotStep() <-chan struct{} {
-	if job := s.snapshot; job != nil && job.aclSection == nil && len(job.chunks) < cap(job.chunks) {
+	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks) {
 		return closedChan
 	}
 	return nil
@@ -93,9 +94,14 @@ func (s *Server) stepSnapshot() {
 	}
 }
 
-// abortSnapshot stops a snapshot whose walk the loop will not finish.
+// errSnapshotAborted is how the writer of an aborted job reports.
+var errSnapshotAborted = errors.New("server: snapshot aborted")
+
+// abortSnapshot stops a snapshot whose walk the loop will not finish; its
+// writer still reports (errSnapshotAborted). A job whose walk is done is
+// left to finish.
 func (s *Server) abortSnapshot() {
-	if job := s.snapshot; job != nil && job.aclSection == nil {
+	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() {
 		job.body.Abort()
 		job.aborted.Store(true)
 		close(job.chunks)
@@ -112,7 +118,7 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 	res.err = stageNodes(fs, staging, job.chunks)
 	if job.aborted.Load() {
 		_ = fs.Remove(staging)
-		return
+		res.err = errSnapshotAborted
 	}
 	if res.err == nil {
 		res.nodes = job.body.Nodes()
@@ -183,6 +189,11 @@ func (b *stagedBody) WriteBody(w io.Writer) error {
 func (s *Server) snapshotFinished(r snapshotResult) {
 	job := s.snapshot
 	s.snapshot = nil
+	defer s.releaseHeld()
+	if errors.Is(r.err, errSnapshotAborted) {
+		s.log.Info("snapshot abandoned", "zxid", job.zxid)
+		return
+	}
 	if r.err != nil {
 		s.log.Error("snapshot failed", "zxid", job.zxid, "err", r.err)
 		return

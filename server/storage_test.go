@@ -744,3 +744,54 @@ func TestLoadTimeDoesNotCountAgainstSessions(t *testing.T) {
 			timeout, sessions, left)
 	}
 }
+
+// TestAbortedSnapshotLetsServingGoOn aborts a snapshot walk in progress,
+// as a member does before a TRUNC or SNAP replaces its state: the writer
+// reports back and leaves no file, the loop keeps serving writes, and the
+// next snapshot is taken as usual. (Aborting used to happen only at
+// shutdown: the loop would have gone on stepping the aborted walk into a
+// closed channel, and never learned that the job had ended.)
+func TestAbortedSnapshotLetsServingGoOn(t *testing.T) {
+	mem := vfs.NewMem()
+	s := mustStartDurable(t, durableConfig(mem, func(c *Config) {
+		c.Storage.SnapCount = 200
+		c.Storage.SnapshotStepNodes = 1
+	}))
+	admin := zkOpen(t, s)
+	writeSequentially(t, admin, "pre", 300)
+	var aborted zxid.ID
+	round := 0
+	eventually(t, waitTimeout, func() bool {
+		s.Inspect(func(*zkserver.Server) {
+			if job := s.snapshot; job != nil && job.aclSection == nil {
+				aborted = job.zxid
+				s.abortSnapshot()
+				s.abortSnapshot() // twice is harmless
+			}
+		})
+		if aborted == 0 {
+			round++
+			writeSequentially(t, admin, fmt.Sprintf("more%d", round), 5)
+		}
+		return aborted != 0
+	}, "a snapshot walk in progress")
+	waitSnapshotIdle(t, s)
+	for _, info := range snapshots(t, mem) {
+		if z, _, _ := snap.ParseName(info.Name); z == aborted {
+			t.Fatalf("the aborted snapshot at %s was written: %s", aborted, info.Name)
+		}
+	}
+	before := len(snapshots(t, mem))
+	writeSequentially(t, admin, "after", 400)
+	eventually(t, waitTimeout, func() bool { return len(snapshots(t, mem)) > before }, "a snapshot after the aborted one")
+	waitSnapshotIdle(t, s)
+	names, err := mem.List(durableSnapDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".nodes.tmp") {
+			t.Fatalf("staging file %s left behind", n)
+		}
+	}
+}
