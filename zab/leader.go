@@ -35,9 +35,10 @@ type leaderState struct {
 	epochDecided bool
 	epochAcked   bool
 	established  bool
-	ticks        int // since becoming leader, until established
-	learners     map[PeerID]*peerState
-	syncs        []zxid.ID // pending sync requests (local ones: RequestSync), by the zxid they wait for
+	ticks        int                   // since becoming leader, until established
+	learners     map[PeerID]*peerState // change only through addLearner and dropLearner
+	sorted       []PeerID              // learners' ids in order, nil until asked for again after a change
+	syncs        []zxid.ID             // pending sync requests (local ones: RequestSync), by the zxid they wait for
 	remoteSyncs  []remoteSync
 }
 
@@ -63,7 +64,7 @@ func (n *Node) stepLeader(m Message) error {
 		n.learnerInfo(m)
 		return nil
 	case MsgDisconnected:
-		delete(l.learners, m.From)
+		l.dropLearner(m.From)
 		return nil
 	}
 	if p == nil {
@@ -94,7 +95,7 @@ func (n *Node) learnerInfo(m Message) {
 	}
 	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo || !n.isVoter(m.From),
 		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid}
-	l.learners[m.From] = p
+	l.addLearner(m.From, p)
 	if l.epochDecided && p.acceptedEpoch > l.newEpoch {
 		// It promised a later epoch (as a candidate whose own leadership
 		// never took hold) and may not accept ours: a new election picks an
@@ -428,7 +429,7 @@ func (n *Node) tickLeader() {
 			limit = n.cfg.InitLimitTicks
 		}
 		if p.quietTicks > limit {
-			delete(l.learners, id)
+			l.dropLearner(id)
 			n.ready.Disconnect = append(n.ready.Disconnect, id)
 			n.holdLate(id)
 			continue
@@ -456,10 +457,23 @@ func (n *Node) tickLeader() {
 }
 
 func (n *Node) sortedLearners() []PeerID {
-	out := make([]PeerID, 0, len(n.lead.learners))
-	for id := range n.lead.learners {
-		out = append(out, id)
+	l := n.lead
+	if l.sorted == nil {
+		l.sorted = make([]PeerID, 0, len(l.learners))
+		for id := range l.learners {
+			l.sorted = append(l.sorted, id)
+		}
+		slices.Sort(l.sorted)
 	}
-	slices.Sort(out)
-	return out
+	return l.sorted // callers only read it; a change makes a new one
+}
+
+func (l *leaderState) addLearner(id PeerID, p *peerState) {
+	l.learners[id] = p
+	l.sorted = nil
+}
+
+func (l *leaderState) dropLearner(id PeerID) {
+	delete(l.learners, id)
+	l.sorted = nil
 }
