@@ -39,8 +39,12 @@ var (
 )
 
 const (
-	// clientMaxBuffer bounds a reply frame, as jute.maxbuffer does.
-	clientMaxBuffer = jute.DefaultMaxBuffer
+	// clientMaxBuffer bounds a reply frame, as jute.maxbuffer does, but
+	// 64 times its default: the end-of-run tree walks read child lists
+	// that long runs grow past 1 MiB (scenario 2 left 129,124 children
+	// under /set after 3 minutes, a 1.76 MB getChildren reply), which a
+	// client with the default refuses, as Apache ZooKeeper's does.
+	clientMaxBuffer = 64 * jute.DefaultMaxBuffer
 	// clientWriteTimeout bounds one socket write.
 	clientWriteTimeout = 5 * time.Second
 	// keepAliveTick is how often the keep-alive goroutine looks at the
