@@ -81,10 +81,14 @@ type Txn struct {
 
 // Marshal returns t's payload: header, record, then the digest if any.
 func Marshal(t *Txn) []byte {
-	var e jute.Encoder
+	e := jute.Encoder{B: make([]byte, 0, marshalCap)}
 	AppendTo(&e, t)
 	return e.B
 }
+
+// marshalCap is Marshal's first buffer: a header, a path and about 100
+// bytes of data fit without the buffer growing on the write path.
+const marshalCap = 256
 
 // AppendTo appends t's payload to e, for callers that frame payloads in a
 // buffer of their own.

@@ -178,10 +178,14 @@ func (s *Server) finish(e *entry, zx zxid.ID, code zkproto.Code, body jute.Recor
 	e.executed = true
 }
 
+// replyCap is a reply frame's first buffer: a reply header with a stat,
+// or with a stat and about 100 bytes of data, fits without growing.
+const replyCap = 256
+
 // replyFrame encodes a length-prefixed reply. The body is present only when
 // code is OK (spec §1.4).
 func replyFrame(xid int32, zx zxid.ID, code zkproto.Code, body jute.Record) []byte {
-	e := jute.Encoder{B: make([]byte, 4, 64)}
+	e := jute.Encoder{B: make([]byte, 4, replyCap)}
 	e.Int(xid)
 	e.Long(int64(zx))
 	e.Int(int32(code))
