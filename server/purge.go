@@ -193,6 +193,8 @@ func (p *purger) run(ctx context.Context, interval time.Duration) {
 
 // once runs one purge and logs what it did.
 func (p *purger) once() {
+	p.s.storageMu.Lock()
+	defer p.s.storageMu.Unlock()
 	snapDir := filepath.Join(p.dataDir, txnlog.DirName)
 	res, err := Purge(p.fs, p.dataDir, p.dataLogDir, p.retain, p.maxRecordBytes, func(info snap.Info) error {
 		if size, ok := p.verified[info.Name]; ok && size == info.Size {

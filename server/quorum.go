@@ -156,7 +156,7 @@ func (s *Server) startQuorum() error {
 	coreCfg := s.cfg.Core
 	coreCfg.Logger = nil
 	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
-		logger: s.log, hard: hs, now: s.now}
+		logger: s.log, hard: hs, now: s.now, purgeMu: &s.storageMu}
 	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"keeper/datatree"
 	"keeper/internal/failpoint"
@@ -37,6 +38,7 @@ type diskLog struct {
 	logger    *slog.Logger
 	hard      zab.HardState
 	now       func() zkserver.Now
+	purgeMu   *sync.Mutex // Server.storageMu: no purge during Truncate or InstallSnapshot
 }
 
 // readEpochs reads the epoch files; a missing file is epoch 0, a damaged
@@ -123,6 +125,8 @@ func (l *diskLog) Sync() error { return l.log.Sync() }
 // crash between leaves the old state whole), and anything logged after z
 // belonged to another history and goes.
 func (l *diskLog) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkserver.SessionState) error {
+	l.purgeMu.Lock()
+	defer l.purgeMu.Unlock()
 	var entries []snap.SessionEntry
 	for _, s := range sessions {
 		entries = append(entries, snap.SessionEntry{ID: s.ID, TimeoutMs: s.TimeoutMs})

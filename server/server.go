@@ -127,6 +127,11 @@ type Server struct {
 	snapshot      *snapshotJob // the snapshot in progress, or nil (loop)
 	snapDone      chan snapshotResult
 	snapWriters   sync.WaitGroup // snapshot writer goroutines; Close waits
+	// storageMu is held by autopurge and by a learner's TRUNC or snapshot
+	// install, which must not race over which snapshots and logs stay: a
+	// purge counting snapshots a truncation is about to remove could delete
+	// the one the truncation rebuilds from.
+	storageMu sync.Mutex
 
 	quorum *quorumState // nil when standalone
 }

@@ -24,6 +24,8 @@ var ErrNoStateAtTruncation = errors.New("server: no snapshot and log give the st
 // log is cut after z (truncatePlan says why, and when the disk cannot give
 // z: ErrNoStateAtTruncation, with nothing changed).
 func (l *diskLog) Truncate(z zxid.ID) error {
+	l.purgeMu.Lock()
+	defer l.purgeMu.Unlock()
 	if err := l.log.Sync(); err != nil {
 		return err
 	}

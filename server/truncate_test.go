@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"keeper/datatree"
@@ -84,7 +85,7 @@ func (d *truncDisk) snapshot(k, digestAt uint32) {
 
 func (d *truncDisk) diskLog() *diskLog {
 	return &diskLog{storage: &d.cfg, log: d.log, maxRecord: truncMaxRecord, coreCfg: zkserver.DefaultConfig(),
-		logger: slog.New(slog.DiscardHandler), now: func() zkserver.Now { return zkserver.Now{} }}
+		logger: slog.New(slog.DiscardHandler), now: func() zkserver.Now { return zkserver.Now{} }, purgeMu: new(sync.Mutex)}
 }
 
 // snapshots lists the snapshot zxids, newest first, as "1.K".
