@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"testing"
 )
 
@@ -13,14 +12,7 @@ func runLedgerScenario(t *testing.T, sc *LedgerScenario) *Report {
 	t.Helper()
 	o := options(t)
 	rep, dir, err := ExecuteLedger(context.Background(), sc, o)
-	if rep != nil {
-		t.Log(rep.Line())
-		fmt.Println(rep.Line())
-	}
-	if err != nil || rep.Violations() > 0 {
-		t.Errorf("scenario %d (%s) failed with seed %d: %v\n%s\nkept: %s\nreplay: CHAOS_SEED=%d go test ./chaos -run %s",
-			sc.ID, sc.Name, o.Seed, err, rep.Details(), dir, o.Seed, t.Name())
-	}
+	judge(t, sc.ID, sc.Name, o, rep, dir, err)
 	return rep
 }
 

@@ -83,15 +83,22 @@ func runScenario(t *testing.T, sc *Scenario) *Report {
 	t.Helper()
 	o := options(t)
 	rep, dir, err := Execute(context.Background(), sc, o)
+	judge(t, sc.ID, sc.Name, o, rep, dir, err)
+	return rep
+}
+
+// judge prints a scenario's report line and fails the test on any
+// violation, naming the kept directory and how to replay the run.
+func judge(t *testing.T, id int, name string, o Options, rep *Report, dir string, err error) {
+	t.Helper()
 	if rep != nil {
 		t.Log(rep.Line())
 		fmt.Println(rep.Line())
 	}
 	if err != nil || rep.Violations() > 0 {
 		t.Errorf("scenario %d (%s) failed with seed %d: %v\n%s\nkept: %s\nreplay: CHAOS_SEED=%d go test ./chaos -run %s",
-			sc.ID, sc.Name, o.Seed, err, rep.Details(), dir, o.Seed, t.Name())
+			id, name, o.Seed, err, rep.Details(), dir, o.Seed, t.Name())
 	}
-	return rep
 }
 
 func TestScenario1Partitions(t *testing.T) { runScenario(t, Scenario1()) }

@@ -119,10 +119,7 @@ func purgePlan(infos []snap.Info, files []txnlog.File, retain int, valid func(sn
 
 // checkSnapshot is Purge's default validity test.
 func checkSnapshot(fs vfs.FS, dir string, info snap.Info, maxRecordBytes int) error {
-	if err := snap.QuickCheck(fs, dir, info); err != nil {
-		return err
-	}
-	_, err := snap.Read(fs, filepath.Join(dir, info.Name), maxRecordBytes)
+	_, err := snap.ReadValid(fs, dir, info, maxRecordBytes)
 	return err
 }
 

@@ -70,12 +70,9 @@ func truncatePlan(cfg *StorageConfig, z zxid.ID, maxRecord int) ([]snap.Info, er
 			remove = append(remove, info)
 			continue
 		}
-		if snap.QuickCheck(fs, dir, info) != nil {
-			continue // start-up skips it too
-		}
-		s, err := snap.Read(fs, filepath.Join(dir, info.Name), maxRecord)
+		s, err := snap.ReadValid(fs, dir, info, maxRecord)
 		if err != nil {
-			continue
+			continue // start-up skips it too
 		}
 		if s.Digest != nil && s.Digest.Zxid > z {
 			remove = append(remove, info)

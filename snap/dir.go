@@ -146,11 +146,7 @@ func NewestValid(fs vfs.FS, dir string, maxLen int) (*Snapshot, []Skipped, error
 	}
 	var skipped []Skipped
 	for _, info := range infos {
-		if err := QuickCheck(fs, dir, info); err != nil {
-			skipped = append(skipped, Skipped{Info: info, Err: err})
-			continue
-		}
-		s, err := Read(fs, filepath.Join(dir, info.Name), maxLen)
+		s, err := ReadValid(fs, dir, info, maxLen)
 		if err != nil {
 			skipped = append(skipped, Skipped{Info: info, Err: err})
 			continue
@@ -158,6 +154,15 @@ func NewestValid(fs vfs.FS, dir string, maxLen int) (*Snapshot, []Skipped, error
 		return s, skipped, nil
 	}
 	return nil, skipped, nil
+}
+
+// ReadValid reads the snapshot info names in dir as start-up would use
+// it: QuickCheck first (cheap refusals), then Read in full.
+func ReadValid(fs vfs.FS, dir string, info Info, maxLen int) (*Snapshot, error) {
+	if err := QuickCheck(fs, dir, info); err != nil {
+		return nil, err
+	}
+	return Read(fs, filepath.Join(dir, info.Name), maxLen)
 }
 
 // RemoveTemp removes the temporary files that Writes interrupted by a crash
