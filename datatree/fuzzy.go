@@ -127,6 +127,14 @@ func (f *FuzzyBody) Take() []byte {
 	return b
 }
 
+// Reuse hands the walk an encoded buffer whose reader is done with it: the
+// next nodes are encoded into it instead of into a new one, so a walk of a
+// large tree makes no garbage in proportion to it.
+func (f *FuzzyBody) Reuse(b []byte) {
+	if f.e.B == nil {
+		f.e.B = b[:0]
+	}
+}
 // Nodes returns the number of nodes written so far.
 func (f *FuzzyBody) Nodes() int { return f.nodes }
 

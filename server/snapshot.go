@@ -27,6 +27,7 @@ type snapshotJob struct {
 	sessions []snap.SessionEntry
 	body     *datatree.FuzzyBody
 	chunks   chan []byte
+	free     chan []byte // chunks the writer is done with, for the walk to reuse
 
 	// Set by the loop before it closes chunks; read by the writer after.
 	aclSection []byte
@@ -54,6 +55,7 @@ func (s *Server) startSnapshot() {
 		zxid:   s.core.LastZxid(),
 		body:   tree.StartFuzzyBody(),
 		chunks: make(chan []byte, snapshotChunks),
+		free:   make(chan []byte, snapshotChunks+1),
 	}
 	for _, ss := range s.core.SnapshotSessions() {
 		job.sessions = append(job.sessions, snap.SessionEntry{ID: ss.ID, TimeoutMs: ss.TimeoutMs})
@@ -83,6 +85,11 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (s *Server) stepSnapshot() {
 	job := s.snapshot
 	tree := s.core.Tree()
+	select {
+	case b := <-job.free:
+		job.body.Reuse(b)
+	default:
+	}
 	done := job.body.Step(tree, s.cfg.Storage.SnapshotStepNodes)
 	if chunk := job.body.Take(); len(chunk) > 0 {
 		job.chunks <- chunk
@@ -115,7 +122,7 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 	dir := s.cfg.Storage.snapDir()
 	staging := filepath.Join(dir, fmt.Sprintf(".snapshot.%x.nodes.tmp", int64(job.zxid)))
 	res := snapshotResult{nodes: 0}
-	res.err = stageNodes(fs, staging, job.chunks)
+	res.err = stageNodes(fs, staging, job.chunks, job.free)
 	if job.aborted.Load() {
 		_ = fs.Remove(staging)
 		res.err = errSnapshotAborted
@@ -132,9 +139,10 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 	}
 }
 
-// stageNodes writes every chunk to a staging file. It drains chunks even
-// after an error, so the loop never blocks on a failed writer.
-func stageNodes(fs vfs.FS, path string, chunks <-chan []byte) error {
+// stageNodes writes every chunk to a staging file and offers it back on
+// free. It drains chunks even after an error, so the loop never blocks on a
+// failed writer.
+func stageNodes(fs vfs.FS, path string, chunks <-chan []byte, free chan<- []byte) error {
 	f, err := fs.Create(path)
 	var w *bufio.Writer
 	if err == nil {
@@ -143,6 +151,10 @@ func stageNodes(fs vfs.FS, path string, chunks <-chan []byte) error {
 	for chunk := range chunks {
 		if err == nil {
 			_, err = w.Write(chunk)
+		}
+		select {
+		case free <- chunk:
+		default:
 		}
 	}
 	if f == nil {
