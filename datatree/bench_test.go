@@ -138,7 +138,8 @@ func BenchmarkLoadSnapshot(b *testing.B) {
 	for range b.N {
 		tree = nil
 		var err error
-		if tree, err = ReadBody(bufio.NewReaderSize(bytes.NewReader(buf.Bytes()), 64<<10), 0); err != nil {
+		// Sized as the server does from the snapshot file's size.
+		if tree, err = ReadBodySized(bufio.NewReaderSize(bytes.NewReader(buf.Bytes()), 64<<10), 0, int64(buf.Len())); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -261,3 +261,61 @@ func TestDeepChain(t *testing.T) {
 		t.Fatalf("NodeCount after deleting the chain = %d", tree.NodeCount())
 	}
 }
+
+// TestReadBodyPresizesChildren loads a parent that churned through many
+// more children than it keeps and a parent with many children, with the
+// body's size known as the server knows it: the trees are equal, the
+// parent with many children got its map at once, and what the churned
+// parent reserved came out of a bounded budget.
+func TestReadBodyPresizesChildren(t *testing.T) {
+	e := newEnv(t)
+	e.create("/churn", nil)
+	for i := range 3000 {
+		p := fmt.Sprintf("/churn/c%d", i)
+		e.create(p, nil)
+		if i >= 10 {
+			e.mustApply(zkproto.OpDelete, &txn.Delete{Path: p})
+		}
+	}
+	e.create("/wide", nil)
+	for i := range 5000 {
+		e.create(fmt.Sprintf("/wide/c%d", i), make([]byte, 400))
+	}
+	var b bytes.Buffer
+	if err := e.tree.WriteBody(&b); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(b.Len())
+	back, err := ReadBodySized(bytes.NewReader(b.Bytes()), 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.SetLastZxid(e.tree.LastZxid())
+	if d := diffTrees(e.tree, back); d != "" {
+		t.Fatal(d)
+	}
+	if size/bytesPerNodeHint < 3000+5000 {
+		t.Fatalf("a body of %d bytes leaves no budget for both parents", size)
+	}
+	if n := back.Node("/churn").NumChildren(); n != 10 {
+		t.Fatalf("/churn has %d children, want 10", n)
+	}
+
+	// The budget: the churned parent may take what is left, never more.
+	pc := parentCache{presize: 4000}
+	churn := &Node{stat: zkproto.StatPersisted{Cversion: 3000}}
+	pc.presizeChildren(churn)
+	if churn.children == nil || pc.presize != 1000 {
+		t.Fatalf("after a parent promising 3,000 children the budget is %d, want 1000", pc.presize)
+	}
+	wide := &Node{stat: zkproto.StatPersisted{Cversion: 5000}}
+	pc.presizeChildren(wide)
+	if wide.children != nil || pc.presize != 1000 {
+		t.Fatalf("a parent beyond the budget: map %v, budget %d", wide.children != nil, pc.presize)
+	}
+	small := &Node{stat: zkproto.StatPersisted{Cversion: presizeFrom - 1}}
+	pc.presizeChildren(small)
+	if small.children != nil {
+		t.Fatal("a parent promising few children got a map ahead")
+	}
+}
