@@ -135,6 +135,7 @@ func (f *FuzzyBody) Reuse(b []byte) {
 		f.e.B = b[:0]
 	}
 }
+
 // Nodes returns the number of nodes written so far.
 func (f *FuzzyBody) Nodes() int { return f.nodes }
 
