@@ -21,18 +21,25 @@ import (
 // §9.4). Nodes created after their parent was visited are left out; nodes
 // deleted before the walk reached them are skipped.
 //
-// The ACL section must precede the nodes in the file but depends on which
-// ACL lists the written nodes use, so FuzzyBody hands out the encoded nodes
-// (Take) for the caller to stage, and builds the ACL section (ACLSection)
-// from the lists the nodes used, as they were when each node was written.
+// The ACL section must precede the nodes in the file. LeadingACLSection is
+// every ACL list cached when the walk started, as Apache ZooKeeper writes
+// it, and covers every node written unless one uses a list first cached
+// during the walk (Late): references are never reused, so such a node's
+// reference is above every one the walk started with. A caller can stream
+// the nodes (Take) straight after the leading section and fall back, when
+// Late, to staging them and writing ACLSection, built from the lists the
+// nodes used as they were when each node was written.
 type FuzzyBody struct {
-	stack []fuzzyFrame
-	path  []byte                  // the path of the node last pushed; frames hold prefixes
-	refs  map[int64][]zkproto.ACL // ACL lists of the references written
-	ref   int64                   // the reference last written, known to be in refs
-	e     jute.Encoder            // nodes encoded since the last Take
-	chunk int                     // the size of the last Take, to size the next buffer
-	nodes int
+	stack    []fuzzyFrame
+	path     []byte                  // the path of the node last pushed; frames hold prefixes
+	refs     map[int64][]zkproto.ACL // ACL lists of the references written
+	ref      int64                   // the reference last written, known to be in refs
+	e        jute.Encoder            // nodes encoded since the last Take
+	chunk    int                     // the size of the last Take, to size the next buffer
+	nodes    int
+	leading  []byte // the ACL section of every list cached at the start
+	startRef int64  // the highest reference allocated at the start
+	late     bool   // a node written uses a reference above startRef
 }
 
 // fuzzyFrame is one level of the walk: an iterator over the children of
@@ -53,7 +60,8 @@ type fuzzyFrame struct {
 // StartFuzzyBody begins a walk from the root. The walk must be run to
 // completion with Step, or ended with Abort.
 func (t *Tree) StartFuzzyBody() *FuzzyBody {
-	f := &FuzzyBody{refs: make(map[int64][]zkproto.ACL), ref: openACLRef, path: make([]byte, 0, 256)}
+	f := &FuzzyBody{refs: make(map[int64][]zkproto.ACL), ref: openACLRef, path: make([]byte, 0, 256),
+		startRef: t.acl.index, leading: encodeACLSection(t.acl.byRef, func(e *aclEntry) []zkproto.ACL { return e.acls })}
 	if root := t.nodes[RootPath]; root != nil {
 		f.write(t, root) // the root's path is written as ""
 		if len(root.children) > 0 {
@@ -107,6 +115,7 @@ func (f *FuzzyBody) write(t *Tree, n *Node) {
 	if n.aclRef != openACLRef && n.aclRef != f.ref {
 		if _, ok := f.refs[n.aclRef]; !ok {
 			f.refs[n.aclRef] = t.acl.get(n.aclRef)
+			f.late = f.late || n.aclRef > f.startRef
 		}
 		f.ref = n.aclRef
 	}
@@ -142,12 +151,26 @@ func (f *FuzzyBody) Nodes() int { return f.nodes }
 // ACLSection returns the ACL cache section of the body: the lists of every
 // reference the written nodes use, in reference order.
 func (f *FuzzyBody) ACLSection() []byte {
+	return encodeACLSection(f.refs, func(acls []zkproto.ACL) []zkproto.ACL { return acls })
+}
+
+// LeadingACLSection returns the ACL section of every list cached when the
+// walk started. It may precede the nodes unless Late.
+func (f *FuzzyBody) LeadingACLSection() []byte { return f.leading }
+
+// Late reports whether a node written so far uses an ACL list first cached
+// after the walk started, which LeadingACLSection lacks.
+func (f *FuzzyBody) Late() bool { return f.late }
+
+// encodeACLSection encodes the references of m, in increasing order, with
+// their lists.
+func encodeACLSection[V any](m map[int64]V, acls func(V) []zkproto.ACL) []byte {
 	var e jute.Encoder
-	refs := slices.Sorted(maps.Keys(f.refs))
+	refs := slices.Sorted(maps.Keys(m))
 	e.Int(int32(len(refs)))
 	for _, ref := range refs {
 		e.Long(ref)
-		zkproto.EncodeACLs(&e, f.refs[ref])
+		zkproto.EncodeACLs(&e, acls(m[ref]))
 	}
 	return e.B
 }

@@ -3,14 +3,24 @@ package datatree
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"keeper/txn"
+	"keeper/zkproto"
 )
 
 // fuzzyBody runs a whole walk, calling between after every step, and
 // returns the body bytes as a snapshot would hold them.
 func fuzzyBody(tree *Tree, stepNodes func() int, between func()) []byte {
+	staged, _ := fuzzyBodies(tree, stepNodes, between)
+	return staged
+}
+
+// fuzzyBodies runs a whole walk and returns the body with the ACL section
+// of the lists the nodes used (staged) and, unless the walk was Late, the
+// body with the leading ACL section, as a server streams it.
+func fuzzyBodies(tree *Tree, stepNodes func() int, between func()) (staged, leading []byte) {
 	f := tree.StartFuzzyBody()
 	var nodes []byte
 	for done := false; !done; {
@@ -20,8 +30,11 @@ func fuzzyBody(tree *Tree, stepNodes func() int, between func()) []byte {
 			between()
 		}
 	}
-	body := append(f.ACLSection(), nodes...)
-	return append(body, EndMarker()...)
+	staged = append(append(f.ACLSection(), nodes...), EndMarker()...)
+	if !f.Late() {
+		leading = append(append(slices.Clone(f.LeadingACLSection()), nodes...), EndMarker()...)
+	}
+	return staged, leading
 }
 
 // On a tree that does not change, the fuzzy walk writes the same tree as
@@ -66,18 +79,56 @@ func TestFuzzyBodyConverges(t *testing.T) {
 		g.sequence(250)
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var later []*txn.Txn
-		body := fuzzyBody(g.tree, func() int { return 1 + rng.IntN(8) }, func() {
+		staged, leading := fuzzyBodies(g.tree, func() int { return 1 + rng.IntN(8) }, func() {
 			later = append(later, g.sequence(rng.IntN(4))...)
 		})
-		tree, err := ReadBody(bytes.NewReader(body), 0)
-		if err != nil {
-			t.Fatalf("seed %d: read fuzzy body: %v", seed, err)
+		for _, body := range [][]byte{staged, leading} {
+			if body == nil {
+				continue // a late walk: the leading section does not cover it
+			}
+			tree, err := ReadBody(bytes.NewReader(body), 0)
+			if err != nil {
+				t.Fatalf("seed %d: read fuzzy body: %v", seed, err)
+			}
+			for _, tx := range later {
+				tree.Apply(tx)
+			}
+			if d := diffTrees(tree, g.tree); d != "" {
+				t.Fatalf("seed %d: after replaying %d txns:\n%s", seed, len(later), d)
+			}
 		}
-		for _, tx := range later {
-			tree.Apply(tx)
-		}
-		if d := diffTrees(tree, g.tree); d != "" {
-			t.Fatalf("seed %d: after replaying %d txns:\n%s", seed, len(later), d)
-		}
+	}
+}
+
+// A node given an ACL list first cached during the walk makes it Late: the
+// leading ACL section lacks its reference, so a body streamed after it
+// cannot be read, and the staged body can.
+func TestFuzzyBodyLateACL(t *testing.T) {
+	e := newEnv(t)
+	e.create("/a", nil)
+	e.create("/a/b", nil)
+	f := e.tree.StartFuzzyBody()       // writes the root
+	if f.Step(e.tree, 1) || f.Late() { // writes /a
+		t.Fatal("the walk ended early or is late already")
+	}
+	fresh := []zkproto.ACL{{Perms: zkproto.PermRead, ID: zkproto.ID{Scheme: "digest", ID: "late:x"}}}
+	e.mustApply(zkproto.OpSetACL, &txn.SetACL{Path: "/a/b", ACL: fresh, Version: 1})
+	for !f.Step(e.tree, 1) {
+	}
+	if !f.Late() {
+		t.Fatal("a node with a list cached during the walk did not make it late")
+	}
+	nodes := f.Take()
+	staged := append(append(f.ACLSection(), nodes...), EndMarker()...)
+	back, err := ReadBody(bytes.NewReader(staged), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffTrees(back, e.tree); d != "" {
+		t.Fatal(d)
+	}
+	leading := append(append(slices.Clone(f.LeadingACLSection()), nodes...), EndMarker()...)
+	if _, err := ReadBody(bytes.NewReader(leading), 0); err == nil {
+		t.Fatal("a late body after the leading ACL section was read without error")
 	}
 }

@@ -123,10 +123,13 @@ type Server struct {
 	committer     *committer
 	trigger       *snap.Trigger
 	rng           *rand.Rand
-	sinceSnapshot int          // txns applied since the last snapshot started (loop)
-	snapshot      *snapshotJob // the snapshot in progress, or nil (loop)
-	snapDone      chan snapshotResult
-	snapWriters   sync.WaitGroup // snapshot writer goroutines; Close waits
+	sinceSnapshot int // txns applied since the last snapshot started (loop)
+	// stageNextSnapshot makes the next snapshot stage its nodes (loop): the
+	// last streamed one met an ACL list newer than its walk.
+	stageNextSnapshot bool
+	snapshot          *snapshotJob // the snapshot in progress, or nil (loop)
+	snapDone          chan snapshotResult
+	snapWriters       sync.WaitGroup // snapshot writer goroutines; Close waits
 	// storageMu is held by autopurge and by a learner's TRUNC or snapshot
 	// install, which must not race over which snapshots and logs stay: a
 	// purge counting snapshots a truncation is about to remove could delete

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"sync/atomic"
 
@@ -20,20 +21,31 @@ const snapshotChunks = 8
 
 // snapshotJob is a fuzzy snapshot in progress. The loop walks the tree a
 // step at a time between requests and hands the encoded nodes to a writer
-// goroutine, which stages them in a file and, once the walk is done, writes
-// the snapshot around them. Writes never stop for it (spec §9.4).
+// goroutine. Writes never stop for it (spec §9.4). The writer streams the
+// nodes into the snapshot file after the ACL lists cached when the walk
+// started; if a node written uses a list cached later (the body is Late),
+// that file is abandoned and the next snapshot is staged: its nodes go to a
+// staging file first, and the snapshot is written around them with the
+// lists the nodes used.
 type snapshotJob struct {
 	zxid     zxid.ID // the last txn applied when the walk started
 	sessions []snap.SessionEntry
 	body     *datatree.FuzzyBody
+	leading  []byte // the body's leading ACL section, fixed at the start
+	staged   bool
 	chunks   chan []byte
 	free     chan []byte // chunks the writer is done with, for the walk to reuse
 
 	// Set by the loop before it closes chunks; read by the writer after.
 	aclSection []byte
+	late       bool
 	digest     *snap.Digest
 	aborted    atomic.Bool
 }
+
+// errLateACL is how a streamed snapshot that met an ACL list newer than
+// its walk reports.
+var errLateACL = errors.New("server: a node written uses an ACL list cached after the snapshot started")
 
 // snapshotResult is what the writer reports back to the loop.
 type snapshotResult struct {
@@ -54,9 +66,12 @@ func (s *Server) startSnapshot() {
 	job := &snapshotJob{
 		zxid:   s.core.LastZxid(),
 		body:   tree.StartFuzzyBody(),
+		staged: s.stageNextSnapshot,
 		chunks: make(chan []byte, snapshotChunks),
 		free:   make(chan []byte, snapshotChunks+1),
 	}
+	job.leading = job.body.LeadingACLSection()
+	s.stageNextSnapshot = false
 	for _, ss := range s.core.SnapshotSessions() {
 		job.sessions = append(job.sessions, snap.SessionEntry{ID: ss.ID, TimeoutMs: ss.TimeoutMs})
 	}
@@ -96,6 +111,7 @@ func (s *Server) stepSnapshot() {
 	}
 	if done {
 		job.aclSection = job.body.ACLSection()
+		job.late = job.body.Late()
 		job.digest = &snap.Digest{Zxid: s.core.LastZxid(), Version: datatree.DigestVersion, TreeDigest: tree.Digest()}
 		close(job.chunks)
 	}
@@ -122,17 +138,28 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 	dir := s.cfg.Storage.snapDir()
 	staging := filepath.Join(dir, fmt.Sprintf(".snapshot.%x.nodes.tmp", int64(job.zxid)))
 	res := snapshotResult{nodes: 0}
-	res.err = stageNodes(fs, staging, job.chunks, job.free)
-	if job.aborted.Load() {
+	if job.staged {
+		res.err = stageNodes(fs, staging, job.chunks, job.free)
+		if job.aborted.Load() {
+			res.err = errSnapshotAborted
+		}
+		if res.err == nil {
+			body := &stagedBody{fs: fs, acl: job.aclSection, nodes: staging}
+			res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, body, job.digest, snap.Options{})
+		}
 		_ = fs.Remove(staging)
-		res.err = errSnapshotAborted
+	} else {
+		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, &streamedBody{job: job}, nil, snap.Options{})
+		switch {
+		case job.aborted.Load():
+			res.err = errSnapshotAborted
+		case errors.Is(res.err, errLateACL):
+			res.err = errLateACL
+		}
 	}
 	if res.err == nil {
 		res.nodes = job.body.Nodes()
-		body := &stagedBody{fs: fs, acl: job.aclSection, nodes: staging}
-		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, body, job.digest, snap.Options{})
 	}
-	_ = fs.Remove(staging)
 	select {
 	case s.snapDone <- res:
 	case <-s.stopped: // the loop is gone; Close is waiting for us
@@ -172,6 +199,39 @@ func stageNodes(fs vfs.FS, path string, chunks <-chan []byte, free chan<- []byte
 	return nil
 }
 
+// streamedBody is a fuzzy snapshot body written as the walk goes: the ACL
+// lists cached when it started, the nodes as the loop hands them over, the
+// end marker. It drains the chunks even after an error, so the loop never
+// blocks on a failed writer, and fails a Late walk.
+type streamedBody struct{ job *snapshotJob }
+
+func (b *streamedBody) WriteBody(w io.Writer) error {
+	job := b.job
+	_, err := w.Write(job.leading)
+	for chunk := range job.chunks {
+		if err == nil {
+			_, err = w.Write(chunk)
+		}
+		select {
+		case job.free <- chunk:
+		default:
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case job.aborted.Load():
+		return errSnapshotAborted
+	case job.late:
+		return errLateACL
+	}
+	_, err = w.Write(datatree.EndMarker())
+	return err
+}
+
+// Digest is the tree digest the loop took when the walk ended.
+func (b *streamedBody) Digest() *snap.Digest { return b.job.digest }
+
 // stagedBody is a fuzzy snapshot body: the ACL section, the staged nodes,
 // the end marker.
 type stagedBody struct {
@@ -206,9 +266,17 @@ func (s *Server) snapshotFinished(r snapshotResult) {
 		s.log.Info("snapshot abandoned", "zxid", job.zxid)
 		return
 	}
+	if errors.Is(r.err, errLateACL) {
+		// Rare (a new ACL list while the walk ran): take a staged one at
+		// the next txn applied rather than a whole snapCount later.
+		s.log.Info("snapshot abandoned: a node got an ACL list newer than the walk; staging the next one", "zxid", job.zxid)
+		s.stageNextSnapshot = true
+		s.sinceSnapshot = math.MaxInt32
+		return
+	}
 	if r.err != nil {
 		s.log.Error("snapshot failed", "zxid", job.zxid, "err", r.err)
 		return
 	}
-	s.log.Info("snapshot taken", "file", r.name, "nodes", r.nodes)
+	s.log.Info("snapshot taken", "file", r.name, "nodes", r.nodes, "staged", job.staged)
 }

@@ -623,6 +623,53 @@ func TestFuzzySnapshotRestart(t *testing.T) {
 	checkAcked(t, s, acks)
 }
 
+// TestSnapshotLateACLStagesTheNext: snapshots stream their nodes after the
+// ACL lists cached when the walk started. A node given a new list while the
+// walk runs makes that body unreadable, so the snapshot is abandoned and the
+// next one staged, and every snapshot left on disk loads to the same tree.
+func TestSnapshotLateACLStagesTheNext(t *testing.T) {
+	mem := vfs.NewMem()
+	var logs logBuffer
+	mut := func(c *Config) {
+		c.Storage.SnapCount = 20
+		c.Storage.SnapshotStepNodes = 1
+	}
+	s := mustStartDurable(t, durableConfig(mem, mut, logTo(&logs)))
+	c := zkOpen(t, s)
+	writeSequentially(t, c, "pre", 300) // walks of 300 steps
+	const late = "staging the next one"
+	for i := 0; !strings.Contains(logs.String(), late); i++ {
+		if i == 3000 {
+			t.Fatalf("3,000 new ACL lists during walks and no walk was late:\n%s", logs.String())
+		}
+		acl := append(zk.WorldACL(zk.PermAll), zk.DigestACL(zk.PermRead, fmt.Sprintf("user%d", i), "pw")...)
+		if _, err := c.SetACL(fmt.Sprintf("/s/pre-%d", 299-i%300), acl, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := logs.String()
+	writeSequentially(t, c, "post", 50)
+	waitSnapshotIdle(t, s)
+	after := strings.TrimPrefix(logs.String(), before)
+	if !strings.Contains(after, "staged=true") {
+		t.Fatalf("no staged snapshot after the late one:\n%s", after)
+	}
+	img := inspectImage(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range snapshots(t, mem) {
+		if _, err := snap.Read(mem, filepath.Join(durableSnapDir, info.Name), 0); err != nil {
+			t.Fatalf("snapshot %s: %v", info.Name, err)
+		}
+	}
+	s = mustStartDurable(t, durableConfig(mem, mut))
+	defer s.Close()
+	if d := diffImages(img, inspectImage(t, s)); d != "" {
+		t.Fatalf("tree after restart differs:\n%s", d)
+	}
+}
+
 // gateFS holds the creation of a snapshot's final temporary file (the one
 // snap.WriteFrom writes the whole file into) until release is closed.
 type gateFS struct {

@@ -89,6 +89,15 @@ type Body interface {
 	WriteBody(w io.Writer) error
 }
 
+// LateDigest is a Body whose digest record is known only once its nodes
+// are written, such as a fuzzy snapshot streamed while the walk runs: when
+// WriteFrom is given no digest, it writes the one Digest returns after
+// WriteBody (none if nil).
+type LateDigest interface {
+	Body
+	Digest() *Digest
+}
+
 // WriteFrom is Write for a body that is not a still tree, such as a fuzzy
 // snapshot (datatree.FuzzyBody) staged by the caller. It cannot check the
 // digest against the body: the digest record must name the zxid whose tree
@@ -105,7 +114,9 @@ func WriteFrom(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, body B
 	case z < 0:
 		return "", fmt.Errorf("snap: write snapshot: negative zxid %d", int64(z))
 	case opts.LastProcessedZxid && digest == nil:
-		return "", fmt.Errorf("snap: write snapshot %s: the lastProcessedZxid trailer needs a digest record", z)
+		if _, late := body.(LateDigest); !late {
+			return "", fmt.Errorf("snap: write snapshot %s: the lastProcessedZxid trailer needs a digest record", z)
+		}
 	}
 	return write(fs, dir, z, sessions, body, digest, opts)
 }
@@ -248,6 +259,12 @@ func encode(w io.Writer, sessions []SessionEntry, body Body, digest *Digest, lpz
 	}
 	if err := body.WriteBody(enc.sw); err != nil {
 		return err
+	}
+	if ld, ok := body.(LateDigest); ok && digest == nil {
+		digest = ld.Digest()
+		if lpz != nil && digest == nil {
+			return fmt.Errorf("the lastProcessedZxid trailer needs a digest record, and the body gave none")
+		}
 	}
 	enc.seal()
 	if digest != nil {
