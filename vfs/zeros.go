@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // ZeroScanBytes is how much LastNonZero reads at a time: a preallocated
@@ -22,7 +23,63 @@ var zeros [zeroBlock]byte
 // call). A short read is an error wrapping io.ErrUnexpectedEOF. Log
 // scanners use it to tell a preallocated, zero-filled tail from data
 // after a damaged record.
+//
+// A file that can tell where its data lies (an operating system file on
+// Linux, through SEEK_DATA and SEEK_HOLE) is read only where it has data:
+// holes read as zeros, and a tail preallocated by writing its last byte is
+// one, so its 64 MiB are not read at every start.
 func LastNonZero(r io.ReaderAt, from, end int64, scratch *[]byte) (int64, error) {
+	if df, ok := r.(dataFinder); ok {
+		if q, err, ok := lastNonZeroInData(df, r, from, end, scratch); ok {
+			return q, err
+		}
+	}
+	return lastNonZeroRead(r, from, end, scratch)
+}
+
+// dataFinder is a file that reports its data regions; the rest are holes.
+type dataFinder interface {
+	// nextData returns the first data region at or after off, or io.EOF
+	// when only holes follow.
+	nextData(off int64) (start, end int64, err error)
+	Stat() (os.FileInfo, error)
+}
+
+// lastNonZeroInData is LastNonZero reading only r's data regions. ok is
+// false when the file cannot say (an error from the filesystem, or a range
+// past its end, which lastNonZeroRead reports): then nothing is decided.
+func lastNonZeroInData(df dataFinder, r io.ReaderAt, from, end int64, scratch *[]byte) (q int64, err error, ok bool) {
+	info, err := df.Stat()
+	if err != nil || end > info.Size() {
+		return 0, nil, false
+	}
+	last := int64(-1)
+	for off := from; off < end; {
+		start, stop, err := df.nextData(off)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, nil, false
+		}
+		if start >= end {
+			break
+		}
+		stop = min(max(stop, start+1), end)
+		q, err := lastNonZeroRead(r, max(start, off), stop, scratch)
+		if err != nil {
+			return 0, err, true
+		}
+		if q >= 0 {
+			last = q
+		}
+		off = stop
+	}
+	return last, nil, true
+}
+
+// lastNonZeroRead is LastNonZero reading every byte of [from, end).
+func lastNonZeroRead(r io.ReaderAt, from, end int64, scratch *[]byte) (int64, error) {
 	if want := min(end-from, ZeroScanBytes); int64(len(*scratch)) < want {
 		*scratch = make([]byte, want)
 	}
