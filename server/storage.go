@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -76,9 +77,9 @@ func txnlogConfig(cfg *StorageConfig, maxRecord int, logger *slog.Logger) txnlog
 // it. When recent is not nil it also keeps the tail of the log it replays
 // (for Zab, which brings learners up to date from it).
 func loadState(cfg *StorageConfig, core *zkserver.Server, maxRecord int, now zkserver.Now, logger *slog.Logger, recent *recentTail) error {
-	defer relaxGC()()
 	fs := cfg.FS
 	snapDir := cfg.snapDir()
+	defer relaxGC(loadBudget(fs, snapDir))()
 	for _, dir := range []string{snapDir, filepath.Join(cfg.logDir(), txnlog.DirName)} {
 		if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
 			return fmt.Errorf("server: create %s: %w", dir, err)
@@ -125,20 +126,56 @@ func loadState(cfg *StorageConfig, core *zkserver.Server, maxRecord int, now zks
 	return nil
 }
 
-// loadGCPercent is the GC target while a snapshot and the log load: the
-// heap only grows then, so collecting as often as a serving server does
-// (GOGC 100) is wasted work — it was ≈ 27% of the CPU of a restart with
-// 1,000,000 znodes.
-const loadGCPercent = 400
-
-// relaxGC raises the GC target to loadGCPercent (unless GOGC asks for more,
-// or for none) and returns the function that restores it.
-func relaxGC() (restore func()) {
-	old := debug.SetGCPercent(loadGCPercent)
-	if old < 0 || old >= loadGCPercent {
-		debug.SetGCPercent(old)
+// relaxGC turns the collector off while a snapshot and the log load: they
+// allocate the tree, which stays live, so collecting while it grows mostly
+// marks it again and again (≈ 27% of the CPU of a restart with 1,000,000
+// znodes at GOGC 100, still ≈ 15% of its time at 400). A soft memory limit
+// of budget bytes above what the process holds now (or GOMEMLIMIT if lower)
+// still collects a load that makes more garbage than expected. It returns
+// the function that restores the settings; loads that overlap in one
+// process (tests) restore them when the last one ends.
+func relaxGC(budget int64) (restore func()) {
+	gcRelax.Lock()
+	defer gcRelax.Unlock()
+	if gcRelax.loads == 0 {
+		gcRelax.percent = debug.SetGCPercent(-1)
+		gcRelax.limit = debug.SetMemoryLimit(-1)
+		held := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+		metrics.Read(held)
+		if held[0].Value.Kind() == metrics.KindUint64 {
+			debug.SetMemoryLimit(min(gcRelax.limit, int64(held[0].Value.Uint64())+budget))
+		} else {
+			debug.SetGCPercent(gcRelax.percent) // cannot bound it: leave the collector as it was
+		}
 	}
-	return func() { debug.SetGCPercent(old) }
+	gcRelax.loads++
+	return func() {
+		gcRelax.Lock()
+		defer gcRelax.Unlock()
+		if gcRelax.loads--; gcRelax.loads == 0 {
+			debug.SetMemoryLimit(gcRelax.limit)
+			debug.SetGCPercent(gcRelax.percent)
+		}
+	}
+}
+
+// gcRelax is the collector's settings from before the loads in progress.
+var gcRelax struct {
+	sync.Mutex
+	loads   int
+	percent int
+	limit   int64
+}
+
+// loadBudget is the memory a load may allocate before the collector runs:
+// four times the newest snapshot's size (the tree it holds takes about 1.6
+// times its size in memory) plus 512 MiB for the log's replay.
+func loadBudget(fs vfs.FS, snapDir string) int64 {
+	budget := int64(512 << 20)
+	if infos, err := snap.List(fs, snapDir); err == nil && len(infos) > 0 {
+		budget += 4 * infos[0].Size
+	}
+	return budget
 }
 
 // recentTail keeps the last max txns of a replay, with their payloads.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -840,5 +841,27 @@ func TestAbortedSnapshotLetsServingGoOn(t *testing.T) {
 		if strings.HasSuffix(n, ".nodes.tmp") {
 			t.Fatalf("staging file %s left behind", n)
 		}
+	}
+}
+
+// TestRelaxGCRestores: loads turn the collector off under a memory limit,
+// and overlapping loads give the settings back only when the last ends.
+func TestRelaxGCRestores(t *testing.T) {
+	gcPercent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	origPercent, origLimit := debug.SetGCPercent(123), debug.SetMemoryLimit(1<<40)
+	defer func() { debug.SetGCPercent(origPercent); debug.SetMemoryLimit(origLimit) }()
+
+	end1 := relaxGC(64 << 20)
+	if p, l := gcPercent(), debug.SetMemoryLimit(-1); p != -1 || l >= 1<<40 {
+		t.Fatalf("during a load: GOGC %d, memory limit %d; want off under a limit", p, l)
+	}
+	end2 := relaxGC(64 << 20)
+	end1()
+	if p := gcPercent(); p != -1 {
+		t.Fatalf("one of two loads ended: GOGC %d, want still off", p)
+	}
+	end2()
+	if p, l := gcPercent(), debug.SetMemoryLimit(-1); p != 123 || l != 1<<40 {
+		t.Fatalf("after the loads: GOGC %d, memory limit %d; want 123 and %d", p, l, int64(1<<40))
 	}
 }
