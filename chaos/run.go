@@ -256,6 +256,9 @@ func (r *Run) execute(ctx context.Context, duration time.Duration, o Options) er
 		return err
 	}
 	r.Logf("read and replayed %d txns in %v", len(c.Txns), time.Since(t0).Round(time.Millisecond))
+	if c.Leftovers > 0 {
+		r.Logf("left out %d txns a single server logged and a quorum skipped (a cut-off leader's uncommitted tail)", c.Leftovers)
+	}
 	r.mu.Lock()
 	all := append(*digests, r.samples...)
 	r.mu.Unlock()
