@@ -136,9 +136,9 @@ func (s *Server) abortSnapshot() {
 func (s *Server) writeSnapshot(job *snapshotJob) {
 	fs := s.cfg.Storage.FS
 	dir := s.cfg.Storage.snapDir()
-	staging := filepath.Join(dir, fmt.Sprintf(".snapshot.%x.nodes.tmp", int64(job.zxid)))
 	res := snapshotResult{nodes: 0}
 	if job.staged {
+		staging := filepath.Join(dir, fmt.Sprintf(".snapshot.%x.nodes.tmp", int64(job.zxid)))
 		res.err = stageNodes(fs, staging, job.chunks, job.free)
 		if job.aborted.Load() {
 			res.err = errSnapshotAborted
@@ -150,11 +150,8 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 		_ = fs.Remove(staging)
 	} else {
 		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, &streamedBody{job: job}, nil, snap.Options{})
-		switch {
-		case job.aborted.Load():
+		if job.aborted.Load() {
 			res.err = errSnapshotAborted
-		case errors.Is(res.err, errLateACL):
-			res.err = errLateACL
 		}
 	}
 	if res.err == nil {

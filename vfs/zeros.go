@@ -30,7 +30,7 @@ var zeros [zeroBlock]byte
 // one, so its 64 MiB are not read at every start.
 func LastNonZero(r io.ReaderAt, from, end int64, scratch *[]byte) (int64, error) {
 	if df, ok := r.(dataFinder); ok {
-		if q, err, ok := lastNonZeroInData(df, r, from, end, scratch); ok {
+		if q, ok, err := lastNonZeroInData(df, r, from, end, scratch); ok {
 			return q, err
 		}
 	}
@@ -48,10 +48,10 @@ type dataFinder interface {
 // lastNonZeroInData is LastNonZero reading only r's data regions. ok is
 // false when the file cannot say (an error from the filesystem, or a range
 // past its end, which lastNonZeroRead reports): then nothing is decided.
-func lastNonZeroInData(df dataFinder, r io.ReaderAt, from, end int64, scratch *[]byte) (q int64, err error, ok bool) {
+func lastNonZeroInData(df dataFinder, r io.ReaderAt, from, end int64, scratch *[]byte) (q int64, ok bool, err error) {
 	info, err := df.Stat()
 	if err != nil || end > info.Size() {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	last := int64(-1)
 	for off := from; off < end; {
@@ -60,7 +60,7 @@ func lastNonZeroInData(df dataFinder, r io.ReaderAt, from, end int64, scratch *[
 			break
 		}
 		if err != nil {
-			return 0, nil, false
+			return 0, false, nil
 		}
 		if start >= end {
 			break
@@ -68,14 +68,14 @@ func lastNonZeroInData(df dataFinder, r io.ReaderAt, from, end int64, scratch *[
 		stop = min(max(stop, start+1), end)
 		q, err := lastNonZeroRead(r, max(start, off), stop, scratch)
 		if err != nil {
-			return 0, err, true
+			return 0, true, err
 		}
 		if q >= 0 {
 			last = q
 		}
 		off = stop
 	}
-	return last, nil, true
+	return last, true, nil
 }
 
 // lastNonZeroRead is LastNonZero reading every byte of [from, end).

@@ -121,49 +121,27 @@ func zkLastZxid(t *testing.T, s *zkreal.Server) zxid.ID {
 	return zxid.ID(v)
 }
 
-// lastLoggedZxid returns the zxid of the last txn in the log.
-func lastLoggedZxid(t *testing.T, dataDir string) zxid.ID {
+// lastLogged reads the whole log and returns the zxid of its last txn and
+// its last txn digest (ZooKeeper writes one with every txn but error
+// txns) with that txn's zxid; found is false if there is no digest.
+func lastLogged(t *testing.T, dataDir string) (last, digestZxid zxid.ID, digest int64, found bool) {
 	t.Helper()
 	it, err := txnlog.Read(vfs.Default, dataDir, 0, txnlog.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	var z zxid.ID
 	for {
 		tx, err := it.Next()
 		if errors.Is(err, io.EOF) || errors.Is(err, txnlog.ErrTorn) {
-			return z
+			return last, digestZxid, digest, found
 		}
 		if err != nil {
 			t.Fatalf("reading the log of %s: %v", dataDir, err)
 		}
-		z = tx.Header.Zxid
-	}
-}
-
-// lastLoggedDigest returns the last txn digest in the log (ZooKeeper
-// writes one with every txn but error txns) and its zxid.
-func lastLoggedDigest(t *testing.T, dataDir string) (zxid.ID, int64, bool) {
-	t.Helper()
-	it, err := txnlog.Read(vfs.Default, dataDir, 0, txnlog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	var z zxid.ID
-	var d int64
-	found := false
-	for {
-		tx, err := it.Next()
-		if errors.Is(err, io.EOF) || errors.Is(err, txnlog.ErrTorn) {
-			return z, d, found
-		}
-		if err != nil {
-			t.Fatalf("reading the log of %s: %v", dataDir, err)
-		}
+		last = tx.Header.Zxid
 		if tx.Digest != nil && tx.Digest.Version == txn.DigestVersion {
-			z, d, found = tx.Header.Zxid, tx.Digest.TreeDigest, true
+			digestZxid, digest, found = tx.Header.Zxid, tx.Digest.TreeDigest, true
 		}
 	}
 }
@@ -201,7 +179,8 @@ func TestKeeperStartsOnZooKeeperData(t *testing.T) {
 	// ZooKeeper may log txns after srvr answered and before it stopped
 	// (the closeSession of the client that read the tree), so keeper must
 	// resume at the last txn ZooKeeper logged, which is at least there.
-	switch logged := lastLoggedZxid(t, dataDir); {
+	logged, z, d, haveDigest := lastLogged(t, dataDir)
+	switch {
 	case logged < wantZxid:
 		t.Errorf("ZooKeeper's log ends at %v, before the zxid %v it served", logged, wantZxid)
 	case lastZxid != logged:
@@ -210,7 +189,7 @@ func TestKeeperStartsOnZooKeeperData(t *testing.T) {
 	if skipped := grepLines(logBuf.String(), "skipped unusable snapshot"); skipped != "" {
 		t.Errorf("keeper's recovery skipped a snapshot ZooKeeper wrote intact (see the subtest above):\n%s", skipped)
 	}
-	if z, d, ok := lastLoggedDigest(t, dataDir); !ok {
+	if !haveDigest {
 		t.Errorf("ZooKeeper's log holds no txn digest")
 	} else if z != lastZxid {
 		t.Logf("the last txn digest in ZooKeeper's log is at %v, before the last zxid %v: not compared", z, lastZxid)
