@@ -12,7 +12,7 @@ PYTHON ?= /usr/bin/python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the test suites use: Apache ZooKeeper (the reference
-# server, compat/zkreal), its C client (cli_mt), and kazoo with pytest (the
+# server, verify/compat/zkreal), its C client (cli_mt), and kazoo with pytest (the
 # Python client suite).
 APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
 
@@ -26,7 +26,7 @@ APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
 test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
 	$(GO) test -race ./...
-	$(GO) test -count=1 -run 'TestSimulation$$' ./sim
+	$(GO) test -count=1 -run 'TestSimulation$$' ./verify/sim
 
 # deps installs what is missing and nothing else, so it is cheap to repeat.
 deps:
@@ -73,4 +73,4 @@ invariants:
 # keeps its history and the servers' files under $TMPDIR.
 CHAOS_DURATION ?= 5m
 chaos:
-	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -v -run 'TestScenario' ./chaos
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -v -run 'TestScenario' ./verify/chaos

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/zkbench"
+	"keeper/bench"
 )
 
 // This file is `keeper bench`: the load tool (zk), its null server (null)
@@ -38,7 +38,7 @@ func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 func newBenchZKCmd() *cobra.Command {
-	var cfg zkbench.Config
+	var cfg bench.Config
 	var op string
 	cmd := &cobra.Command{
 		Use:   "zk",
@@ -66,7 +66,7 @@ flight, leaves them there, and prints the root. ready retries a read of
 over the measured interval is summed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Op = zkbench.Op(op)
+			cfg.Op = bench.Op(op)
 			return runBenchZK(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
@@ -75,24 +75,24 @@ over the measured interval is summed.`,
 	f.StringVar(&op, "op", "get", "workload: get, exists, set, create, mixed, watch, fill or ready")
 	f.IntVar(&cfg.Clients, "clients", 1, "sessions issuing requests")
 	f.IntVar(&cfg.Inflight, "inflight", 1, "requests outstanding per session")
-	f.IntVar(&cfg.SizeBytes, "size", zkbench.DefaultSizeBytes, "bytes of data per written znode")
-	f.DurationVar(&cfg.Duration, "duration", zkbench.DefaultDuration, "measured interval; ready: how long to keep trying")
+	f.IntVar(&cfg.SizeBytes, "size", bench.DefaultSizeBytes, "bytes of data per written znode")
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultDuration, "measured interval; ready: how long to keep trying")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before the measured interval, not recorded")
-	f.IntVar(&cfg.KeySpace, "keyspace", zkbench.DefaultKeySpace, "znodes that get, exists, set and mixed spread over; fill creates that many")
-	f.Float64Var(&cfg.ReadRatio, "read-ratio", zkbench.DefaultReadRatio, "fraction of gets in mixed")
-	f.IntVar(&cfg.Watchers, "watchers", zkbench.DefaultWatchers, "watch: watching sessions")
-	f.IntVar(&cfg.Rounds, "rounds", zkbench.DefaultRounds, "watch: measured rounds")
+	f.IntVar(&cfg.KeySpace, "keyspace", bench.DefaultKeySpace, "znodes that get, exists, set and mixed spread over; fill creates that many")
+	f.Float64Var(&cfg.ReadRatio, "read-ratio", bench.DefaultReadRatio, "fraction of gets in mixed")
+	f.IntVar(&cfg.Watchers, "watchers", bench.DefaultWatchers, "watch: watching sessions")
+	f.IntVar(&cfg.Rounds, "rounds", bench.DefaultRounds, "watch: measured rounds")
 	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil, "pids of the server processes, comma-separated, to report their CPU time per request")
-	f.StringVar(&cfg.ReadyPath, "path", zkbench.DefaultReadyPath, "ready: the znode to read")
-	f.DurationVar(&cfg.SessionTimeout, "session-timeout", zkbench.DefaultSessionTimeout, "session timeout to ask for")
+	f.StringVar(&cfg.ReadyPath, "path", bench.DefaultReadyPath, "ready: the znode to read")
+	f.DurationVar(&cfg.SessionTimeout, "session-timeout", bench.DefaultSessionTimeout, "session timeout to ask for")
 	return cmd
 }
 
 // runBenchZK runs the load and prints its result.
-func runBenchZK(ctx context.Context, cfg zkbench.Config, out io.Writer) error {
+func runBenchZK(ctx context.Context, cfg bench.Config, out io.Writer) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	res, err := zkbench.Run(ctx, cfg)
+	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ load tool itself. It prints its address on stdout.`,
 func runBenchNull(ctx context.Context, addr string, out io.Writer) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	s, err := zkbench.NewNullServer(addr)
+	s, err := bench.NewNullServer(addr)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runBenchNull(ctx context.Context, addr string, out io.Writer) error {
 }
 
 func newBenchFsyncCmd() *cobra.Command {
-	var cfg zkbench.FsyncConfig
+	var cfg bench.FsyncConfig
 	cmd := &cobra.Command{
 		Use:   "fsync",
 		Short: "Measure the disk's raw write+fdatasync rate, appending and overwriting",
@@ -146,7 +146,7 @@ flushes data), each for --duration. Prints one JSON line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			res, err := zkbench.Fsync(ctx, cfg)
+			res, err := bench.Fsync(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -155,9 +155,9 @@ flushes data), each for --duration. Prints one JSON line.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Dir, "dir", ".", "directory on the disk to measure")
-	f.IntVar(&cfg.SizeBytes, "size", zkbench.DefaultFsyncSizeBytes, "bytes written before each sync")
-	f.DurationVar(&cfg.Duration, "duration", zkbench.DefaultFsyncDuration, "how long each mode runs")
-	f.Int64Var(&cfg.PreallocBytes, "prealloc", zkbench.DefaultPreallocBytes, "size of the overwrite mode's file")
+	f.IntVar(&cfg.SizeBytes, "size", bench.DefaultFsyncSizeBytes, "bytes written before each sync")
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultFsyncDuration, "how long each mode runs")
+	f.Int64Var(&cfg.PreallocBytes, "prealloc", bench.DefaultPreallocBytes, "size of the overwrite mode's file")
 	return cmd
 }
 

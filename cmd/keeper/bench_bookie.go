@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/bkclient"
-	"keeper/bkproto"
-	"keeper/zkbench"
+	"keeper/bench"
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookierpc"
 )
 
 // benchBookieConfig is one `keeper bench bookie` invocation: every size
@@ -88,7 +88,7 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 		return errors.New("bench bookie: --inflight, --connections and --duration must be positive")
 	}
 	if cfg.FsyncDir != "" {
-		res, err := zkbench.Fsync(ctx, zkbench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
+		res, err := bench.Fsync(ctx, bench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
 		if err != nil {
 			return err
 		}
@@ -126,9 +126,9 @@ type benchLedger struct {
 
 // benchBookieRun runs one (size, ledgers) combination.
 func benchBookieRun(ctx context.Context, cfg benchBookieConfig, size, ledgers int) (*benchBookieResult, error) {
-	clients := make([]*bkclient.Client, cfg.Connections)
+	clients := make([]*bookierpc.Client, cfg.Connections)
 	for i := range clients {
-		c, err := bkclient.Dial(ctx, cfg.Addr)
+		c, err := bookierpc.Dial(ctx, cfg.Addr)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +149,7 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, size, ledgers in
 	for i := range loads {
 		loads[i] = &benchLedger{id: base + int64(i), errors: map[string]int{}}
 		wg.Add(1)
-		go func(l *benchLedger, c *bkclient.Client) {
+		go func(l *benchLedger, c *bookierpc.Client) {
 			defer wg.Done()
 			l.run(runCtx, c, payload, cfg.Inflight, measureFrom, measureTo)
 		}(loads[i], clients[i%len(clients)])
@@ -185,14 +185,14 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, size, ledgers in
 // benchPending is an add in flight.
 type benchPending struct {
 	sent time.Time
-	ch   <-chan bkclient.Result
+	ch   <-chan bookierpc.Result
 }
 
 // run adds entries to the ledger, keeping inflight outstanding, until ctx
 // ends; it records the latency of the adds sent inside [from, to).
 // Completions are collected in order: one ledger's adds go through one
 // journal, which acknowledges them in order.
-func (l *benchLedger) run(ctx context.Context, c *bkclient.Client, payload []byte, inflight int, from, to time.Time) {
+func (l *benchLedger) run(ctx context.Context, c *bookierpc.Client, payload []byte, inflight int, from, to time.Time) {
 	key := bkproto.MasterKey([]byte("keeper-bench"))
 	slots := make(chan struct{}, inflight) // one per add outstanding
 	pending := make(chan benchPending, inflight)
@@ -222,14 +222,14 @@ func (l *benchLedger) run(ctx context.Context, c *bkclient.Client, payload []byt
 		length += int64(len(payload))
 		lac := max(entry-int64(inflight)-1, -1)
 		body := bkproto.EncodeEntry(l.id, entry, lac, length, bkproto.DigestCRC32C, nil, payload)
-		pending <- benchPending{sent: time.Now(), ch: c.Go(bkclient.AddRequest(l.id, entry, key[:], body, false))}
+		pending <- benchPending{sent: time.Now(), ch: c.Go(bookierpc.AddRequest(l.id, entry, key[:], body, false))}
 	}
 	close(pending)
 	<-done
 }
 
 // benchStatus turns a call's result into an error.
-func benchStatus(res bkclient.Result) error {
+func benchStatus(res bookierpc.Result) error {
 	if res.Err != nil {
 		return res.Err
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/ledger"
-	"keeper/ledgerclient"
-	"keeper/metadata"
-	"keeper/zkbench"
+	"keeper/bench"
+	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
+	"keeper/ledgerstore/metadata"
 )
 
 // benchLedgerConfig is one `keeper bench ledger` invocation: every quorum
@@ -138,7 +138,7 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 		}
 	}
 	if cfg.FsyncDir != "" {
-		res, err := zkbench.Fsync(ctx, zkbench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
+		res, err := bench.Fsync(ctx, bench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
 		if err != nil {
 			return err
 		}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"keeper/ledgerclient"
-	"keeper/ledgerclient/ledgertest"
-	"keeper/zkbench"
+	"keeper/bench"
+	"keeper/ledgerstore/ledgerclient"
+	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
 
 func TestParseBenchQuorums(t *testing.T) {
@@ -65,7 +65,7 @@ func TestBenchLedger(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want 3 lines (fsync, two runs), got %q", out.String())
 	}
-	var fs zkbench.FsyncResult
+	var fs bench.FsyncResult
 	if err := json.Unmarshal([]byte(lines[0]), &fs); err != nil || fs.Append.Ops == 0 {
 		t.Fatalf("fsync line %q: %v", lines[0], err)
 	}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"keeper/server"
-	"keeper/zkserver"
+	"keeper/coordination/server"
+	"keeper/coordination/zkcore"
 )
 
 // runKeeper runs the keeper command line with args and returns its stdout.
@@ -74,7 +74,7 @@ func TestBenchNullAndZK(t *testing.T) {
 }
 
 func TestBenchZKFlags(t *testing.T) {
-	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: zkserver.DefaultConfig()})
+	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/bookie"
-	"keeper/bookie/entrystore"
+	"keeper/ledgerstore/bookie"
+	"keeper/ledgerstore/bookie/entrystore"
 )
 
 // bookieFlags are `keeper bookie`'s flags for the common settings; a flag

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"keeper/bkclient"
-	"keeper/bkproto"
-	"keeper/bookie"
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookie"
+	"keeper/ledgerstore/bookierpc"
 )
 
 func TestBookieConfigFileAndFlags(t *testing.T) {
@@ -69,7 +69,7 @@ func TestBookieCommandAndTools(t *testing.T) {
 	case err := <-done:
 		t.Fatal(err)
 	}
-	c, err := bkclient.Dial(ctx, b.Addr().String())
+	c, err := bookierpc.Dial(ctx, b.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

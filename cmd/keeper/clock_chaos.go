@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"keeper/coordination/server"
 	"keeper/internal/skewclock"
-	"keeper/server"
 )
 
 // skew is the process's skewable clock: the real clock as the fault

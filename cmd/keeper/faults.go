@@ -5,8 +5,8 @@ package main
 import (
 	"log/slog"
 
-	"keeper/server"
-	"keeper/vfs"
+	"keeper/coordination/server"
+	"keeper/internal/vfs"
 )
 
 // storageFS returns the filesystem for the server's and the bookie's data:

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"keeper/vfs"
-	"keeper/vfs/errorfs"
+	"keeper/internal/vfs"
+	"keeper/internal/vfs/errorfs"
 )
 
 // faultsEnv names the fault file of a binary built with -tags chaos: the

@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"keeper/vfs"
-	"keeper/vfs/lazyfs"
+	"keeper/internal/vfs"
+	"keeper/internal/vfs/lazyfs"
 )
 
 // Environment of a chaos build that makes a SIGKILL lose what a power
-// loss would (vfs/lazyfs): with KEEPER_DROP_UNSYNCED=1 the storage keeps
+// loss would (internal/vfs/lazyfs): with KEEPER_DROP_UNSYNCED=1 the storage keeps
 // written bytes in the process until they are synced, so a kill drops
 // them; KEEPER_DROP_UNSYNCED_UNDO names a directory (outside the data
 // directories) for lazyfs's undo records, so that a kill during an fsync

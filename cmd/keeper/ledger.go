@@ -19,10 +19,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"keeper/bkproto"
-	"keeper/ledger"
-	"keeper/ledgerclient"
-	"keeper/metadata"
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
+	"keeper/ledgerstore/metadata"
 )
 
 // ledgerFlags are the flags every `keeper ledger` subcommand shares.

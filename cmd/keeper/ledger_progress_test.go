@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"keeper/ledgerclient/ledgertest"
+	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
 
 // TestLedgerWriteProgress checks `ledger write --progress`: the ledger id

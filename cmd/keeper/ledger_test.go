@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"keeper/ledgerclient/ledgertest"
+	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
 
 // runLedger runs `keeper ledger args...` against the cluster with stdin

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/bookie"
-	"keeper/server"
-	"keeper/zoocfg"
+	"keeper/coordination/server"
+	"keeper/coordination/zoocfg"
+	"keeper/ledgerstore/bookie"
 )
 
 // sandboxConfig is what `keeper sandbox` runs.

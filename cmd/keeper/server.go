@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/server"
-	"keeper/zoocfg"
+	"keeper/coordination/server"
+	"keeper/coordination/zoocfg"
 )
 
 func newServerCmd() *cobra.Command {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/zkclient"
-	"keeper/zkproto"
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 )
 
 // This file is `keeper shell`, a zkCli-like shell on zkclient. Commands,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"keeper/zkclient"
-	"keeper/zkproto"
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 )
 
 // The commands. Each follows its zkCli counterpart (org.apache.zookeeper.cli)

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"keeper/server"
-	"keeper/zkproto"
-	"keeper/zkserver"
+	"keeper/coordination/server"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
 )
 
 var zkcliFlag = flag.String("zkcli", "",
@@ -27,7 +27,7 @@ var zkcliFlag = flag.String("zkcli", "",
 // run.
 func startShellServer(t *testing.T) string {
 	t.Helper()
-	cfg := server.Config{ClientAddr: "127.0.0.1:0", Core: zkserver.DefaultConfig()}
+	cfg := server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()}
 	cfg.Core.ExtendedTypes = true
 	cfg.Core.StartWallMs = 1_700_000_000_000
 	s, err := server.New(cfg)

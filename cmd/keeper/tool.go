@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/jute"
-	"keeper/txnlog"
-	"keeper/vfs"
-	"keeper/zxid"
+	"keeper/coordination/jute"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zxid"
+	"keeper/internal/vfs"
 )
 
 // toolEnv is what every tool subcommand works with: the filesystem (the

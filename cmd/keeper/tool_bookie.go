@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/bkproto"
-	"keeper/bookie/entrystore"
-	"keeper/bookie/journal"
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/bookie/journal"
 )
 
 // This file is `keeper tool journal dump` and `keeper tool entrylog dump`:

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/server"
-	"keeper/snap"
-	"keeper/txnlog"
+	"keeper/coordination/server"
+	"keeper/coordination/snap"
+	"keeper/coordination/txnlog"
 )
 
 func newToolPurgeCmd(flags *toolFlags) *cobra.Command {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/datatree"
-	"keeper/snap"
-	"keeper/txn"
-	"keeper/txnlog"
-	"keeper/zxid"
+	"keeper/coordination/datatree"
+	"keeper/coordination/snap"
+	"keeper/coordination/txn"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zxid"
 )
 
 func newToolSnapshotCmd(flags *toolFlags) *cobra.Command {

@@ -14,15 +14,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"keeper/jute"
-	"keeper/server"
-	"keeper/snap"
-	"keeper/txn"
-	"keeper/txnlog"
-	"keeper/vfs"
-	"keeper/zkproto"
-	"keeper/zkserver"
-	"keeper/zxid"
+	"keeper/coordination/jute"
+	"keeper/coordination/server"
+	"keeper/coordination/snap"
+	"keeper/coordination/txn"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
+	"keeper/internal/vfs"
 )
 
 type quietZK struct{}
@@ -33,7 +33,7 @@ func (quietZK) Printf(string, ...any) {}
 // ~20 txns and small log files.
 func toolServer(t *testing.T, dir string) *server.Server {
 	t.Helper()
-	cfg := server.Config{ClientAddr: "127.0.0.1:0", Core: zkserver.DefaultConfig()}
+	cfg := server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()}
 	cfg.Core.ExtendedTypes = true
 	cfg.Storage = server.StorageConfig{DataDir: dir, PreAllocSizeBytes: 64 << 10, SnapCount: 20}
 	s, err := server.New(cfg)
@@ -331,7 +331,7 @@ func TestToolTxnlogTruncate(t *testing.T) {
 	// A server restarts on what is left, at exactly z.
 	s := toolServer(t, dir)
 	var last zxid.ID
-	s.Inspect(func(core *zkserver.Server) { last = core.LastZxid() })
+	s.Inspect(func(core *zkcore.Server) { last = core.LastZxid() })
 	if last != z {
 		t.Fatalf("restarted at %v, want %v", last, z)
 	}

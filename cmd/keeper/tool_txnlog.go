@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/jute"
-	"keeper/snap"
-	"keeper/txn"
-	"keeper/txnlog"
-	"keeper/zkproto"
-	"keeper/zxid"
+	"keeper/coordination/jute"
+	"keeper/coordination/snap"
+	"keeper/coordination/txn"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
 )
 
 func newToolTxnlogCmd(flags *toolFlags) *cobra.Command {

@@ -39,7 +39,7 @@ import (
 // name does not say otherwise.
 const (
 	// CurrentEpochWritten: the currentEpoch file was just replaced
-	// (server/quorumlog.go). A learner writes it in the batch that
+	// (coordination/server/quorumlog.go). A learner writes it in the batch that
 	// acknowledges NEWLEADER, after that batch's truncation, snapshot and
 	// synced txns are durable and before the ACK leaves (were it written
 	// first, a learner whose currentEpoch is newer than its log could win
@@ -52,7 +52,7 @@ const (
 	LearnerSnapReceived = "learner-snap-received"
 	// LearnerSnapWritten: the leader's snapshot is this learner's newest
 	// snapshot file, and its log still holds what it logged after the
-	// snapshot's zxid (server/quorumlog.go).
+	// snapshot's zxid (coordination/server/quorumlog.go).
 	LearnerSnapWritten = "learner-snap-written"
 	// LearnerTruncated: a learner cut its log at the leader's TRUNC and has
 	// neither rebuilt its state nor logged the txns that follow (peer).

@@ -17,37 +17,37 @@ func TestCheckPackage(t *testing.T) {
 		src  string
 		want []string // substrings, one per expected problem; none means clean
 	}{
-		{"clean pure package", "zab", `package zab
+		{"clean pure package", "coordination/zab", `package zab
 import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"time"
-	"keeper/zxid"
-	"keeper/zkproto"
+	"keeper/coordination/zxid"
+	"keeper/coordination/zkproto"
 )
 type Node struct{ rng *rand.Rand; timeout time.Duration; log *slog.Logger; addr netip.Addr }
 func New(seed uint64) *Node { return &Node{rng: rand.New(rand.NewPCG(seed, seed))} }
 func (n *Node) Jitter() int { rand := n.rng; return rand.IntN(10) }
 func (n *Node) String() string { return fmt.Sprint(zxid.ID(0), zkproto.Code(0), time.Duration(0)) }
 `, nil},
-		{"clock", "datatree", `package datatree
+		{"clock", "coordination/datatree", `package datatree
 import "time"
 func f() time.Time { return time.Now() }`, []string{"uses time.Now"}},
-		{"aliased clock and timers", "session", `package session
+		{"aliased clock and timers", "coordination/session", `package session
 import clock "time"
 func f() { clock.Sleep(1); <-clock.After(1); _ = clock.NewTimer; clock.AfterFunc(1, nil) }`,
 			[]string{"time.Sleep", "time.After", "time.NewTimer", "time.AfterFunc"}},
-		{"goroutine", "watch", `package watch
+		{"goroutine", "coordination/watch", `package watch
 func f() { go func() {}() }`, []string{"go statement"}},
-		{"global rand", "zab", `package zab
+		{"global rand", "coordination/zab", `package zab
 import "math/rand/v2"
 func f() int { return rand.IntN(3) }`, []string{"rand.IntN"}},
-		{"dot import", "zab", `package zab
+		{"dot import", "coordination/zab", `package zab
 import . "time"
 func f() { _ = Now() }`, []string{"dot-imports time"}},
-		{"banned imports", "txn", `package txn
+		{"banned imports", "coordination/txn", `package txn
 import (
 	"os"
 	"net"
@@ -59,35 +59,35 @@ import (
 	"os/exec"
 )`, []string{`imports os;`, "imports net;", "imports net/http", "imports log;", "imports math/rand;",
 			"imports crypto/rand", "imports syscall", "imports os/exec"}},
-		{"tier 0 is pure too", "zoocfg", `package zoocfg
+		{"tier 0 is pure too", "coordination/zoocfg", `package zoocfg
 import "os"`, []string{"imports os"}},
-		{"tier 3 may do I/O", "server", `package server
+		{"tier 3 may do I/O", "coordination/server", `package server
 import ("os"; "net"; "time")
 func f() { go func() {}(); _ = time.Now(); _ = os.Args; _ = net.Dial }`, nil},
-		{"import up a tier", "zoocfg", `package zoocfg
-import "keeper/zkproto"`, []string{"imports zkproto (tier 1)"}},
-		{"import a driver", "zkserver", `package zkserver
-import "keeper/peer"`, []string{"imports peer (tier 3)", "edge zkserver -> peer"}},
-		{"same-tier forbidden edge", "zab", `package zab
-import "keeper/zkserver"`, []string{"edge zab -> zkserver"}},
-		{"datatree to zab", "datatree", `package datatree
-import "keeper/zab"`, []string{"edge datatree -> zab"}},
-		{"ledger to metadata", "ledger", `package ledger
-import "keeper/metadata"`, []string{"imports metadata (tier 3)", "edge ledger -> metadata"}},
+		{"import up a tier", "coordination/zoocfg", `package zoocfg
+import "keeper/coordination/zkproto"`, []string{"imports coordination/zkproto (tier 1)"}},
+		{"import a driver", "coordination/zkcore", `package zkcore
+import "keeper/coordination/peer"`, []string{"imports coordination/peer (tier 3)", "edge coordination/zkcore -> coordination/peer"}},
+		{"same-tier forbidden edge", "coordination/zab", `package zab
+import "keeper/coordination/zkcore"`, []string{"edge coordination/zab -> coordination/zkcore"}},
+		{"datatree to zab", "coordination/datatree", `package datatree
+import "keeper/coordination/zab"`, []string{"edge coordination/datatree -> coordination/zab"}},
+		{"ledger to metadata", "ledgerstore/ledger", `package ledger
+import "keeper/ledgerstore/metadata"`, []string{"imports ledgerstore/metadata (tier 3)", "edge ledgerstore/ledger -> ledgerstore/metadata"}},
 		{"unknown package", "gossip", `package gossip`, []string{"not in the tier table"}},
-		{"subpackage of a tree", "compat/zkreal", `package zkreal
-import ("os/exec"; "github.com/go-zookeeper/zk"; "keeper/zoocfg")`, nil},
-		{"third party in a pure package", "zab", `package zab
+		{"subpackage of a tree", "verify/compat/zkreal", `package zkreal
+import ("os/exec"; "github.com/go-zookeeper/zk"; "keeper/coordination/zoocfg")`, nil},
+		{"third party in a pure package", "coordination/zab", `package zab
 import "github.com/go-zookeeper/zk"`, []string{"imports github.com/go-zookeeper/zk"}},
-		{"prometheus outside admin", "server", `package server
+		{"prometheus outside admin", "coordination/server", `package server
 import "github.com/prometheus/client_golang/prometheus"`, []string{"prometheus/client_golang/prometheus"}},
-		{"prometheus in admin", "admin", `package admin
+		{"prometheus in admin", "coordination/admin", `package admin
 import "github.com/prometheus/client_golang/prometheus"`, nil},
-		{"test-only module in a scenario environment", "zab/zabtest", `package zabtest
+		{"test-only module in a scenario environment", "coordination/zab/zabtest", `package zabtest
 import "github.com/cockroachdb/datadriven"`, []string{"not in the tier table"}},
-		{"test-only module in a driver", "server", `package server
+		{"test-only module in a driver", "coordination/server", `package server
 import "github.com/anishathalye/porcupine"`, []string{"porcupine"}},
-		{"unknown module", "sim", `package sim
+		{"unknown module", "verify/sim", `package sim
 import "github.com/example/leftpad"`, []string{"github.com/example/leftpad"}},
 	}
 	for _, tt := range tests {
@@ -116,17 +116,17 @@ func TestTierOf(t *testing.T) {
 		tier int
 		ok   bool
 	}{
-		{"zxid", 0, true},
-		{"zab", 1, true},
-		{"vfs/faultfs", 2, true},
-		{"bookie", 3, true},
-		{"bookie/journal", 2, true},
-		{"bookie/other", 0, false},
-		{"sim/model", 4, true},
-		{"compat/zkreal", 4, true},
+		{"coordination/zxid", 0, true},
+		{"coordination/zab", 1, true},
+		{"internal/vfs/faultfs", 2, true},
+		{"ledgerstore/bookie", 3, true},
+		{"ledgerstore/bookie/journal", 2, true},
+		{"ledgerstore/bookie/other", 0, false},
+		{"verify/sim/model", 4, true},
+		{"verify/compat/zkreal", 4, true},
 		{"cmd/keeper", 4, true},
-		{"zab/zabtest", 0, false},
-		{"zabx", 0, false},
+		{"coordination/zab/zabtest", 0, false},
+		{"coordination/zabx", 0, false},
 	}
 	for _, tt := range tests {
 		tier, ok := tierOf(tt.pkg)

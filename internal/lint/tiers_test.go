@@ -14,27 +14,31 @@ type tierEntry struct {
 // tier or lower, except for the edges in forbiddenEdges.
 var tierTable = []tierEntry{
 	// Tier 0, leaf: stdlib only.
-	{pkg: "zxid"}, {pkg: "jute"}, {pkg: "internal/invariants"}, {pkg: "zoocfg"},
+	{pkg: "coordination/zxid"}, {pkg: "coordination/jute"}, {pkg: "coordination/zoocfg"},
+	{pkg: "internal/invariants"},
 	{pkg: "internal/failpoint"}, // named crash points; the binary installs the actions
 	{pkg: "internal/skewclock"}, // a chaos build's skewable clock, pure: real readings passed in
 	// Tier 1, pure domain: no os/net, no clock or timers, no global rand, no `go`.
-	{pkg: "zkproto", tier: 1}, {pkg: "txn", tier: 1}, {pkg: "datatree", tier: 1},
-	{pkg: "session", tier: 1}, {pkg: "watch", tier: 1}, {pkg: "acl", tier: 1},
-	{pkg: "zkserver", tier: 1}, {pkg: "zab", tier: 1}, {pkg: "ledger", tier: 1},
-	{pkg: "bkproto", tier: 1},
+	{pkg: "coordination/zkproto", tier: 1}, {pkg: "coordination/txn", tier: 1},
+	{pkg: "coordination/datatree", tier: 1}, {pkg: "coordination/session", tier: 1},
+	{pkg: "coordination/watch", tier: 1}, {pkg: "coordination/acl", tier: 1},
+	{pkg: "coordination/zkcore", tier: 1}, {pkg: "coordination/zab", tier: 1},
+	{pkg: "ledgerstore/ledger", tier: 1}, {pkg: "ledgerstore/bkproto", tier: 1},
 	// Tier 2, storage: files only through vfs.FS.
-	{pkg: "vfs", tier: 2, subpackages: true}, {pkg: "txnlog", tier: 2}, {pkg: "snap", tier: 2},
-	{pkg: "bookie/journal", tier: 2}, {pkg: "bookie/entrystore", tier: 2},
+	{pkg: "internal/vfs", tier: 2, subpackages: true},
+	{pkg: "coordination/txnlog", tier: 2}, {pkg: "coordination/snap", tier: 2},
+	{pkg: "ledgerstore/bookie/journal", tier: 2}, {pkg: "ledgerstore/bookie/entrystore", tier: 2},
 	// Tier 3, drivers: the only goroutines, sockets and time.Now.
-	{pkg: "peer", tier: 3}, {pkg: "transport", tier: 3}, {pkg: "clientconn", tier: 3},
-	{pkg: "server", tier: 3}, {pkg: "admin", tier: 3}, {pkg: "bookie", tier: 3},
-	{pkg: "metadata", tier: 3}, {pkg: "ledgerclient", tier: 3, subpackages: true}, {pkg: "bkclient", tier: 3},
-	{pkg: "zkclient", tier: 3}, // keeper's own ZooKeeper client: sockets and goroutines
+	{pkg: "coordination/peer", tier: 3}, {pkg: "coordination/quorumnet", tier: 3},
+	{pkg: "coordination/clientconn", tier: 3}, {pkg: "coordination/server", tier: 3},
+	{pkg: "coordination/admin", tier: 3},
+	{pkg: "coordination/zkclient", tier: 3}, // keeper's own ZooKeeper client: sockets and goroutines
+	{pkg: "ledgerstore/bookie", tier: 3}, {pkg: "ledgerstore/metadata", tier: 3},
+	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
 	// Tier 4, verification and the binary.
-	{pkg: "sim", tier: 4, subpackages: true}, {pkg: "compat", tier: 4, subpackages: true},
+	{pkg: "verify", tier: 4, subpackages: true}, // sim, chaos, compat
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
-	{pkg: "zkbench", tier: 4}, // the load tool: zkclient, the null server, fsync
-	{pkg: "chaos", tier: 4, subpackages: true},
+	{pkg: "bench", tier: 4},              // the load tool: zkclient, the null server, fsync
 	{pkg: "internal/keeperbin", tier: 4}, // builds cmd/keeper for real-process tests
 }
 
@@ -44,12 +48,12 @@ const maxPureTier = 1
 // forbiddenEdges are imports STYLE.md rules out even where the tiers would
 // allow them. Each side matches the package and its subpackages.
 var forbiddenEdges = []struct{ from, to string }{
-	{"zab", "txnlog"},
-	{"zab", "transport"},
-	{"zab", "zkserver"},
-	{"zkserver", "peer"},
-	{"datatree", "zab"},
-	{"ledger", "metadata"},
+	{"coordination/zab", "coordination/txnlog"},
+	{"coordination/zab", "coordination/quorumnet"},
+	{"coordination/zab", "coordination/zkcore"},
+	{"coordination/zkcore", "coordination/peer"},
+	{"coordination/datatree", "coordination/zab"},
+	{"ledgerstore/ledger", "ledgerstore/metadata"},
 }
 
 // thirdParty lists, per module, the packages whose non-test files may import
@@ -58,15 +62,15 @@ var forbiddenEdges = []struct{ from, to string }{
 // adds it here.
 var thirdParty = map[string][]string{
 	// ledgerclient: its Config takes a *zk.Conn, or dials one from a server list.
-	"github.com/go-zookeeper/zk":          {"metadata", "ledgerclient", "compat", "sim", "cmd/keeper"},
-	"github.com/cockroachdb/pebble":       {"bookie/entrystore"},
+	"github.com/go-zookeeper/zk":          {"ledgerstore/metadata", "ledgerstore/ledgerclient", "verify/compat", "verify/sim", "cmd/keeper"},
+	"github.com/cockroachdb/pebble":       {"ledgerstore/bookie/entrystore"},
 	"github.com/spf13/cobra":              {"cmd/keeper"},
 	"github.com/spf13/pflag":              {"cmd/keeper"},
-	"github.com/prometheus/client_golang": {"admin", "bookie"},
+	"github.com/prometheus/client_golang": {"coordination/admin", "ledgerstore/bookie"},
 	"github.com/cockroachdb/datadriven":   {testSupport},
 	"github.com/anishathalye/porcupine":   {testSupport},
 	// The ledger store's v3 protocol and metadata are protobuf, as the mission's dependency list says.
-	"google.golang.org/protobuf": {"bkproto", "bookie", "bkclient", "metadata", "ledgerclient"},
+	"google.golang.org/protobuf": {"ledgerstore/bkproto", "ledgerstore/bookie", "ledgerstore/bookierpc", "ledgerstore/metadata", "ledgerstore/ledgerclient"},
 }
 
 // testSupport stands for tier-4 packages and scenario environments (a

@@ -1,6 +1,0 @@
-// Package bkclient is a connection to one bookie speaking BookKeeper's v3
-// protocol: requests pipelined over one TCP connection and matched to
-// responses by txnId. It knows nothing of ledgers, ensembles or quorums;
-// ledgerclient drives it for those, and tests, `keeper bench bookie` and the
-// crash tests use it to speak the protocol directly.
-package bkclient

@@ -1,0 +1,189 @@
+package admin
+
+import (
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zxid"
+)
+
+// DefaultTraceMask is Apache ZooKeeper's initial trace mask: client
+// requests, server packets, sessions and warnings (2|16|32|256). gtmk
+// reports it until stmk changes it.
+const DefaultTraceMask int64 = 306
+
+// StateStandalone is the server state of a server without an ensemble.
+const StateStandalone = "standalone"
+
+// notServing is what commands that need the core say once it has stopped.
+const notServing = "This ZooKeeper instance is not currently serving requests"
+
+// Core gives commands access to the service core. server.Server implements
+// it.
+type Core interface {
+	// Inspect runs fn on the goroutine that owns the core and waits for it.
+	// fn must not keep the core. It returns false, without calling fn, if
+	// the server is not serving.
+	Inspect(fn func(core *zkcore.Server)) bool
+}
+
+// Config configures an Admin.
+type Config struct {
+	// Version is the full version text of srvr, stat, mntr and envi, for
+	// example "3.8.0-keeper, built on 11/30/2026 00:00 GMT". Required.
+	Version string
+	// FourLetterWhitelist lists the four-letter words that run; "*" allows
+	// all. It does not apply to the HTTP commands, as in ZooKeeper.
+	FourLetterWhitelist []string
+	// SnapDir and LogDir are the directories whose total file size dirs and
+	// conf report (ZooKeeper's dataDir/version-2 and dataLogDir/version-2).
+	// Empty or missing directories count as 0 bytes.
+	SnapDir, LogDir string
+	// ConfLines are the key=value lines of conf. A dataDirSize or
+	// dataLogSize line gets the live size of SnapDir or LogDir.
+	ConfLines []string
+	// Start is the instant the core's monotonic clock (zkcore.Now.MonoMs)
+	// counts from. Uptime is measured from it, and session expiry times are
+	// turned into wall-clock times with it.
+	Start time.Time
+	// State returns the server state srvr and mntr report ("standalone",
+	// "leader", "follower", "observer", "read-only"; "" while an ensemble
+	// member has no leader, which makes the words answer as a stopped
+	// server); nil means standalone. It must be safe to call from any
+	// goroutine.
+	State func() string
+	// Quorum, if set, reports a leader's learners for mntr (zk_followers,
+	// zk_synced_followers, zk_pending_syncs). It runs inside Inspect, on
+	// the goroutine that owns the core; ok is false when not leading.
+	Quorum func() (q QuorumFacts, ok bool)
+	// Logger receives the admin logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Version == "":
+		return errors.New("admin: version must be set")
+	case c.Start.IsZero():
+		return errors.New("admin: start time must be set")
+	}
+	return nil
+}
+
+// Admin runs the operator commands of one server. It is safe for concurrent
+// use: four-letter words and HTTP requests arrive on many goroutines.
+type Admin struct {
+	cfg       Config
+	log       *slog.Logger
+	core      Core
+	traceMask atomic.Int64
+	registry  *prometheus.Registry
+}
+
+// New returns an Admin that reads core.
+func New(cfg Config, core Core) (*Admin, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Admin{cfg: cfg, log: logger, core: core, registry: prometheus.NewRegistry()}
+	a.traceMask.Store(DefaultTraceMask)
+	if err := a.registry.Register(newCollector(a)); err != nil {
+		return nil, err
+	}
+	if err := a.registry.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := a.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// TraceMask returns the trace mask gtmk reports. Keeper keeps it for
+// compatibility only; it does not filter any log.
+func (a *Admin) TraceMask() int64 { return a.traceMask.Load() }
+
+// state returns the server state.
+func (a *Admin) state() string {
+	if a.cfg.State == nil {
+		return StateStandalone
+	}
+	return a.cfg.State()
+}
+
+// uptime returns the time since the server started, in ms.
+func (a *Admin) uptime() int64 { return time.Since(a.cfg.Start).Milliseconds() }
+
+// wallTime converts a reading of the core's monotonic clock to wall time.
+func (a *Admin) wallTime(monoMs int64) time.Time {
+	return a.cfg.Start.Add(time.Duration(monoMs) * time.Millisecond)
+}
+
+// facts are the scalar figures srvr, stat, mntr and the metrics share,
+// copied from the core in one Inspect.
+type facts struct {
+	quorum      QuorumFacts
+	leading     bool
+	stats       zkcore.Stats
+	conns       []zkcore.ConnInfo
+	outstanding int
+	lastZxid    zxid.ID
+	nodeCount   int
+	ephemerals  int
+	dataSize    int64
+	watchCount  int
+	sessions    int
+}
+
+// facts copies the shared figures. ok is false if the server is not
+// serving.
+func (a *Admin) facts() (f facts, ok bool) {
+	ok = a.core.Inspect(func(core *zkcore.Server) {
+		tree := core.Tree()
+		f = facts{
+			stats:       core.Stats(),
+			conns:       core.Conns(),
+			outstanding: core.OutstandingRequests(),
+			lastZxid:    core.LastZxid(),
+			nodeCount:   tree.NodeCount(),
+			ephemerals:  tree.EphemeralCount(),
+			dataSize:    tree.ApproximateDataSize(),
+			watchCount:  core.Watches().Count(),
+			sessions:    core.Sessions().Len(),
+		}
+		if a.cfg.Quorum != nil {
+			f.quorum, f.leading = a.cfg.Quorum()
+		}
+	})
+	return f, ok
+}
+
+// QuorumFacts are a leader's figures about its learners.
+type QuorumFacts struct {
+	QuorumSize      int // voters in the ensemble
+	Followers       int
+	SyncedFollowers int
+	Observers       int
+	PendingSyncs    int
+}
+
+// sessionOf maps each connection to its session id (0 before the
+// handshake); watches are kept per connection but shown per session.
+func sessionOf(conns []zkcore.ConnInfo) map[zkcore.ConnID]int64 {
+	m := make(map[zkcore.ConnID]int64, len(conns))
+	for _, c := range conns {
+		m[c.ID] = c.SessionID
+	}
+	return m
+}

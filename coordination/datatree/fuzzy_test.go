@@ -1,0 +1,134 @@
+package datatree
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"keeper/coordination/txn"
+	"keeper/coordination/zkproto"
+)
+
+// fuzzyBody runs a whole walk, calling between after every step, and
+// returns the body bytes as a snapshot would hold them.
+func fuzzyBody(tree *Tree, stepNodes func() int, between func()) []byte {
+	staged, _ := fuzzyBodies(tree, stepNodes, between)
+	return staged
+}
+
+// fuzzyBodies runs a whole walk and returns the body with the ACL section
+// of the lists the nodes used (staged) and, unless the walk was Late, the
+// body with the leading ACL section, as a server streams it.
+func fuzzyBodies(tree *Tree, stepNodes func() int, between func()) (staged, leading []byte) {
+	f := tree.StartFuzzyBody()
+	var nodes []byte
+	for done := false; !done; {
+		done = f.Step(tree, stepNodes())
+		nodes = append(nodes, f.Take()...)
+		if !done {
+			between()
+		}
+	}
+	staged = append(append(f.ACLSection(), nodes...), EndMarker()...)
+	if !f.Late() {
+		leading = append(append(slices.Clone(f.LeadingACLSection()), nodes...), EndMarker()...)
+	}
+	return staged, leading
+}
+
+// On a tree that does not change, the fuzzy walk writes the same tree as
+// WriteBody (in another order: it does not sort children).
+func TestFuzzyBodyOfStillTree(t *testing.T) {
+	g := newGen(7)
+	g.sequence(300)
+	var want bytes.Buffer
+	if err := g.tree.WriteBody(&want); err != nil {
+		t.Fatal(err)
+	}
+	got := fuzzyBody(g.tree, func() int { return 3 }, func() {})
+	if len(got) != want.Len() {
+		t.Fatalf("fuzzy body has %d bytes, WriteBody %d", len(got), want.Len())
+	}
+	tree, err := ReadBody(bytes.NewReader(got), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffTrees(tree, g.tree); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// A walk stopped half way releases its iterators.
+func TestFuzzyBodyAbort(t *testing.T) {
+	g := newGen(8)
+	g.sequence(200)
+	f := g.tree.StartFuzzyBody()
+	f.Step(g.tree, 10)
+	f.Abort()
+	if f.Step(g.tree, 10) != true {
+		t.Fatal("an aborted walk is not done")
+	}
+}
+
+// A body written while txns keep applying, plus the replay of every txn
+// applied after the walk started, gives the tree as it ended.
+func TestFuzzyBodyConverges(t *testing.T) {
+	for seed := range uint64(40) {
+		g := newGen(seed)
+		g.sequence(250)
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var later []*txn.Txn
+		staged, leading := fuzzyBodies(g.tree, func() int { return 1 + rng.IntN(8) }, func() {
+			later = append(later, g.sequence(rng.IntN(4))...)
+		})
+		for _, body := range [][]byte{staged, leading} {
+			if body == nil {
+				continue // a late walk: the leading section does not cover it
+			}
+			tree, err := ReadBody(bytes.NewReader(body), 0)
+			if err != nil {
+				t.Fatalf("seed %d: read fuzzy body: %v", seed, err)
+			}
+			for _, tx := range later {
+				tree.Apply(tx)
+			}
+			if d := diffTrees(tree, g.tree); d != "" {
+				t.Fatalf("seed %d: after replaying %d txns:\n%s", seed, len(later), d)
+			}
+		}
+	}
+}
+
+// A node given an ACL list first cached during the walk makes it Late: the
+// leading ACL section lacks its reference, so a body streamed after it
+// cannot be read, and the staged body can.
+func TestFuzzyBodyLateACL(t *testing.T) {
+	e := newEnv(t)
+	e.create("/a", nil)
+	e.create("/a/b", nil)
+	f := e.tree.StartFuzzyBody()       // writes the root
+	if f.Step(e.tree, 1) || f.Late() { // writes /a
+		t.Fatal("the walk ended early or is late already")
+	}
+	fresh := []zkproto.ACL{{Perms: zkproto.PermRead, ID: zkproto.ID{Scheme: "digest", ID: "late:x"}}}
+	e.mustApply(zkproto.OpSetACL, &txn.SetACL{Path: "/a/b", ACL: fresh, Version: 1})
+	for !f.Step(e.tree, 1) {
+	}
+	if !f.Late() {
+		t.Fatal("a node with a list cached during the walk did not make it late")
+	}
+	nodes := f.Take()
+	staged := append(append(f.ACLSection(), nodes...), EndMarker()...)
+	back, err := ReadBody(bytes.NewReader(staged), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffTrees(back, e.tree); d != "" {
+		t.Fatal(d)
+	}
+	leading := append(append(slices.Clone(f.LeadingACLSection()), nodes...), EndMarker()...)
+	if _, err := ReadBody(bytes.NewReader(leading), 0); err == nil {
+		t.Fatal("a late body after the leading ACL section was read without error")
+	}
+}

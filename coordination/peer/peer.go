@@ -1,0 +1,530 @@
+// Package peer runs one server of a ZooKeeper ensemble: it drives a
+// zab.Node and the zkcore together, persisting the replicated log
+// before it sends what promises durability, applying what is committed,
+// forwarding learners' writes to the leader and bringing the core's mode
+// (leader, learner, not serving) in line with Zab's.
+//
+// A Peer is not safe for concurrent use: the server's loop, or the
+// simulator, owns it. It does no I/O of its own: the log, the links to
+// other servers and the client connections come in through the interfaces
+// below, so the simulator can run whole ensembles in virtual time.
+package peer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"keeper/coordination/datatree"
+	"keeper/coordination/jute"
+	"keeper/coordination/txn"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
+	"keeper/internal/failpoint"
+)
+
+// Log is the durable replicated log and the epoch files.
+type Log interface {
+	// SaveState writes acceptedEpoch and currentEpoch durably.
+	SaveState(zab.HardState) error
+	// Append adds txns (payloads are txn records); Sync makes them durable.
+	Append([]zab.Entry) error
+	Sync() error
+	// Truncate removes every txn after z, and any snapshot above z, so
+	// that Reload rebuilds the state at exactly z; when the storage cannot
+	// give that state it returns an error and changes nothing.
+	Truncate(z zxid.ID) error
+	// InstallSnapshot makes snapshot (taken at z) the durable state: the
+	// log restarts after z.
+	InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkcore.SessionState) error
+	// Reload rebuilds the state from what is durable (the newest snapshot
+	// and every txn logged after it), as at start-up.
+	Reload() (*datatree.Tree, []zkcore.SessionState, error)
+}
+
+// Transport carries messages to other servers.
+type Transport interface {
+	Send([]zab.Message)
+	Disconnect(zab.PeerID)
+}
+
+// Clients delivers bytes to client connections.
+type Clients interface {
+	Send(zkcore.Send)
+}
+
+// Peer is one server of an ensemble.
+type Peer struct {
+	id      zab.PeerID
+	node    *zab.Node
+	zk      *zkcore.Server
+	log     Log
+	tr      Transport
+	clients Clients
+	logger  *slog.Logger
+	maxBuf  int
+
+	// writeErr is the first storage error: the peer stops, since the disk's
+	// state is unknown (STYLE rule 6).
+	writeErr error
+}
+
+// New returns a peer over a node and a core restored from the log.
+func New(node *zab.Node, zk *zkcore.Server, log Log, tr Transport, clients Clients, logger *slog.Logger) *Peer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Peer{id: node.ID(), node: node, zk: zk, log: log, tr: tr, clients: clients, logger: logger,
+		maxBuf: jute.DefaultMaxBuffer + 1024}
+}
+
+// Node returns the Zab node.
+func (p *Peer) Node() *zab.Node { return p.node }
+
+// Core returns the service core.
+func (p *Peer) Core() *zkcore.Server { return p.zk }
+
+// Err returns the storage error that stopped the peer, or nil.
+func (p *Peer) Err() error { return p.writeErr }
+
+// Step handles a message from another server. Forwarded client writes go
+// to the core; a learner's PING carries the sessions it saw active; a
+// REVALIDATE is a learner's question about a session (leader) or the
+// leader's verdict (learner).
+//
+// After a storage error the peer is out of the ensemble for good: it drops
+// every message, as a server that shut down would.
+func (p *Peer) Step(m zab.Message, now zkcore.Now) error {
+	if p.writeErr != nil {
+		return nil
+	}
+	switch {
+	case m.Type == zab.MsgRevalidate:
+		return p.revalidate(m, now)
+	case m.Type == zab.MsgRequest:
+		if p.node.Role() != zab.Leading || !p.node.Serving() {
+			return nil // the learner will time out and find the new leader
+		}
+		f, err := DecodeForward(m.Data, p.maxBuf)
+		if err != nil {
+			return fmt.Errorf("peer %d: request from %d: %w", p.id, m.From, err)
+		}
+		p.zk.Remote(f, now)
+		return nil
+	case m.Type == zab.MsgPing && p.node.Role() == zab.Leading && len(m.Data) > 0:
+		touches, err := decodeTouches(m.Data)
+		if err != nil {
+			return fmt.Errorf("peer %d: ping from %d: %w", p.id, m.From, err)
+		}
+		p.zk.TouchSessions(touches, now)
+	}
+	return p.node.Step(m)
+}
+
+// Tick lets time pass for Zab and for the core.
+func (p *Peer) Tick(now zkcore.Now) {
+	if p.writeErr != nil {
+		return
+	}
+	p.node.Tick()
+	p.zk.Tick(now)
+}
+
+// HandleReady carries out the work of the core and of the node until
+// neither has any, in the order zab.Ready documents, persisting each batch
+// on the calling goroutine (the simulator's way). After a storage error it
+// only delivers the core's client bytes (connections it closes) and
+// returns that error.
+func (p *Peer) HandleReady(now zkcore.Now) error {
+	for p.writeErr == nil && (p.zk.HasReady() || p.node.HasReady()) {
+		p.PumpCore(now)
+		if !p.node.HasReady() {
+			continue
+		}
+		rd := p.node.Ready()
+		p.send(rd.Early, nil)
+		rd.Early = nil
+		ps, err := p.Persist(rd)
+		if err == nil {
+			err = p.Finish(rd, ps, now)
+		}
+		if err != nil {
+			p.fail(err)
+		}
+	}
+	if p.writeErr != nil {
+		p.PumpCore(now)
+	}
+	return p.writeErr
+}
+
+// Fail stops the peer after a storage error the driver met persisting a
+// batch (Persist): writes stop and the member leaves the service for good
+// (zkcore.FailWrites). It returns the error the peer keeps.
+func (p *Peer) Fail(err error) error { return p.fail(err) }
+
+// fail records the first storage error and stops writes for good.
+func (p *Peer) fail(err error) error {
+	if p.writeErr == nil {
+		p.writeErr = fmt.Errorf("peer %d: %w", p.id, err)
+		p.zk.FailWrites(p.writeErr)
+	}
+	return p.writeErr
+}
+
+// PumpCore sends the core's client bytes and hands its writes to Zab. A
+// driver that persists batches on another goroutine calls it while a batch
+// is on its way to disk: reads and replies keep flowing, and the writes go
+// into the next batch.
+func (p *Peer) PumpCore(now zkcore.Now) {
+	if p.zk.HasReady() {
+		p.handleCore(now)
+	}
+}
+
+// SendEarly sends the node's Early messages (zab.Ready.Early) now: a
+// driver that persists batches on another goroutine calls it after each
+// step, so a leader's proposals and commits, and a learner's forwarded
+// writes, do not wait for the batch on its way to disk.
+func (p *Peer) SendEarly() {
+	if p.writeErr != nil {
+		return
+	}
+	if msgs := p.node.TakeEarly(); len(msgs) > 0 {
+		p.send(msgs, nil)
+	}
+}
+
+// Persisted is what Persist did that Finish needs: the state rebuilt from
+// disk after a TRUNC, or read from the leader's snapshot.
+type Persisted struct {
+	tree     *datatree.Tree
+	sessions []zkcore.SessionState
+	rebuilt  bool
+}
+
+// Persist carries out the disk part of rd: truncation or snapshot install
+// (with the state they leave), appended txns and the sync, and only then
+// the epochs. A learner's batch that acknowledges NEWLEADER holds the
+// whole sync (zab keeps it in memory until NEWLEADER: the truncation or
+// snapshot, the txns, the commits) and the new currentEpoch: were the
+// epoch durable first, a crash in between would leave a learner whose
+// currentEpoch is ahead of its log, which can win an election and
+// truncate committed txns on the others (ZOOKEEPER-4643/4646; scenario
+// 3's failpoint current-epoch-written found it). No batch needs its
+// epochs first: acceptedEpoch (before ACKEPOCH) and a leader's
+// currentEpoch (before LEADERINFO and the syncs) are promises that only
+// Messages carry, and Finish sends them after Persist. A TRUNC the disk
+// cannot carry out (Log.Truncate's error, or a rebuilt state that does
+// not end where the leader said) fails the batch, and the peer leaves the
+// service rather than serve another history. It touches only the Log, so
+// a driver may run it on another goroutine while the loop goes on; Finish
+// must follow, on the loop, before the next batch is taken.
+func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
+	var ps Persisted
+	switch {
+	case rd.InstallSnapshot:
+		tree, sessions, err := DecodeSnapshot(rd.Snapshot, p.maxBuf)
+		if err != nil {
+			return ps, fmt.Errorf("snapshot from the leader at %s: %w", rd.SnapshotZxid, err)
+		}
+		tree.SetLastZxid(rd.SnapshotZxid)
+		failpoint.Hit(failpoint.LearnerSnapReceived)
+		if err := p.log.InstallSnapshot(rd.SnapshotZxid, tree, sessions); err != nil {
+			return ps, err
+		}
+		ps = Persisted{tree: tree, sessions: sessions, rebuilt: true}
+	case rd.Truncate != nil:
+		if err := p.log.Truncate(*rd.Truncate); err != nil {
+			return ps, err
+		}
+		failpoint.Hit(failpoint.LearnerTruncated)
+		tree, sessions, err := p.log.Reload()
+		if err != nil {
+			return ps, err
+		}
+		if got := tree.LastZxid(); got != *rd.Truncate {
+			return ps, fmt.Errorf("truncated to %s, but the state rebuilt from disk ends at %s", *rd.Truncate, got)
+		}
+		ps = Persisted{tree: tree, sessions: sessions, rebuilt: true}
+	}
+	if len(rd.Entries) > 0 {
+		if err := p.log.Append(rd.Entries); err != nil {
+			return ps, err
+		}
+		failpoint.Hit(failpoint.LogAppendedBeforeFsync)
+		if err := p.log.Sync(); err != nil {
+			return ps, err
+		}
+	}
+	if rd.State != nil {
+		if err := p.log.SaveState(*rd.State); err != nil {
+			return ps, err
+		}
+	}
+	return ps, nil
+}
+
+// Finish carries out the rest of rd once Persist succeeded: the rebuilt
+// state, links to close, messages (which may promise what Persist made
+// durable), committed txns, completed syncs and the role; then it advances
+// the node.
+func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
+	if ps.rebuilt {
+		p.zk.Restore(ps.tree, ps.sessions, now)
+	}
+	// Close links first: a FOLLOWERINFO in the same batch opens a new one.
+	for _, id := range rd.Disconnect {
+		p.tr.Disconnect(id)
+	}
+	p.send(rd.Early, nil) // a driver that did not send them before Persist
+	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
+		return p.fail(err)
+	}
+	if failpoint.Enabled {
+		hitAfterSend(rd)
+	}
+	syncs := rd.SyncsDone
+	for i, e := range rd.Committed {
+		for len(syncs) > 0 && syncs[0] == i {
+			p.zk.SyncDone(now)
+			syncs = syncs[1:]
+		}
+		t, err := txn.Unmarshal(e.Data, p.maxBuf)
+		if err != nil {
+			return p.fail(fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err))
+		}
+		p.zk.Apply(t, now)
+	}
+	for range syncs {
+		p.zk.SyncDone(now)
+	}
+	if rd.Role != nil {
+		p.setMode(*rd.Role, now)
+	}
+	p.node.Advance(rd)
+	return nil
+}
+
+// handleCore sends client bytes and hands the core's writes to Zab: the
+// leader proposes them, a learner forwards them.
+func (p *Peer) handleCore(now zkcore.Now) {
+	rd := p.zk.Ready()
+	for _, s := range rd.Sends {
+		p.clients.Send(s)
+	}
+	if p.writeErr != nil {
+		return // out of the ensemble: nothing goes to Zab
+	}
+	for _, o := range rd.Outbox {
+		var err error
+		switch {
+		case o.Txn != nil:
+			err = p.node.Propose(o.Txn.Header.Zxid, txn.Marshal(o.Txn))
+		case o.Forward != nil:
+			err = p.node.Forward(EncodeForward(*o.Forward))
+		case o.Sync:
+			err = p.node.RequestSync()
+		case o.Revalidate != nil:
+			err = p.node.Revalidate(EncodeRevalidate(*o.Revalidate))
+		}
+		if err != nil {
+			// The core and Zab disagree on who leads or on the next
+			// zxid: void what the core prepared; its clients see the
+			// connection drop and retry.
+			p.logger.Warn("write refused by zab", "err", err)
+			p.zk.SetMode(zkcore.NotServing, 0, now)
+			return
+		}
+	}
+}
+
+// send passes messages on, filling in what only the peer knows: the
+// snapshot a learner needs, and a learner's active sessions in its PING.
+func (p *Peer) send(msgs []zab.Message, snapshotsFor []zab.PeerID) error {
+	for i := range msgs {
+		m := &msgs[i]
+		switch {
+		case m.Type == zab.MsgSnap && contains(snapshotsFor, m.To):
+			// The snapshot is the state applied now, which may be past the
+			// zxid the node chose when it decided on a SNAP (a batch may
+			// have been applied since): name it by what it holds. The
+			// learner skips the proposals that follow up to there.
+			b, err := EncodeSnapshot(p.zk)
+			if err != nil {
+				return err
+			}
+			m.Data = b
+			m.Zxid = p.zk.LastZxid()
+		case m.Type == zab.MsgPing && p.node.Role() != zab.Leading:
+			m.Data = encodeTouches(p.zk.TakeTouches())
+		}
+	}
+	if len(msgs) > 0 {
+		p.tr.Send(msgs)
+	}
+	return nil
+}
+
+// hitAfterSend marks the failpoints of a batch whose messages just went to
+// the transport: a leader's start of a sync and its NEWLEADER, a learner's
+// ACK of NEWLEADER (an epoch ACK in the batch that made the epoch current;
+// UPTODATE's carries no state).
+func hitAfterSend(rd zab.Ready) {
+	for _, m := range rd.Messages {
+		switch {
+		case m.Type == zab.MsgDiff:
+			failpoint.Hit(failpoint.LeaderDiffSent)
+		case m.Type == zab.MsgTrunc:
+			failpoint.Hit(failpoint.LeaderTruncSent)
+		case m.Type == zab.MsgSnap:
+			failpoint.Hit(failpoint.LeaderSnapSent)
+		case m.Type == zab.MsgAck && m.Zxid.Counter() == 0 && rd.State != nil:
+			failpoint.Hit(failpoint.LearnerNewLeaderAcked)
+		case m.Type == zab.MsgNewLeader:
+			failpoint.Hit(failpoint.LeaderNewLeaderSent)
+		}
+	}
+}
+
+// setMode follows Zab's role with the core's mode.
+func (p *Peer) setMode(rc zab.RoleChange, now zkcore.Now) {
+	switch {
+	case !rc.Serving:
+		p.zk.SetMode(zkcore.NotServing, rc.Epoch, now)
+	case rc.Role == zab.Leading:
+		p.zk.SetMode(zkcore.Leader, rc.Epoch, now)
+	default:
+		p.zk.SetMode(zkcore.Learner, rc.Epoch, now)
+	}
+}
+
+func contains(ids []zab.PeerID, id zab.PeerID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// EncodeSnapshot is the SNAP stream's body: the sessions, then the tree as
+// a snapshot file holds it (spec §10.3), without header or seals.
+func EncodeSnapshot(zk *zkcore.Server) ([]byte, error) {
+	var e jute.Encoder
+	sessions := zk.SnapshotSessions()
+	e.Int(int32(len(sessions)))
+	for _, s := range sessions {
+		e.Long(s.ID)
+		e.Int(s.TimeoutMs)
+	}
+	buf := bytes.NewBuffer(e.B)
+	if err := zk.Tree().WriteBody(buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeSnapshot reads EncodeSnapshot's bytes.
+func DecodeSnapshot(b []byte, maxLen int) (*datatree.Tree, []zkcore.SessionState, error) {
+	d := jute.NewDecoder(b, maxLen)
+	n := d.VectorLen(12)
+	var sessions []zkcore.SessionState
+	for i := 0; i < n; i++ {
+		sessions = append(sessions, zkcore.SessionState{ID: d.Long(), TimeoutMs: d.Int()})
+	}
+	if d.Err() != nil {
+		return nil, nil, d.Err()
+	}
+	tree, err := datatree.ReadBody(bytes.NewReader(b[d.Offset():]), maxLen)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tree, sessions, nil
+}
+
+// ErrBadForward means a forwarded request does not decode.
+var ErrBadForward = errors.New("peer: bad forwarded request")
+
+// EncodeForward encodes a learner's forwarded write as Zab REQUEST data:
+// long sessionId; int cxid; int type; the request body (as ZooKeeper's
+// Request), then keeper's own trailer: boolean bad; vector<Id> ids.
+func EncodeForward(f zkcore.Forward) []byte {
+	var e jute.Encoder
+	e.Long(f.SessionID)
+	e.Int(f.Cxid)
+	e.Int(int32(f.Op))
+	var body jute.Encoder
+	if f.Body != nil {
+		f.Body.Encode(&body)
+	}
+	e.Buffer(body.B)
+	e.Bool(f.Bad)
+	e.VectorLen(len(f.IDs), false)
+	for i := range f.IDs {
+		f.IDs[i].Encode(&e)
+	}
+	return e.B
+}
+
+// DecodeForward reads EncodeForward's bytes.
+func DecodeForward(b []byte, maxLen int) (zkcore.Forward, error) {
+	d := jute.NewDecoder(b, maxLen)
+	f := zkcore.Forward{SessionID: d.Long(), Cxid: d.Int(), Op: zkproto.Op(d.Int())}
+	body := d.Buffer()
+	f.Bad = d.Bool()
+	k := d.VectorLen(8)
+	for i := 0; i < k; i++ {
+		var id zkproto.ID
+		id.Decode(d)
+		f.IDs = append(f.IDs, id)
+	}
+	if err := d.Finish(); err != nil {
+		return f, fmt.Errorf("%w: %v", ErrBadForward, err)
+	}
+	if f.Bad {
+		return f, nil
+	}
+	var rec jute.Record
+	if f.Op == zkproto.OpCreateSession {
+		rec = &txn.CreateSession{}
+	} else {
+		r, known := zkproto.NewRequest(f.Op)
+		if !known {
+			return f, fmt.Errorf("%w: op %v", ErrBadForward, f.Op)
+		}
+		rec = r
+	}
+	if rec != nil {
+		if err := jute.Unmarshal(body, rec, maxLen); err != nil {
+			return f, fmt.Errorf("%w: %v body: %v", ErrBadForward, f.Op, err)
+		}
+	}
+	f.Body = rec
+	return f, nil
+}
+
+// encodeTouches is a learner's PING data: repeated {long session; int timeout}.
+func encodeTouches(ts []zkcore.SessionTouch) []byte {
+	var e jute.Encoder
+	for _, t := range ts {
+		e.Long(t.ID)
+		e.Int(t.TimeoutMs)
+	}
+	return e.B
+}
+
+func decodeTouches(b []byte) ([]zkcore.SessionTouch, error) {
+	if len(b)%12 != 0 {
+		return nil, fmt.Errorf("ping data of %d bytes is not a list of session touches", len(b))
+	}
+	d := jute.NewDecoder(b, 0)
+	out := make([]zkcore.SessionTouch, 0, len(b)/12)
+	for d.Remaining() > 0 {
+		out = append(out, zkcore.SessionTouch{ID: d.Long(), TimeoutMs: d.Int()})
+	}
+	return out, d.Err()
+}

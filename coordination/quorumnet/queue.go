@@ -1,0 +1,100 @@
+package quorumnet
+
+import (
+	"sync"
+
+	"keeper/coordination/zab"
+)
+
+// queue is a bounded FIFO of messages with one consumer at a time. Its
+// storage grows with use, so a large bound costs nothing until it is used.
+type queue struct {
+	mu    sync.Mutex
+	items []zab.Message // mu guards items
+	spare []zab.Message // a batch the consumer gave back (recycle), for items to reuse (mu)
+	max   int
+	ready chan struct{} // holds a token while items may be non-empty
+}
+
+func newQueue(max int) *queue {
+	return &queue{max: max, ready: make(chan struct{}, 1)}
+}
+
+// push appends m and reports whether there was room.
+func (q *queue) push(m zab.Message) bool {
+	q.mu.Lock()
+	if len(q.items) >= q.max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// pushDropOldest appends m, dropping the oldest message if the queue is
+// full. It reports whether one was dropped.
+func (q *queue) pushDropOldest(m zab.Message) bool {
+	q.mu.Lock()
+	dropped := len(q.items) >= q.max
+	if dropped {
+		q.items = append(q.items[:0], q.items[1:]...)
+	}
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	q.signal()
+	return dropped
+}
+
+func (q *queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// recycle gives a batch wait returned back to the queue, whose storage
+// later pushes reuse: a busy link then stops allocating.
+func (q *queue) recycle(batch []zab.Message) {
+	clear(batch) // drop the references to message data
+	q.mu.Lock()
+	if cap(batch) > cap(q.spare) {
+		q.spare = batch[:0]
+	}
+	q.mu.Unlock()
+}
+
+// clear drops every queued message.
+func (q *queue) clear() {
+	q.mu.Lock()
+	q.items = nil
+	q.mu.Unlock()
+}
+
+// wait returns every queued message, blocking until there is one; ok is
+// false once done is closed. A consumer may give the batch back with
+// recycle once it is done with it. A consumer that gives up passes the token on,
+// so a consumer that replaced it is not left waiting.
+func (q *queue) wait(done <-chan struct{}) (batch []zab.Message, ok bool) {
+	for {
+		select {
+		case <-done:
+			q.signal()
+			return nil, false
+		default:
+		}
+		q.mu.Lock()
+		batch, q.items, q.spare = q.items, q.spare, nil
+		q.mu.Unlock()
+		if len(batch) > 0 {
+			return batch, true
+		}
+		select {
+		case <-q.ready:
+		case <-done:
+			q.signal()
+			return nil, false
+		}
+	}
+}

@@ -1,0 +1,437 @@
+package quorumnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"keeper/coordination/zab"
+)
+
+// Defaults for Config's zero values.
+const (
+	// DefaultQueueMessages bounds each peer's quorum send queue. A sync by
+	// DIFF sends up to two messages per txn in zab's in-memory log tail
+	// (zab.Config.MaxRecentEntries, 10,000 by default) in one batch, plus
+	// the proposals in flight; the queue must hold a whole sync, or a
+	// learner that is a little behind could never catch up. The queue
+	// grows with use, so an idle link costs nothing.
+	DefaultQueueMessages = 32 << 10
+	// DefaultDialTimeout bounds a dial, the handshake on an accepted
+	// connection (a peer that connects and stays silent is dropped), and
+	// one write on an election connection.
+	DefaultDialTimeout = 5 * time.Second
+)
+
+const (
+	// recvBufferMessages is the capacity of the Recv channel. When it is
+	// full, connection readers stop reading and TCP pushes back on the
+	// senders, whose queues fill and drop their links: a stalled consumer
+	// costs links, never unbounded memory.
+	recvBufferMessages = 1024
+	// electionQueueMessages bounds each peer's election send queue. A
+	// notification states the sender's whole current vote, so only the
+	// newest matters (ZooKeeper keeps one); when the queue is full the
+	// oldest is dropped, which FLE tolerates because it retransmits.
+	electionQueueMessages = 16
+	// electionBackoffMin and electionBackoffMax bound the wait before
+	// dialling a peer's election port again after a failed dial: soon
+	// enough that a restarted peer is reached within a couple of election
+	// retries, rarely enough that a dead one is not dialled per message.
+	electionBackoffMin = 50 * time.Millisecond
+	electionBackoffMax = 2 * time.Second
+	// acceptRetryDelay is the pause after a failed Accept (out of file
+	// descriptors, say), so the accept loop does not spin.
+	acceptRetryDelay = 50 * time.Millisecond
+)
+
+// PeerAddrs are a server's addresses (zoo.cfg server.N=host:quorumPort:electionPort).
+type PeerAddrs struct {
+	Quorum   string // host:port learners dial to reach this server as leader
+	Election string // host:port for fast leader election
+}
+
+// Config configures a Transport.
+type Config struct {
+	// ID is this server's id.
+	ID zab.PeerID
+	// Peers are the servers of the ensemble, this one included if its
+	// advertised election address should differ from the bound one.
+	// Connections from ids not listed here are refused.
+	Peers map[zab.PeerID]PeerAddrs
+	// ListenQuorum and ListenElection are the host:port to listen on.
+	// Port 0 picks a free port; QuorumAddr and ElectionAddr report it.
+	ListenQuorum   string
+	ListenElection string
+	// QueueMessages bounds each peer's quorum send queue (0: the default).
+	QueueMessages int
+	// DialTimeout bounds dials and handshakes (0: the default).
+	DialTimeout time.Duration
+	// MaxPacketDataBytes bounds a received QuorumPacket's data (0:
+	// DefaultMaxPacketDataBytes). MaxSnapshotBytes bounds a received
+	// snapshot (0: DefaultMaxSnapshotBytes).
+	MaxPacketDataBytes int
+	MaxSnapshotBytes   int64
+	// Logger receives the transport's logs (nil: discard).
+	Logger *slog.Logger
+}
+
+// Validate reports the first problem in c.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID <= 0:
+		return fmt.Errorf("quorumnet: id %d must be positive", c.ID)
+	case c.ListenQuorum == "" || c.ListenElection == "":
+		return errors.New("quorumnet: both listen addresses are required")
+	case c.QueueMessages < 0 || c.DialTimeout < 0 || c.MaxPacketDataBytes < 0 || c.MaxSnapshotBytes < 0:
+		return errors.New("quorumnet: negative limit")
+	}
+	for id := range c.Peers {
+		if id <= 0 {
+			return fmt.Errorf("quorumnet: peer id %d must be positive", id)
+		}
+	}
+	return nil
+}
+
+// Transport carries zab messages between servers over TCP: election
+// notifications on the election port, quorum packets on the quorum port
+// (see the package comment). It is safe for concurrent use.
+type Transport struct {
+	cfg    Config
+	logger *slog.Logger
+	lim    limits
+	recv   chan zab.Message
+	done   chan struct{} // closed by Close
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards everything below.
+	mu            sync.Mutex
+	started       bool
+	closed        bool
+	peers         map[zab.PeerID]PeerAddrs
+	quorumLn      net.Listener
+	electionLn    net.Listener
+	conns         map[net.Conn]struct{} // every open connection, so Close can close them
+	quorum        map[zab.PeerID]*quorumLink
+	lastQuorum    map[zab.PeerID]chan struct{} // see quorumLink.prev
+	noLinkPending map[zab.PeerID]bool          // a "no link" MsgDisconnected is on its way
+	election      map[zab.PeerID]*electionPeer
+}
+
+// New returns a transport; Start makes it listen.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.QueueMessages == 0 {
+		cfg.QueueMessages = DefaultQueueMessages
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	lim := defaultLimits
+	if cfg.MaxPacketDataBytes > 0 {
+		lim.dataBytes = cfg.MaxPacketDataBytes
+	}
+	if cfg.MaxSnapshotBytes > 0 {
+		lim.snapshotBytes = cfg.MaxSnapshotBytes
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	peers := make(map[zab.PeerID]PeerAddrs, len(cfg.Peers))
+	for id, a := range cfg.Peers {
+		peers[id] = a
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Transport{
+		cfg: cfg, logger: logger.With("server", cfg.ID), lim: lim,
+		recv: make(chan zab.Message, recvBufferMessages), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel, peers: peers, conns: map[net.Conn]struct{}{},
+		quorum: map[zab.PeerID]*quorumLink{}, lastQuorum: map[zab.PeerID]chan struct{}{},
+		noLinkPending: map[zab.PeerID]bool{}, election: map[zab.PeerID]*electionPeer{},
+	}, nil
+}
+
+// ErrClosed is returned by Start after Close.
+var ErrClosed = errors.New("quorumnet: closed")
+
+// Start listens on both ports and accepts connections until Close.
+func (t *Transport) Start() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closed:
+		return ErrClosed
+	case t.started:
+		return errors.New("quorumnet: already started")
+	}
+	var lc net.ListenConfig
+	qln, err := lc.Listen(t.ctx, "tcp", t.cfg.ListenQuorum)
+	if err != nil {
+		return fmt.Errorf("quorumnet: listen on quorum port: %w", err)
+	}
+	eln, err := lc.Listen(t.ctx, "tcp", t.cfg.ListenElection)
+	if err != nil {
+		qln.Close()
+		return fmt.Errorf("quorumnet: listen on election port: %w", err)
+	}
+	t.started, t.quorumLn, t.electionLn = true, qln, eln
+	t.spawnLocked(func() { t.accept(qln, t.serveQuorum) })
+	t.spawnLocked(func() { t.accept(eln, t.serveElection) })
+	t.logger.Info("transport listening", "quorum", qln.Addr().String(), "election", eln.Addr().String())
+	return nil
+}
+
+// QuorumAddr returns the bound quorum address, "" before Start.
+func (t *Transport) QuorumAddr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.quorumLn == nil {
+		return ""
+	}
+	return t.quorumLn.Addr().String()
+}
+
+// ElectionAddr returns the bound election address, "" before Start.
+func (t *Transport) ElectionAddr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.electionLn == nil {
+		return ""
+	}
+	return t.electionLn.Addr().String()
+}
+
+// SetPeer adds a peer or changes its addresses: for ensembles whose ports
+// are known only once every server has started. Existing connections are
+// kept.
+func (t *Transport) SetPeer(id zab.PeerID, addrs PeerAddrs) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.peers[id] = addrs
+}
+
+// Close closes the listeners and every connection (peers see their links
+// go down), waits for the transport's goroutines to end, then closes the
+// Recv channel. Messages not yet delivered are dropped.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	close(t.done)
+	t.cancel()
+	if t.quorumLn != nil {
+		t.quorumLn.Close()
+		t.electionLn.Close()
+	}
+	for _, l := range t.quorum {
+		l.dropLocked(false, ErrClosed)
+	}
+	for _, ep := range t.election {
+		if ep.conn != nil {
+			t.closeElectionLocked(ep.conn)
+		}
+	}
+	for c := range t.conns { // those still in their handshake
+		c.Close()
+	}
+	clear(t.conns)
+	t.mu.Unlock()
+	t.wg.Wait()
+	close(t.recv)
+	return nil
+}
+
+// Recv returns the channel of received messages, in FIFO order per
+// connection, with MsgDisconnected{From: peer} after the last message of a
+// quorum link that went down (see the package comment). It is closed by
+// Close.
+func (t *Transport) Recv() <-chan zab.Message { return t.recv }
+
+// Send queues msgs for their peers and returns at once: notifications go
+// over the election port, everything else over the peer's quorum link.
+// A quorum message for a peer with no link, or whose queue is full, is
+// dropped and MsgDisconnected is reported on Recv (for a full queue, after
+// closing the link). FOLLOWERINFO and OBSERVERINFO open a new link to their
+// peer, closing any current one without reporting it.
+//
+// Carry out zab.Ready.Disconnect before sending Ready.Messages: a
+// FOLLOWERINFO in the same batch opens the link that Disconnect must not
+// close.
+func (t *Transport) Send(msgs []zab.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for _, m := range msgs {
+		t.sendLocked(m)
+	}
+}
+
+func (t *Transport) sendLocked(m zab.Message) {
+	switch {
+	case m.To == t.cfg.ID:
+		t.logger.Debug("dropped message to self", "type", m.Type)
+	case m.Type == zab.MsgNotification:
+		t.sendElectionLocked(m)
+	case m.Type == zab.MsgFollowerInfo || m.Type == zab.MsgObserverInfo:
+		t.openLearnerLinkLocked(m)
+	case quorumTypes[m.Type]:
+		t.sendQuorumLocked(m)
+	default:
+		t.logger.Debug("dropped message that never crosses a link", "type", m.Type, "to", m.To)
+	}
+}
+
+// Disconnect closes the quorum link to peer, if there is one
+// (zab.Ready.Disconnect). The peer sees MsgDisconnected; this side does
+// not, since it asked.
+func (t *Transport) Disconnect(peer zab.PeerID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.quorum[peer]; l != nil {
+		l.dropLocked(false, errDisconnect)
+	}
+}
+
+var errDisconnect = errors.New("disconnect requested")
+
+// spawnLocked runs f in a goroutine Close waits for, unless the transport
+// is closed.
+func (t *Transport) spawnLocked(f func()) bool {
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// deliver puts m on Recv. It gives up, returning false, when the transport
+// closes or abort (if not nil) is closed.
+func (t *Transport) deliver(m zab.Message, abort <-chan struct{}) bool {
+	select {
+	case <-t.done:
+		return false // links torn down by Close are not reported
+	default:
+	}
+	select {
+	case t.recv <- m:
+		return true
+	case <-t.done:
+	case <-abort:
+	}
+	return false
+}
+
+// wait waits for ch (nil: nothing to wait for); false means the transport
+// closed first.
+func (t *Transport) wait(ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-t.done:
+		return false
+	}
+}
+
+// dial connects to addr and registers the connection for Close.
+func (t *Transport) dial(addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	c, err := d.DialContext(t.ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.trackLocked(c) {
+		return nil, ErrClosed
+	}
+	return c, nil
+}
+
+// trackLocked registers c for Close; if the transport is closed it closes
+// c and returns false.
+func (t *Transport) trackLocked(c net.Conn) bool {
+	if t.closed {
+		c.Close()
+		return false
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+// closeConnLocked closes c and forgets it.
+func (t *Transport) closeConnLocked(c net.Conn) {
+	delete(t.conns, c)
+	c.Close()
+}
+
+func (t *Transport) closeConn(c net.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closeConnLocked(c)
+}
+
+// accept hands each connection on ln to serve in its own goroutine.
+func (t *Transport) accept(ln net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-t.done:
+				return
+			case <-time.After(acceptRetryDelay):
+				t.logger.Warn("accept failed", "addr", ln.Addr().String(), "err", err)
+				continue
+			}
+		}
+		t.mu.Lock()
+		if t.trackLocked(c) && !t.spawnLocked(func() { serve(c) }) {
+			t.closeConnLocked(c)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// knownPeerLocked reports whether id may connect to us.
+func (t *Transport) knownPeerLocked(id zab.PeerID) bool {
+	_, ok := t.peers[id]
+	return ok && id != t.cfg.ID
+}
+
+func (t *Transport) knownPeer(id zab.PeerID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.knownPeerLocked(id)
+}
+
+// refused closes an accepted connection that failed its handshake, and
+// logs why unless the transport is closing.
+func (t *Transport) refused(port string, conn net.Conn, sid zab.PeerID, err error) {
+	t.closeConn(conn)
+	select {
+	case <-t.done:
+	default:
+		t.logger.Warn("refused connection", "port", port, "remote", conn.RemoteAddr().String(), "sid", sid, "err", err)
+	}
+}

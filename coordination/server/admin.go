@@ -1,0 +1,95 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"keeper/coordination/admin"
+)
+
+// startAdmin builds the four-letter-word and admin HTTP side and, if
+// Config.AdminAddr is set, starts the admin HTTP server. Start calls it
+// after s.start is set (the origin of the core's monotonic clock) and
+// before any connection is admitted.
+func (s *Server) startAdmin() error {
+	a, err := admin.New(admin.Config{
+		Version:             Version,
+		FourLetterWhitelist: s.cfg.FourLetterWhitelist,
+		SnapDir:             versionDir(s.cfg.DataDir),
+		LogDir:              versionDir(s.cfg.DataLogDir),
+		ConfLines:           s.confLines(),
+		Start:               s.start,
+		State:               s.quorumRole,
+		Quorum:              s.quorumFacts,
+		Logger:              s.log,
+	}, s)
+	if err != nil {
+		return err
+	}
+	s.admin = a
+	if s.cfg.AdminAddr == "" {
+		return nil
+	}
+	h, err := a.Listen(s.cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("server: start admin server: %w", err)
+	}
+	s.adminHTTP = h
+	return nil
+}
+
+// stopAdmin stops the admin HTTP server, if it runs.
+func (s *Server) stopAdmin() {
+	if s.adminHTTP == nil {
+		return
+	}
+	if err := s.adminHTTP.Close(); err != nil {
+		s.log.Warn("admin server did not stop cleanly", "err", err)
+	}
+	s.adminHTTP = nil
+}
+
+// AdminAddr returns the admin HTTP server's address, or nil if it is
+// disabled or the server has not started.
+func (s *Server) AdminAddr() net.Addr {
+	if s.adminHTTP == nil {
+		return nil
+	}
+	return s.adminHTTP.Addr()
+}
+
+// versionDir is where ZooKeeper keeps its files below a data directory;
+// dirs and conf report the size of this directory.
+func versionDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "version-2")
+}
+
+// confLines returns Config.ConfLines, or, when they are not set, the conf
+// lines of a standalone server derived from this Config.
+func (s *Server) confLines() []string {
+	if s.cfg.ConfLines != nil {
+		return s.cfg.ConfLines
+	}
+	port := 0
+	if tcp, ok := s.ln.Addr().(*net.TCPAddr); ok {
+		port = tcp.Port
+	}
+	return []string{
+		fmt.Sprintf("clientPort=%d", port),
+		"secureClientPort=-1",
+		"dataDir=" + versionDir(s.cfg.DataDir),
+		"dataDirSize=0",
+		"dataLogDir=" + versionDir(s.cfg.DataLogDir),
+		"dataLogSize=0",
+		fmt.Sprintf("tickTime=%d", s.cfg.Core.TickMs),
+		fmt.Sprintf("maxClientCnxns=%d", s.cfg.MaxClientCnxns),
+		fmt.Sprintf("minSessionTimeout=%d", s.cfg.Core.MinSessionTimeoutMs),
+		fmt.Sprintf("maxSessionTimeout=%d", s.cfg.Core.MaxSessionTimeoutMs),
+		"clientPortListenBacklog=-1",
+		"serverId=0",
+	}
+}

@@ -1,0 +1,31 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"keeper/coordination/zoocfg"
+)
+
+// TestConfigFromZooAdmin checks the mapping of admin.enableServer,
+// admin.serverAddress and admin.serverPort onto Config.AdminAddr.
+func TestConfigFromZooAdmin(t *testing.T) {
+	tests := []struct {
+		cfg  string
+		want string
+	}{
+		{"", "0.0.0.0:8080"},
+		{"admin.serverPort=9090\nadmin.serverAddress=127.0.0.1\n", "127.0.0.1:9090"},
+		{"admin.serverAddress=::1\n", "[::1]:8080"},
+		{"admin.enableServer=false\nadmin.serverPort=9090\n", ""},
+	}
+	for _, tt := range tests {
+		zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/x\nclientPort=2181\n" + tt.cfg))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.cfg, err)
+		}
+		if got := ConfigFromZoo(zc, nil).AdminAddr; got != tt.want {
+			t.Errorf("%q: AdminAddr = %q, want %q", tt.cfg, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"keeper/coordination/clientconn"
+	"keeper/coordination/quorumnet"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zoocfg"
+)
+
+// ConfigFromZoo maps a parsed zoo.cfg onto a server configuration.
+func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
+	core := zkcore.DefaultConfig()
+	core.ServerID = 1
+	if zc.Distributed() && zc.MyID != 0 {
+		core.ServerID = zc.MyID
+	}
+	core.TickMs = zc.TickTime.Milliseconds()
+	core.MinSessionTimeoutMs = int32(zc.MinSessionTimeout.Milliseconds())
+	core.MaxSessionTimeoutMs = int32(zc.MaxSessionTimeout.Milliseconds())
+	core.ExtendedTypes = zc.ExtendedTypesEnabled
+	core.SuperDigest = zc.SuperDigest
+	core.MaxBuffer = zc.JuteMaxBufferBytes
+	core.StartWallMs = time.Now().UnixMilli()
+	core.Logger = logger
+	conn := clientconn.DefaultConfig()
+	conn.MaxBuffer = zc.JuteMaxBufferBytes
+	conn.MaxOutstanding = core.MaxOutstanding
+	conn.Logger = logger
+	var whitelist []string
+	for _, w := range []string{"ruok", "srvr", "stat", "mntr", "cons", "crst", "srst", "envi",
+		"conf", "wchs", "wchc", "wchp", "dump", "isro", "dirs", "gtmk", "stmk", "hash"} {
+		if zc.FourLetterAllowed(w) {
+			whitelist = append(whitelist, w)
+		}
+	}
+	cfg := Config{
+		ClientAddr:          zc.ClientAddress(),
+		Core:                core,
+		Conn:                conn,
+		MaxClientCnxns:      zc.MaxClientCnxns,
+		FourLetterWhitelist: whitelist,
+		DataDir:             zc.DataDir,
+		DataLogDir:          zc.TxnLogDir(),
+		Storage: StorageConfig{
+			DataDir:           zc.DataDir,
+			DataLogDir:        zc.TxnLogDir(),
+			PreAllocSizeBytes: zc.PreAllocSizeKB * 1024,
+			SnapCount:         zc.SnapCount,
+			SnapRetainCount:   zc.AutopurgeSnapRetainCount,
+			PurgeInterval:     zc.AutopurgePurgeInterval,
+		},
+		ConfLines: confLines(zc),
+		AdminAddr: adminAddr(zc),
+		Logger:    logger,
+	}
+	if zc.Distributed() {
+		cfg.Quorum = quorumFromZoo(zc)
+		cfg.ConfLines = nil // the standalone conf lines do not apply
+	}
+	return cfg
+}
+
+// quorumFromZoo maps the server.N lines and myid onto a QuorumConfig.
+func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
+	q := &QuorumConfig{
+		MyID:           zab.PeerID(zc.MyID),
+		Peers:          map[zab.PeerID]quorumnet.PeerAddrs{},
+		InitLimitTicks: zc.InitLimitTicks,
+		SyncLimitTicks: zc.SyncLimitTicks,
+		ReadOnly:       zc.ReadOnlyModeEnabled,
+	}
+	for _, srv := range zc.Servers {
+		id := zab.PeerID(srv.ID)
+		q.Peers[id] = quorumnet.PeerAddrs{
+			Quorum:   net.JoinHostPort(srv.Host, strconv.Itoa(srv.QuorumPort)),
+			Election: net.JoinHostPort(srv.Host, strconv.Itoa(srv.ElectionPort)),
+		}
+		if srv.Role == zoocfg.Observer {
+			q.Observers = append(q.Observers, id)
+		} else {
+			q.Voters = append(q.Voters, id)
+		}
+		if id == q.MyID {
+			q.ListenQuorum, q.ListenElection = q.Peers[id].Quorum, q.Peers[id].Election
+		}
+	}
+	return q
+}
+
+// adminAddr is the admin HTTP server's address from admin.enableServer,
+// admin.serverAddress and admin.serverPort; "" when it is disabled.
+func adminAddr(zc *zoocfg.Config) string {
+	if !zc.AdminEnableServer {
+		return ""
+	}
+	return net.JoinHostPort(zc.AdminServerAddress, strconv.Itoa(zc.AdminServerPort))
+}
+
+// confLines renders the conf four-letter word for a standalone server, in
+// Apache ZooKeeper's order (spec §8.2).
+func confLines(zc *zoocfg.Config) []string {
+	return []string{
+		fmt.Sprintf("clientPort=%d", zc.ClientPort),
+		"secureClientPort=-1",
+		"dataDir=" + filepath.Join(zc.DataDir, "version-2"),
+		"dataDirSize=0",
+		"dataLogDir=" + filepath.Join(zc.TxnLogDir(), "version-2"),
+		"dataLogSize=0",
+		fmt.Sprintf("tickTime=%d", zc.TickTime.Milliseconds()),
+		fmt.Sprintf("maxClientCnxns=%d", zc.MaxClientCnxns),
+		fmt.Sprintf("minSessionTimeout=%d", zc.MinSessionTimeout.Milliseconds()),
+		fmt.Sprintf("maxSessionTimeout=%d", zc.MaxSessionTimeout.Milliseconds()),
+		"clientPortListenBacklog=-1",
+		"serverId=0",
+	}
+}

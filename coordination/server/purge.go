@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"keeper/coordination/snap"
+	"keeper/coordination/txnlog"
+	"keeper/internal/vfs"
+)
+
+// MinSnapRetainCount is the fewest snapshots a purge keeps, as in Apache
+// ZooKeeper: with fewer, one damaged snapshot could leave nothing to
+// recover from.
+const MinSnapRetainCount = 3
+
+// PurgeResult lists the files one purge removed, as paths, oldest first.
+type PurgeResult struct {
+	Snapshots []string // snapshot files removed
+	Logs      []string // log files removed
+}
+
+// Purge removes old snapshots from dataDir/version-2 and old log files
+// from dataLogDir/version-2, as Apache ZooKeeper's PurgeTxnLog does: it
+// keeps the newest retain snapshots that are valid, and every log file a
+// restore from the oldest of them reads (snap.PurgePlan). Invalid
+// snapshots older than that one go too; newer ones are left for an
+// operator to look at. The newest log file is never removed, nor is
+// anything when there is no valid snapshot.
+//
+// valid decides whether a snapshot can be restored from; nil means
+// snap.QuickCheck followed by a full snap.Read bounded by maxRecordBytes
+// (0 means the txnlog default). Files are removed oldest first and the
+// directories synced after, so a crash part way leaves the newest files.
+// Purge must not run while another purge runs on the same directories; it
+// may run while a server writes new snapshots and appends to the log.
+func Purge(fs vfs.FS, dataDir, dataLogDir string, retain, maxRecordBytes int, valid func(snap.Info) error) (PurgeResult, error) {
+	if dataLogDir == "" {
+		dataLogDir = dataDir
+	}
+	if maxRecordBytes <= 0 {
+		maxRecordBytes = txnlog.DefaultMaxRecordBytes
+	}
+	snapDir := filepath.Join(dataDir, txnlog.DirName)
+	if valid == nil {
+		valid = func(info snap.Info) error { return checkSnapshot(fs, snapDir, info, maxRecordBytes) }
+	}
+	infos, err := snap.List(fs, snapDir)
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	files, err := txnlog.Files(fs, dataLogDir)
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	removeSnaps, removeLogs := purgePlan(infos, files, max(retain, 1), valid)
+	var res PurgeResult
+	for _, name := range removeSnaps {
+		path := filepath.Join(snapDir, name)
+		if err := fs.Remove(path); err != nil {
+			return res, fmt.Errorf("server: purge %s: %w", path, err)
+		}
+		res.Snapshots = append(res.Snapshots, path)
+	}
+	logDir := filepath.Join(dataLogDir, txnlog.DirName)
+	for _, name := range removeLogs {
+		path := filepath.Join(logDir, name)
+		if err := fs.Remove(path); err != nil {
+			return res, fmt.Errorf("server: purge %s: %w", path, err)
+		}
+		res.Logs = append(res.Logs, path)
+	}
+	return res, syncDirs(fs, res, snapDir, logDir)
+}
+
+// purgePlan picks what to remove: snap.PurgePlan over the valid snapshots
+// (newest first, stopping once retain are found), plus the invalid
+// snapshots older than the oldest one kept.
+func purgePlan(infos []snap.Info, files []txnlog.File, retain int, valid func(snap.Info) error) (removeSnaps, removeLogs []string) {
+	var kept []snap.Info
+	for _, info := range infos { // newest first
+		if len(kept) == retain {
+			break
+		}
+		if valid(info) == nil {
+			kept = append(kept, info)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	oldestKept := kept[len(kept)-1].Zxid
+	// Every snapshot older than the oldest kept one goes, valid or not;
+	// PurgePlan sees the kept ones and those. Invalid snapshots newer than
+	// it stay, for an operator to look at.
+	var candidates []snap.Info
+	for _, info := range infos {
+		if info.Zxid >= oldestKept && !slices.Contains(kept, info) {
+			continue
+		}
+		candidates = append(candidates, info)
+	}
+	logs := make([]snap.LogFile, len(files))
+	for i, f := range files {
+		logs[i] = snap.LogFile{Name: f.Name(), StartZxid: f.Start}
+	}
+	removeSnaps, removeLogs = snap.PurgePlan(candidates, logs, len(kept))
+	if len(files) > 0 {
+		// PurgePlan keeps the log holding the txns after the oldest kept
+		// snapshot and every later one; this is a belt on top of that.
+		removeLogs = slices.DeleteFunc(removeLogs, func(n string) bool { return n == files[len(files)-1].Name() })
+	}
+	return removeSnaps, removeLogs
+}
+
+// checkSnapshot is Purge's default validity test.
+func checkSnapshot(fs vfs.FS, dir string, info snap.Info, maxRecordBytes int) error {
+	_, err := snap.ReadValid(fs, dir, info, maxRecordBytes)
+	return err
+}
+
+// syncDirs makes the removals durable in the directories they touched.
+func syncDirs(fs vfs.FS, res PurgeResult, snapDir, logDir string) error {
+	var errs []error
+	if len(res.Snapshots) > 0 {
+		errs = append(errs, fs.SyncDir(snapDir))
+	}
+	if len(res.Logs) > 0 && (logDir != snapDir || len(res.Snapshots) == 0) {
+		errs = append(errs, fs.SyncDir(logDir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("server: purge: %w", err)
+	}
+	return nil
+}
+
+// purger runs autopurge (autopurge.purgeInterval) for a server. It
+// remembers which snapshots it has fully read, so that each is read once.
+type purger struct {
+	fs                  vfs.FS
+	dataDir, dataLogDir string
+	retain              int
+	maxRecordBytes      int
+	verified            map[string]int64 // snapshot name -> size when it was read
+	s                   *Server
+}
+
+// startPurge starts autopurge when the server keeps its data on disk and
+// Storage.PurgeInterval is positive. The purge goroutine stops when ctx
+// ends; Close waits for it through s.wg.
+func (s *Server) startPurge(ctx context.Context) {
+	st := &s.cfg.Storage
+	if !st.enabled() || st.PurgeInterval <= 0 {
+		return
+	}
+	p := &purger{
+		fs:             st.FS,
+		dataDir:        st.DataDir,
+		dataLogDir:     st.logDir(),
+		retain:         max(st.SnapRetainCount, MinSnapRetainCount),
+		maxRecordBytes: s.cfg.Core.MaxBuffer + 1024,
+		verified:       make(map[string]int64),
+		s:              s,
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		p.run(ctx, st.PurgeInterval)
+	}()
+}
+
+// run purges once at once, as ZooKeeper's cleanup task does, and then
+// every interval until ctx ends.
+func (p *purger) run(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		p.once()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// once runs one purge and logs what it did.
+func (p *purger) once() {
+	p.s.storageMu.Lock()
+	defer p.s.storageMu.Unlock()
+	snapDir := filepath.Join(p.dataDir, txnlog.DirName)
+	res, err := Purge(p.fs, p.dataDir, p.dataLogDir, p.retain, p.maxRecordBytes, func(info snap.Info) error {
+		if size, ok := p.verified[info.Name]; ok && size == info.Size {
+			return nil
+		}
+		if err := checkSnapshot(p.fs, snapDir, info, p.maxRecordBytes); err != nil {
+			return err
+		}
+		p.verified[info.Name] = info.Size
+		return nil
+	})
+	for _, path := range res.Snapshots {
+		delete(p.verified, filepath.Base(path))
+	}
+	if err != nil {
+		p.s.log.Warn("autopurge failed", "err", err)
+		return
+	}
+	if len(res.Snapshots)+len(res.Logs) > 0 {
+		p.s.log.Info("autopurge removed old files", "snapshots", res.Snapshots, "logs", res.Logs,
+			"retain", p.retain)
+	}
+}

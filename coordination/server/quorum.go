@@ -1,0 +1,304 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"keeper/coordination/admin"
+	"keeper/coordination/peer"
+	"keeper/coordination/quorumnet"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zxid"
+)
+
+// QuorumConfig makes the server a member of an ensemble (zoo.cfg's
+// server.N lines and the myid file). A nil QuorumConfig runs standalone.
+type QuorumConfig struct {
+	// MyID is this server's id.
+	MyID zab.PeerID
+	// Voters and Observers are the ensemble's members.
+	Voters, Observers []zab.PeerID
+	// Peers are every member's quorum and election addresses.
+	Peers map[zab.PeerID]quorumnet.PeerAddrs
+	// ListenQuorum and ListenElection are where this server listens for
+	// the others (its own server.N addresses, or ":0" in tests).
+	ListenQuorum, ListenElection string
+	// InitLimitTicks and SyncLimitTicks are zoo.cfg's initLimit and
+	// syncLimit, in ticks of Core.TickMs.
+	InitLimitTicks, SyncLimitTicks int
+	// MaxRecentEntries bounds the txns kept in memory to bring learners
+	// up to date with a DIFF; 0 means 10,000.
+	MaxRecentEntries int
+	// ReadOnly lets the server serve reads in read-only mode once it has
+	// had no leader for a while (readonlymode.enabled).
+	ReadOnly bool
+}
+
+// readOnlyDelay is how long a member without a leader waits before it
+// serves read-only: Apache ZooKeeper waits max(2 s, tickTime), so that an
+// ordinary election does not flip every client to a read-only server.
+const readOnlyDelayMs = 2000
+
+// quorumState is the part of a Server that runs Zab.
+type quorumState struct {
+	peer *peer.Peer
+	tr   *quorumnet.Transport
+	log  *diskLog
+	// role is what srvr and mntr report: leader, follower, observer,
+	// read-only, or "" while not serving. Written by the loop, read by the
+	// admin side.
+	role atomic.Value
+	// leaderlessSinceMs is when the server last lost its leader (MonoMs),
+	// or -1 while it has one.
+	leaderlessSinceMs int64
+
+	// The persister goroutine writes one Zab batch at a time to disk while
+	// the loop goes on serving (reads, pings, new writes that go into the
+	// next batch); the loop finishes the batch when it comes back.
+	toDisk     chan zab.Ready
+	fromDisk   chan persisted
+	persisting bool // a batch is on its way to disk, or held (loop)
+	// held is a batch that replaces the state (TRUNC, SNAP) waiting for a
+	// snapshot job to end: a snapshot of the state it replaces must not be
+	// written after it (it would outlive the truncation), nor walk the new
+	// tree under the old zxid. rebuilding is set while such a batch is held
+	// or on its way to disk: no snapshot starts then. (loop)
+	held       *zab.Ready
+	rebuilding bool
+	diskDone   chan struct{}
+	// rollLog asks the persister to start a new log file before the next
+	// batch (a snapshot started).
+	rollLog atomic.Bool
+}
+
+// persisted is a batch back from the persister.
+type persisted struct {
+	rd  zab.Ready
+	ps  peer.Persisted
+	err error
+}
+
+// persister writes batches in order; it is the only goroutine that
+// touches the log while the loop runs.
+func (s *Server) persister() {
+	defer close(s.quorum.diskDone)
+	for rd := range s.quorum.toDisk {
+		var ps peer.Persisted
+		var err error
+		if s.quorum.rollLog.Swap(false) {
+			err = s.quorum.log.log.Roll()
+		}
+		if err == nil {
+			ps, err = s.quorum.peer.Persist(rd)
+		}
+		s.quorum.fromDisk <- persisted{rd: rd, ps: ps, err: err}
+		if err != nil {
+			return // the log is poisoned: nothing more is written
+		}
+	}
+}
+
+// startQuorum recovers the data, opens the log and the links to the other
+// servers, and builds the peer. Called by Start before the loop runs.
+func (s *Server) startQuorum() error {
+	q := s.cfg.Quorum
+	if !s.cfg.Storage.enabled() {
+		return errors.New("server: an ensemble member needs a data directory")
+	}
+	maxRecord := s.cfg.Core.MaxBuffer + 1024
+	hs, err := readEpochs(s.cfg.Storage.FS, s.cfg.Storage.snapDir())
+	if err != nil {
+		return err
+	}
+	maxRecent := q.MaxRecentEntries
+	if maxRecent <= 0 {
+		maxRecent = 10000
+	}
+	recent := &recentTail{max: maxRecent}
+	if err := loadState(&s.cfg.Storage, s.core, maxRecord, s.now(), s.log, recent); err != nil {
+		return err
+	}
+	lg, err := txnlog.Open(s.cfg.Storage.FS, s.cfg.Storage.logDir(), txnlogConfig(&s.cfg.Storage, maxRecord, s.log))
+	if err != nil {
+		return err
+	}
+	s.core.SetMode(zkcore.NotServing, 0, s.now())
+	floor, err := truncateFloor(&s.cfg.Storage)
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	node, err := zab.New(zab.Config{
+		ID: q.MyID, Voters: q.Voters, Observers: q.Observers,
+		InitLimitTicks: q.InitLimitTicks, SyncLimitTicks: q.SyncLimitTicks,
+		HardState: hs, LastZxid: s.core.LastZxid(), Recent: recent.tail(), MaxRecentEntries: maxRecent,
+		TruncateFloor: floor,
+		Rand:          rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
+	})
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	tr, err := quorumnet.New(quorumnet.Config{ID: q.MyID, Peers: q.Peers,
+		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, Logger: s.log})
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	if err := tr.Start(); err != nil {
+		lg.Close()
+		return fmt.Errorf("server: quorum transport: %w", err)
+	}
+	coreCfg := s.cfg.Core
+	coreCfg.Logger = nil
+	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
+		logger: s.log, hard: hs, now: s.now, purgeMu: &s.storageMu}
+	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
+		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
+	s.quorum.role.Store("")
+	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
+	go s.persister()
+	return nil
+}
+
+// stopQuorum closes the links and the log.
+func (s *Server) stopQuorum() error {
+	if s.quorum == nil {
+		return nil
+	}
+	close(s.quorum.toDisk)
+	<-s.quorum.diskDone
+	err := s.quorum.tr.Close()
+	if lerr := s.quorum.log.log.Close(); err == nil && !errors.Is(lerr, s.core.WritesFailed()) {
+		err = lerr
+	}
+	return err
+}
+
+// clientSink hands the core's output to client connections (peer.Clients).
+type clientSink struct{ s *Server }
+
+func (c clientSink) Send(snd zkcore.Send) {
+	if conn, ok := c.s.conns[snd.Conn]; ok {
+		conn.Send(snd.Data, snd.Completed, snd.Close)
+	}
+}
+
+// quorumStep handles one message from another server, on the loop.
+func (s *Server) quorumStep(m zab.Message) {
+	if err := s.quorum.peer.Step(m, s.now()); err != nil {
+		s.log.Debug("dropped quorum message", "from", m.From, "type", m.Type, "err", err)
+	}
+}
+
+// driveQuorum carries out the peer's work on the loop: client bytes and new
+// writes at once, a Zab batch to the persister when none is on its way;
+// then it updates the role and starts a snapshot when one is due.
+func (s *Server) driveQuorum() {
+	q := s.quorum
+	before := s.core.LastZxid()
+	q.peer.PumpCore(s.now())
+	q.peer.SendEarly()
+	if !q.persisting && q.peer.Err() == nil && q.peer.Node().HasReady() {
+		q.persisting = true
+		rd := q.peer.Node().Ready()
+		q.rebuilding = rd.Truncate != nil || rd.InstallSnapshot
+		if q.rebuilding && s.snapshot != nil {
+			q.held = &rd
+			s.abortSnapshot() // a walk in progress stops; a finished one is written first
+		} else {
+			q.toDisk <- rd
+		}
+	}
+	s.quorumBookkeeping(before)
+}
+
+// releaseHeld sends the batch held for a snapshot job to disk, once the
+// job ended (snapshotFinished).
+func (s *Server) releaseHeld() {
+	if q := s.quorum; q != nil && q.held != nil && s.snapshot == nil {
+		rd := *q.held
+		q.held = nil
+		q.toDisk <- rd
+	}
+}
+
+// finishBatch completes a batch the persister wrote, on the loop.
+func (s *Server) finishBatch(r persisted) {
+	q := s.quorum
+	q.persisting, q.rebuilding = false, false
+	before := s.core.LastZxid()
+	err := r.err
+	if err == nil {
+		err = q.peer.Finish(r.rd, r.ps, s.now())
+	}
+	if err != nil {
+		// The member leaves the service for good: the peer drops Zab
+		// traffic and the core closes every client connection
+		// (peer.Fail, zkcore.FailWrites).
+		s.core.FailWrites(err) // first, so that Stop recognises the log's error
+		q.peer.Fail(err)
+	}
+	s.quorumBookkeeping(before)
+	s.driveQuorum()
+}
+
+// quorumBookkeeping updates the reported role, read-only mode and the
+// snapshot count after work that may have applied txns since before.
+func (s *Server) quorumBookkeeping(before zxid.ID) {
+	n := s.quorum.peer.Node()
+	now := s.now()
+	role := ""
+	switch {
+	case s.core.WritesFailed() != nil:
+		// Out of the service for good: the node is frozen as it was.
+	case n.Serving():
+		role = map[zab.Role]string{zab.Leading: "leader", zab.Following: "follower", zab.Observing: "observer"}[n.Role()]
+		s.quorum.leaderlessSinceMs = -1
+	case s.quorum.leaderlessSinceMs < 0:
+		s.quorum.leaderlessSinceMs = now.MonoMs
+	case s.cfg.Quorum.ReadOnly && s.core.Mode() == zkcore.NotServing && s.core.WritesFailed() == nil &&
+		now.MonoMs-s.quorum.leaderlessSinceMs >= max(readOnlyDelayMs, s.cfg.Core.TickMs):
+		s.core.SetMode(zkcore.ReadOnly, 0, now)
+		s.log.Info("serving read-only: no leader")
+	}
+	if s.core.Mode() == zkcore.ReadOnly {
+		role = "read-only"
+	}
+	s.quorum.role.Store(role)
+	if after := s.core.LastZxid(); after > before {
+		s.sinceSnapshot += int(after.Counter() - before.Counter())
+		if after.Epoch() != before.Epoch() {
+			s.sinceSnapshot++
+		}
+	}
+	if s.snapshot == nil && !s.quorum.rebuilding && s.trigger.Due(s.sinceSnapshot, 0) {
+		s.quorum.rollLog.Store(true) // the persister owns the log
+		s.startSnapshot()
+	}
+}
+
+// quorumRole returns what srvr reports as Mode.
+func (s *Server) quorumRole() string {
+	if s.quorum == nil {
+		return "standalone"
+	}
+	return s.quorum.role.Load().(string)
+}
+
+// quorumFacts reports a leader's learners to mntr; it runs on the loop.
+func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
+	if s.quorum == nil {
+		return admin.QuorumFacts{}, false
+	}
+	st, ok := s.quorum.peer.Node().LeaderStats()
+	if !ok {
+		return admin.QuorumFacts{}, false
+	}
+	return admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), Followers: st.Followers,
+		SyncedFollowers: st.SyncedFollowers, Observers: st.Observers, PendingSyncs: st.PendingSyncs}, true
+}

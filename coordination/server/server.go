@@ -1,0 +1,557 @@
+// Package server runs one coordination server process: it accepts client
+// connections, owns the core (zkcore) on a single goroutine (the loop),
+// carries out the core's Ready batches, and serves the four-letter words.
+//
+// The loop is the only goroutine that touches the core. Connection readers
+// decode frames and post them to the loop's inbox; the loop posts output
+// back to each connection's writer. Everything else (4lw, the admin server)
+// reaches the core through Inspect, which runs a function on the loop.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"keeper/coordination/admin"
+	"keeper/coordination/clientconn"
+	"keeper/coordination/snap"
+	"keeper/coordination/txn"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
+	"keeper/internal/vfs"
+)
+
+// Version is what srvr, stat, mntr and envi report. It follows Apache
+// ZooKeeper's "<version>-<build>, built on <date>" form, with the build date
+// in ZooKeeper 3.4's MM/dd/yyyy HH:mm zone style: go-zookeeper's FLWSrvr
+// accepts only that style, and kazoo's server_version() reads the numbers
+// before the first '-' of envi's zookeeper.version line.
+const Version = "3.8.0-keeper, built on 11/30/2026 00:00 GMT"
+
+// Config configures a Server.
+type Config struct {
+	// ClientAddr is where clients connect, e.g. "127.0.0.1:2181"; port 0
+	// picks a free port.
+	ClientAddr string
+	// Core configures the service logic.
+	Core zkcore.Config
+	// Conn bounds each client connection.
+	Conn clientconn.Config
+	// MaxClientCnxns limits connections per client IP; 0 means no limit.
+	MaxClientCnxns int
+	// FourLetterWhitelist lists the four-letter words that run; "*" allows
+	// all of them.
+	FourLetterWhitelist []string
+	// DataDir and DataLogDir are reported by conf and dirs.
+	DataDir, DataLogDir string
+	// ConfLines are the key=value lines of the conf four-letter word; nil
+	// means lines derived from this Config. dataDirSize and dataLogSize
+	// lines get the live directory sizes.
+	ConfLines []string
+	// Storage says where the data lives; with an empty Storage.DataDir it
+	// lives in memory only.
+	Storage StorageConfig
+	// Quorum makes the server a member of an ensemble; nil runs it
+	// standalone.
+	Quorum *QuorumConfig
+	// AdminAddr is where the admin HTTP server (commands and /metrics)
+	// listens, e.g. "0.0.0.0:8080"; "" disables it.
+	AdminAddr string
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Clock, if not nil, is the time the server runs on instead of the
+	// system's (a chaos build's skewable clock; tests' fake clocks). See
+	// Clock for what follows it.
+	Clock Clock
+}
+
+// Clock is a server's time source. wall is the time of day: txn times,
+// and through them node mtimes, TTL and container ages. mono is a
+// monotonic reading from any origin: it drives session expiry, the
+// container and TTL reaper's schedule, read-only mode's delay and the
+// ticks of Zab's timeouts (syncLimit, initLimit, election), so a clock
+// whose mono runs fast expires sessions and times peers out early, and a
+// slow one late. The two are separate readings because they fail
+// separately: a wall step (NTP) must not move expiry, and a time.Time
+// cannot carry a monotonic reading other than its own. mono must not go
+// back; the server holds its monotonic clock still until one that did
+// catches up. Socket deadlines, connection backoff, autopurge and the
+// admin uptime keep the system clock.
+type Clock func() (wall time.Time, mono time.Duration)
+
+// Server is one running coordination server.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	core *zkcore.Server
+	ln   net.Listener
+
+	inbox   chan func()   // work for the loop, in arrival order
+	stopped chan struct{} // closed when the loop has exited
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	start   time.Time
+	started time.Time // wall time at start, for uptime
+
+	// The core's monotonic clock: Clock's mono reading at Start, and the
+	// last MonoMs now returned (held if the clock went back). Set by
+	// Start, then owned by the loop.
+	startMono time.Duration
+	lastMono  int64
+
+	// Owned by the loop.
+	conns  map[zkcore.ConnID]*clientconn.Conn
+	nextID zkcore.ConnID
+
+	ipMu    sync.Mutex
+	perIP   map[netip.Addr]int // ipMu guards perIP
+	serving bool
+
+	admin     *admin.Admin      // set by Start, before any connection
+	adminHTTP *admin.HTTPServer // nil when Config.AdminAddr is ""
+
+	// Persistence; nil committer when data lives in memory only.
+	committer     *committer
+	trigger       *snap.Trigger
+	rng           *rand.Rand
+	sinceSnapshot int // txns applied since the last snapshot started (loop)
+	// stageNextSnapshot makes the next snapshot stage its nodes (loop): the
+	// last streamed one met an ACL list newer than its walk.
+	stageNextSnapshot bool
+	snapshot          *snapshotJob // the snapshot in progress, or nil (loop)
+	snapDone          chan snapshotResult
+	snapWriters       sync.WaitGroup // snapshot writer goroutines; Close waits
+	// storageMu is held by autopurge and by a learner's TRUNC or snapshot
+	// install, which must not race over which snapshots and logs stay: a
+	// purge counting snapshots a truncation is about to remove could delete
+	// the one the truncation rebuilds from.
+	storageMu sync.Mutex
+
+	quorum *quorumState // nil when standalone
+}
+
+// New validates cfg and builds a server; Start makes it listen.
+func New(cfg Config) (*Server, error) {
+	core, err := zkcore.New(cfg.Core)
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Conn.MaxBuffer == 0 {
+		cfg.Conn = clientconn.DefaultConfig()
+		cfg.Conn.MaxBuffer = cfg.Core.MaxBuffer
+		cfg.Conn.MaxOutstanding = cfg.Core.MaxOutstanding
+	}
+	if cfg.Storage.FS == nil {
+		cfg.Storage.FS = vfs.Default
+	}
+	if cfg.Storage.SnapshotStepNodes <= 0 {
+		cfg.Storage.SnapshotStepNodes = 1000
+	}
+	if cfg.Storage.SnapCount <= 0 {
+		cfg.Storage.SnapCount = snap.DefaultSnapCount
+	}
+	if cfg.Storage.SnapSizeLimitBytes == 0 {
+		cfg.Storage.SnapSizeLimitBytes = snap.DefaultSnapSizeLimitBytes
+	}
+	if cfg.Storage.enabled() {
+		cfg.DataDir, cfg.DataLogDir = cfg.Storage.DataDir, cfg.Storage.logDir()
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.Core.ServerID)))
+	return &Server{
+		cfg:      cfg,
+		log:      logger,
+		core:     core,
+		inbox:    make(chan func(), 4096),
+		stopped:  make(chan struct{}),
+		conns:    make(map[zkcore.ConnID]*clientconn.Conn),
+		perIP:    make(map[netip.Addr]int),
+		rng:      rng,
+		trigger:  snap.NewTrigger(cfg.Storage.SnapCount, cfg.Storage.SnapSizeLimitBytes, rng),
+		snapDone: make(chan snapshotResult, 1),
+	}, nil
+}
+
+// Start recovers the data from disk, listens on the client address and
+// starts the loop.
+func (s *Server) Start() error {
+	s.start = time.Now()
+	s.started = s.start
+	_, s.startMono = s.readClock()
+	switch {
+	case s.cfg.Quorum != nil:
+		if err := s.startQuorum(); err != nil {
+			return err
+		}
+	case s.cfg.Storage.enabled():
+		log, err := recoverState(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log)
+		if err != nil {
+			return err
+		}
+		s.core.RenewSessions(s.now())
+		s.committer = newCommitter(log)
+		go s.committer.run()
+	}
+	ln, err := net.Listen("tcp", s.cfg.ClientAddr)
+	if err != nil {
+		s.closeStorage()
+		return fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr, err)
+	}
+	s.ln = ln
+	if err := s.startAdmin(); err != nil {
+		ln.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.serving = true
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.loop(ctx) }()
+	go func() { defer s.wg.Done(); s.accept() }()
+	s.startPurge(ctx)
+	s.log.Info("serving clients", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr returns the address clients connect to.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting, closes every connection and stops the loop.
+func (s *Server) Close() error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.stopAdmin()
+	s.cancel()
+	err := s.ln.Close()
+	s.wg.Wait()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.snapWriters.Wait()
+	if serr := s.closeStorage(); err == nil {
+		err = serr
+	}
+	if qerr := s.stopQuorum(); err == nil {
+		err = qerr
+	}
+	return err
+}
+
+// storageFailed stops writes after the committer's first error. Batches
+// it made durable before failing are applied first: they are on disk and
+// will be replayed after a restart anyway.
+func (s *Server) storageFailed(durable <-chan []*txn.Txn, err error) {
+	for {
+		select {
+		case batch := <-durable:
+			s.applyDurable(batch)
+			continue
+		default:
+		}
+		break
+	}
+	s.core.FailWrites(err)
+}
+
+// closeStorage writes out what the committer holds and closes the log.
+func (s *Server) closeStorage() error {
+	if s.committer == nil {
+		return nil
+	}
+	err := s.committer.close()
+	s.committer = nil
+	if err != nil && !errors.Is(err, s.core.WritesFailed()) {
+		return err
+	}
+	return nil
+}
+
+// now reads the clocks the core runs on. MonoMs counts from Start and
+// never goes back.
+func (s *Server) now() zkcore.Now {
+	wall, mono := s.readClock()
+	s.lastMono = max(s.lastMono, (mono - s.startMono).Milliseconds())
+	return zkcore.Now{WallMs: wall.UnixMilli(), MonoMs: s.lastMono}
+}
+
+// readClock reads Config.Clock, or the system clock (mono: since Start).
+func (s *Server) readClock() (time.Time, time.Duration) {
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock()
+	}
+	t := time.Now()
+	return t, t.Sub(s.start)
+}
+
+// clockTicks paces the loop's ticks by Config.Clock: the loop polls
+// pollsPerTick times a tick of real time and ticks when the clock's
+// monotonic reading reaches the next tick, so a fast clock ticks faster
+// (up to pollsPerTick times) and a slow one slower. A clock that leapt
+// ahead gets one tick, not the ticks it skipped.
+type clockTicks struct {
+	periodMs int64
+	nextMs   int64
+	primed   bool // nextMs is set (by the first poll)
+}
+
+const pollsPerTick = 4
+
+// due reports whether a tick is due at monoMs and, if so, schedules the
+// next.
+func (t *clockTicks) due(monoMs int64) bool {
+	switch {
+	case !t.primed:
+		t.nextMs, t.primed = monoMs+t.periodMs, true
+		return false
+	case monoMs < t.nextMs:
+		return false
+	}
+	t.nextMs += t.periodMs
+	if t.nextMs <= monoMs {
+		t.nextMs = monoMs + t.periodMs
+	}
+	return true
+}
+
+// tick lets time pass for the core, or for the peer in an ensemble. With
+// Config.Clock set, the loop's ticker polls and ticks only count when
+// the clock says a tick is due.
+func (s *Server) tick(ticks *clockTicks) {
+	now := s.now()
+	if s.cfg.Clock != nil && !ticks.due(now.MonoMs) {
+		return
+	}
+	if s.quorum != nil {
+		s.quorum.peer.Tick(now)
+	} else {
+		s.core.Tick(now)
+	}
+}
+
+// inboxBatch bounds the work the loop takes from its inbox before it
+// drives the core: under load one drive (replies handed to the writers,
+// writes to the committer) then serves many requests.
+const inboxBatch = 64
+
+// drainInbox runs what else is already waiting in the inbox, up to
+// inboxBatch items, without blocking.
+func (s *Server) drainInbox() {
+	for range inboxBatch - 1 {
+		select {
+		case fn := <-s.inbox:
+			fn()
+		default:
+			return
+		}
+	}
+}
+
+// loop is the only goroutine that touches the core.
+func (s *Server) loop(ctx context.Context) {
+	defer close(s.stopped)
+	tickEvery := time.Duration(s.cfg.Core.TickMs) * time.Millisecond / 2
+	if s.quorum != nil {
+		tickEvery = time.Duration(s.cfg.Core.TickMs) * time.Millisecond
+	}
+	ticks := &clockTicks{periodMs: max(1, tickEvery.Milliseconds())}
+	if s.cfg.Clock != nil {
+		tickEvery /= pollsPerTick
+	}
+	ticker := time.NewTicker(tickEvery)
+	defer ticker.Stop()
+	var durable <-chan []*txn.Txn
+	var failed <-chan error
+	if s.committer != nil {
+		durable, failed = s.committer.durable, s.committer.failed
+	}
+	var quorumIn <-chan zab.Message
+	var fromDisk <-chan persisted
+	if s.quorum != nil {
+		quorumIn = s.quorum.tr.Recv()
+		fromDisk = s.quorum.fromDisk
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			s.abortSnapshot()
+			return
+		case fn := <-s.inbox:
+			fn()
+			s.drainInbox()
+		case m := <-quorumIn:
+			s.quorumStep(m)
+		case r := <-fromDisk:
+			s.finishBatch(r)
+		case batch := <-durable:
+			s.applyDurable(batch)
+		case err := <-failed:
+			s.storageFailed(durable, err)
+		case <-s.snapshotStep():
+			s.stepSnapshot()
+		case r := <-s.snapDone:
+			s.snapshotFinished(r)
+		case <-ticker.C:
+			s.tick(ticks)
+		}
+		if s.quorum != nil {
+			s.driveQuorum()
+		} else {
+			s.drive()
+		}
+	}
+}
+
+// drive carries out the core's Ready batches until it has none. Sends go
+// out before the proposals of the same batch are applied, so replies and
+// events keep their order. Proposals go to the committer and come back
+// through applyDurable once they are on disk; without storage a proposal
+// is durable as soon as it is made.
+func (s *Server) drive() {
+	for s.core.HasReady() {
+		rd := s.core.Ready()
+		for _, snd := range rd.Sends {
+			c, ok := s.conns[snd.Conn]
+			if !ok {
+				continue
+			}
+			c.Send(snd.Data, snd.Completed, snd.Close)
+		}
+		if len(rd.Proposals) == 0 {
+			continue
+		}
+		if s.committer != nil {
+			s.committer.submit(rd.Proposals)
+			continue
+		}
+		now := s.now()
+		for _, t := range rd.Proposals {
+			s.core.Apply(t, now)
+		}
+	}
+}
+
+// applyDurable applies txns the committer made durable and starts a
+// snapshot when one is due (ZooKeeper's snapCount rule).
+func (s *Server) applyDurable(batch []*txn.Txn) {
+	now := s.now()
+	for _, t := range batch {
+		s.core.Apply(t, now)
+	}
+	s.sinceSnapshot += len(batch)
+	if s.snapshot == nil && s.trigger.Due(s.sinceSnapshot, 0) {
+		s.startSnapshot()
+	}
+}
+
+// post runs fn on the loop. It returns false if the server stopped.
+func (s *Server) post(fn func()) bool {
+	select {
+	case s.inbox <- fn:
+		return true
+	case <-s.stopped:
+		return false
+	}
+}
+
+// Inspect runs fn on the loop with the core and waits for it. fn must not
+// keep the core. It returns false, without calling fn, if the server
+// stopped.
+func (s *Server) Inspect(fn func(core *zkcore.Server)) bool {
+	done := make(chan struct{})
+	if !s.post(func() { fn(s.core); close(done) }) {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-s.stopped:
+		return false
+	}
+}
+
+// accept admits connections until the listener closes.
+func (s *Server) accept() {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Error("accept failed", "err", err)
+			}
+			return
+		}
+		s.admit(nc)
+	}
+}
+
+// admit enforces maxClientCnxns and hands the socket to the loop.
+func (s *Server) admit(nc net.Conn) {
+	ap, err := netip.ParseAddrPort(nc.RemoteAddr().String())
+	if err != nil {
+		nc.Close()
+		return
+	}
+	ip := ap.Addr().Unmap()
+	s.ipMu.Lock()
+	if s.cfg.MaxClientCnxns > 0 && s.perIP[ip] >= s.cfg.MaxClientCnxns {
+		s.ipMu.Unlock()
+		s.log.Warn("too many connections from client", "ip", ip.String(), "max", s.cfg.MaxClientCnxns)
+		nc.Close()
+		return
+	}
+	s.perIP[ip]++
+	s.ipMu.Unlock()
+	ok := s.post(func() {
+		s.nextID++
+		c := clientconn.New(s.nextID, nc, s.cfg.Conn, handler{s})
+		s.conns[c.ID()] = c
+		s.core.NewConn(c.ID(), c.Remote(), s.now())
+		c.Start()
+	})
+	if !ok {
+		nc.Close()
+	}
+}
+
+// handler adapts clientconn callbacks to loop work.
+type handler struct{ s *Server }
+
+func (h handler) Connect(c *clientconn.Conn, req *zkproto.ConnectRequest) {
+	h.s.post(func() { h.s.core.Connect(c.ID(), req, h.s.now()) })
+}
+
+func (h handler) Request(c *clientconn.Conn, r zkcore.Request) {
+	h.s.post(func() { h.s.core.Request(c.ID(), r, h.s.now()) })
+}
+
+func (h handler) Closed(c *clientconn.Conn, err error) {
+	if err != nil {
+		h.s.log.Debug("connection closed", "conn", c.ID(), "remote", c.Remote().String(), "err", err)
+	}
+	ip := c.Remote().Addr().Unmap()
+	h.s.ipMu.Lock()
+	if h.s.perIP[ip]--; h.s.perIP[ip] <= 0 {
+		delete(h.s.perIP, ip)
+	}
+	h.s.ipMu.Unlock()
+	h.s.post(func() {
+		delete(h.s.conns, c.ID())
+		h.s.core.Disconnect(c.ID())
+	})
+}
+
+func (h handler) FourLetter(c *clientconn.Conn, cmd string, arg int64) []byte {
+	return h.s.fourLetter(c.ID(), cmd, arg)
+}

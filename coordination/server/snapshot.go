@@ -1,0 +1,279 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sync/atomic"
+
+	"keeper/coordination/datatree"
+	"keeper/coordination/snap"
+	"keeper/coordination/zxid"
+	"keeper/internal/vfs"
+)
+
+// snapshotChunks bounds the encoded nodes waiting for the writer: the loop
+// stops stepping the walk (but keeps serving) while the disk catches up.
+const snapshotChunks = 8
+
+// snapshotJob is a fuzzy snapshot in progress. The loop walks the tree a
+// step at a time between requests and hands the encoded nodes to a writer
+// goroutine. Writes never stop for it (spec §9.4). The writer streams the
+// nodes into the snapshot file after the ACL lists cached when the walk
+// started; if a node written uses a list cached later (the body is Late),
+// that file is abandoned and the next snapshot is staged: its nodes go to a
+// staging file first, and the snapshot is written around them with the
+// lists the nodes used.
+type snapshotJob struct {
+	zxid     zxid.ID // the last txn applied when the walk started
+	sessions []snap.SessionEntry
+	body     *datatree.FuzzyBody
+	leading  []byte // the body's leading ACL section, fixed at the start
+	staged   bool
+	chunks   chan []byte
+	free     chan []byte // chunks the writer is done with, for the walk to reuse
+
+	// Set by the loop before it closes chunks; read by the writer after.
+	aclSection []byte
+	late       bool
+	digest     *snap.Digest
+	aborted    atomic.Bool
+}
+
+// errLateACL is how a streamed snapshot that met an ACL list newer than
+// its walk reports.
+var errLateACL = errors.New("server: a node written uses an ACL list cached after the snapshot started")
+
+// snapshotResult is what the writer reports back to the loop.
+type snapshotResult struct {
+	name  string
+	nodes int
+	err   error
+}
+
+// startSnapshot begins a snapshot of the tree as it is now; the log rolls
+// so that the snapshot's txns and the later ones sit in separate files.
+func (s *Server) startSnapshot() {
+	if s.committer != nil {
+		s.committer.rollLog() // a quorum member's peer log rolls before this
+	}
+	s.trigger.Reset(s.rng)
+	s.sinceSnapshot = 0
+	tree := s.core.Tree()
+	job := &snapshotJob{
+		zxid:   s.core.LastZxid(),
+		body:   tree.StartFuzzyBody(),
+		staged: s.stageNextSnapshot,
+		chunks: make(chan []byte, snapshotChunks),
+		free:   make(chan []byte, snapshotChunks+1),
+	}
+	job.leading = job.body.LeadingACLSection()
+	s.stageNextSnapshot = false
+	for _, ss := range s.core.SnapshotSessions() {
+		job.sessions = append(job.sessions, snap.SessionEntry{ID: ss.ID, TimeoutMs: ss.TimeoutMs})
+	}
+	s.snapshot = job
+	s.log.Info("snapshot started", "zxid", job.zxid)
+	s.snapWriters.Add(1)
+	go func() {
+		defer s.snapWriters.Done()
+		s.writeSnapshot(job)
+	}()
+}
+
+// snapshotStep returns a channel that is ready when the loop should walk the
+// next part of the tree: a snapshot is being walked and the writer has room.
+func (s *Server) snapshotStep() <-chan struct{} {
+	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks) {
+		return closedChan
+	}
+	return nil
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// stepSnapshot walks part of the tree. When the walk ends it records the
+// tree digest and the zxid it belongs to: the last txn applied now.
+func (s *Server) stepSnapshot() {
+	job := s.snapshot
+	tree := s.core.Tree()
+	select {
+	case b := <-job.free:
+		job.body.Reuse(b)
+	default:
+	}
+	done := job.body.Step(tree, s.cfg.Storage.SnapshotStepNodes)
+	if chunk := job.body.Take(); len(chunk) > 0 {
+		job.chunks <- chunk
+	}
+	if done {
+		job.aclSection = job.body.ACLSection()
+		job.late = job.body.Late()
+		job.digest = &snap.Digest{Zxid: s.core.LastZxid(), Version: datatree.DigestVersion, TreeDigest: tree.Digest()}
+		close(job.chunks)
+	}
+}
+
+// errSnapshotAborted is how the writer of an aborted job reports.
+var errSnapshotAborted = errors.New("server: snapshot aborted")
+
+// abortSnapshot stops a snapshot whose walk the loop will not finish; its
+// writer still reports (errSnapshotAborted). A job whose walk is done is
+// left to finish.
+func (s *Server) abortSnapshot() {
+	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() {
+		job.body.Abort()
+		job.aborted.Store(true)
+		close(job.chunks)
+	}
+}
+
+// writeSnapshot stages the nodes the loop hands over, then writes the
+// snapshot file around them and reports to the loop.
+func (s *Server) writeSnapshot(job *snapshotJob) {
+	fs := s.cfg.Storage.FS
+	dir := s.cfg.Storage.snapDir()
+	res := snapshotResult{nodes: 0}
+	if job.staged {
+		staging := filepath.Join(dir, fmt.Sprintf(".snapshot.%x.nodes.tmp", int64(job.zxid)))
+		res.err = stageNodes(fs, staging, job.chunks, job.free)
+		if job.aborted.Load() {
+			res.err = errSnapshotAborted
+		}
+		if res.err == nil {
+			body := &stagedBody{fs: fs, acl: job.aclSection, nodes: staging}
+			res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, body, job.digest, snap.Options{})
+		}
+		_ = fs.Remove(staging)
+	} else {
+		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, &streamedBody{job: job}, nil, snap.Options{})
+		if job.aborted.Load() {
+			res.err = errSnapshotAborted
+		}
+	}
+	if res.err == nil {
+		res.nodes = job.body.Nodes()
+	}
+	select {
+	case s.snapDone <- res:
+	case <-s.stopped: // the loop is gone; Close is waiting for us
+	}
+}
+
+// stageNodes writes every chunk to a staging file and offers it back on
+// free. It drains chunks even after an error, so the loop never blocks on a
+// failed writer.
+func stageNodes(fs vfs.FS, path string, chunks <-chan []byte, free chan<- []byte) error {
+	f, err := fs.Create(path)
+	var w *bufio.Writer
+	if err == nil {
+		w = bufio.NewWriterSize(f, 256<<10)
+	}
+	for chunk := range chunks {
+		if err == nil {
+			_, err = w.Write(chunk)
+		}
+		select {
+		case free <- chunk:
+		default:
+		}
+	}
+	if f == nil {
+		return fmt.Errorf("server: stage snapshot nodes: %w", err)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("server: stage snapshot nodes in %s: %w", path, err)
+	}
+	return nil
+}
+
+// streamedBody is a fuzzy snapshot body written as the walk goes: the ACL
+// lists cached when it started, the nodes as the loop hands them over, the
+// end marker. It drains the chunks even after an error, so the loop never
+// blocks on a failed writer, and fails a Late walk.
+type streamedBody struct{ job *snapshotJob }
+
+func (b *streamedBody) WriteBody(w io.Writer) error {
+	job := b.job
+	_, err := w.Write(job.leading)
+	for chunk := range job.chunks {
+		if err == nil {
+			_, err = w.Write(chunk)
+		}
+		select {
+		case job.free <- chunk:
+		default:
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case job.aborted.Load():
+		return errSnapshotAborted
+	case job.late:
+		return errLateACL
+	}
+	_, err = w.Write(datatree.EndMarker())
+	return err
+}
+
+// Digest is the tree digest the loop took when the walk ended.
+func (b *streamedBody) Digest() *snap.Digest { return b.job.digest }
+
+// stagedBody is a fuzzy snapshot body: the ACL section, the staged nodes,
+// the end marker.
+type stagedBody struct {
+	fs    vfs.FS
+	acl   []byte
+	nodes string
+}
+
+func (b *stagedBody) WriteBody(w io.Writer) error {
+	if _, err := w.Write(b.acl); err != nil {
+		return err
+	}
+	f, err := b.fs.Open(b.nodes)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return err
+	}
+	_, err = w.Write(datatree.EndMarker())
+	return err
+}
+
+// snapshotFinished logs the outcome. A failed snapshot is not fatal: the
+// log still holds every txn, and the next snapshot will be tried later.
+func (s *Server) snapshotFinished(r snapshotResult) {
+	job := s.snapshot
+	s.snapshot = nil
+	defer s.releaseHeld()
+	if errors.Is(r.err, errSnapshotAborted) {
+		s.log.Info("snapshot abandoned", "zxid", job.zxid)
+		return
+	}
+	if errors.Is(r.err, errLateACL) {
+		// Rare (a new ACL list while the walk ran): take a staged one at
+		// the next txn applied rather than a whole snapCount later.
+		s.log.Info("snapshot abandoned: a node got an ACL list newer than the walk; staging the next one", "zxid", job.zxid)
+		s.stageNextSnapshot = true
+		s.sinceSnapshot = math.MaxInt32
+		return
+	}
+	if r.err != nil {
+		s.log.Error("snapshot failed", "zxid", job.zxid, "err", r.err)
+		return
+	}
+	s.log.Info("snapshot taken", "file", r.name, "nodes", r.nodes, "staged", job.staged)
+}

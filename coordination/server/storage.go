@@ -1,0 +1,367 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"keeper/coordination/datatree"
+	"keeper/coordination/snap"
+	"keeper/coordination/txn"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zxid"
+	"keeper/internal/vfs"
+)
+
+// StorageConfig says where and how the server keeps its data. With an
+// empty DataDir the server keeps everything in memory.
+type StorageConfig struct {
+	// FS is the filesystem; nil means vfs.Default. Tests inject faults here.
+	FS vfs.FS
+	// DataDir holds snapshots (in DataDir/version-2); DataLogDir holds the
+	// transaction log (in DataLogDir/version-2) and defaults to DataDir.
+	DataDir, DataLogDir string
+	// PreAllocSizeBytes is the log's preallocation step; 0 is 64 MiB.
+	PreAllocSizeBytes int64
+	// SnapCount is ZooKeeper's snapCount: about this many txns (randomised
+	// between half and all of it) pass between snapshots.
+	SnapCount int
+	// SnapSizeLimitBytes also triggers a snapshot once the log grows by
+	// about this much; 0 is ZooKeeper's 4 GiB default, negative disables.
+	SnapSizeLimitBytes int64
+	// SnapRetainCount and PurgeInterval are autopurge.snapRetainCount and
+	// autopurge.purgeInterval; a zero interval disables autopurge.
+	SnapRetainCount int
+	PurgeInterval   time.Duration
+	// SnapshotStepNodes is how many nodes the loop serialises between
+	// requests while a snapshot is being taken; 0 means 1000.
+	SnapshotStepNodes int
+}
+
+func (c *StorageConfig) enabled() bool { return c.DataDir != "" }
+
+func (c *StorageConfig) logDir() string {
+	if c.DataLogDir != "" {
+		return c.DataLogDir
+	}
+	return c.DataDir
+}
+
+func (c *StorageConfig) snapDir() string { return filepath.Join(c.DataDir, txnlog.DirName) }
+
+// recoverState loads the newest valid snapshot and replays the log after
+// it into core, and opens the log for appending. A checksum failure, or a
+// digest that does not match after replay, stops start-up with an error
+// that names the file; only a torn tail at the very end of the log is
+// repaired, since it can only hold txns never acknowledged.
+func recoverState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger) (*txnlog.Log, error) {
+	if err := loadState(cfg, core, maxRecord, now, logger, nil); err != nil {
+		return nil, err
+	}
+	return txnlog.Open(cfg.FS, cfg.logDir(), txnlogConfig(cfg, maxRecord, logger))
+}
+
+func txnlogConfig(cfg *StorageConfig, maxRecord int, logger *slog.Logger) txnlog.Config {
+	return txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, Logger: logger}
+}
+
+// loadState restores core from the newest valid snapshot and the log after
+// it. When recent is not nil it also keeps the tail of the log it replays
+// (for Zab, which brings learners up to date from it).
+func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger, recent *recentTail) error {
+	fs := cfg.FS
+	snapDir := cfg.snapDir()
+	defer relaxGC(loadBudget(fs, snapDir))()
+	for _, dir := range []string{snapDir, filepath.Join(cfg.logDir(), txnlog.DirName)} {
+		if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
+			return fmt.Errorf("server: create %s: %w", dir, err)
+		}
+	}
+	if removed, err := snap.RemoveTemp(fs, snapDir); err != nil {
+		return err
+	} else if len(removed) > 0 {
+		logger.Warn("removed unfinished snapshots", "files", removed)
+	}
+	sn, skipped, err := snap.NewestValid(fs, snapDir, maxRecord)
+	if err != nil {
+		return err
+	}
+	for _, sk := range skipped {
+		logger.Warn("skipped unusable snapshot", "file", sk.Info.Name, "reason", sk.Err)
+	}
+	tree := datatree.New()
+	var sessions []zkcore.SessionState
+	var pendingDigest *snap.Digest
+	if sn != nil {
+		tree = sn.Tree
+		tree.SetLastZxid(sn.Zxid)
+		for _, s := range sn.Sessions {
+			sessions = append(sessions, zkcore.SessionState{ID: s.ID, TimeoutMs: s.TimeoutMs})
+		}
+		if sn.Digest != nil && !sn.DigestChecked && sn.Digest.Zxid > sn.Zxid {
+			pendingDigest = sn.Digest
+		}
+		logger.Info("loaded snapshot", "file", sn.Name, "zxid", sn.Zxid, "nodes", tree.NodeCount(), "sessions", len(sessions))
+	}
+	core.Restore(tree, sessions, now)
+	lcfg := txnlogConfig(cfg, maxRecord, logger)
+	if torn, err := txnlog.RepairTornTail(fs, cfg.logDir(), lcfg); err != nil {
+		return err
+	} else if torn != nil {
+		logger.Warn("truncated a torn record at the end of the log", "file", torn.File, "offset", torn.Offset)
+	}
+	replayed, err := replay(fs, cfg.logDir(), lcfg, core, pendingDigest, now, recent)
+	if err != nil {
+		return err
+	}
+	logger.Info("replayed transaction log", "txns", replayed, "last_zxid", core.LastZxid())
+	return nil
+}
+
+// relaxGC turns the collector off while a snapshot and the log load: they
+// allocate the tree, which stays live, so collecting while it grows mostly
+// marks it again and again (≈ 27% of the CPU of a restart with 1,000,000
+// znodes at GOGC 100, still ≈ 15% of its time at 400). A soft memory limit
+// of budget bytes above what the process holds now (or GOMEMLIMIT if lower)
+// still collects a load that makes more garbage than expected. It returns
+// the function that restores the settings; loads that overlap in one
+// process (tests) restore them when the last one ends.
+func relaxGC(budget int64) (restore func()) {
+	gcRelax.Lock()
+	defer gcRelax.Unlock()
+	if gcRelax.loads == 0 {
+		gcRelax.percent = debug.SetGCPercent(-1)
+		gcRelax.limit = debug.SetMemoryLimit(-1)
+		held := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+		metrics.Read(held)
+		if held[0].Value.Kind() == metrics.KindUint64 {
+			debug.SetMemoryLimit(min(gcRelax.limit, int64(held[0].Value.Uint64())+budget))
+		} else {
+			debug.SetGCPercent(gcRelax.percent) // cannot bound it: leave the collector as it was
+		}
+	}
+	gcRelax.loads++
+	return func() {
+		gcRelax.Lock()
+		defer gcRelax.Unlock()
+		if gcRelax.loads--; gcRelax.loads == 0 {
+			debug.SetMemoryLimit(gcRelax.limit)
+			debug.SetGCPercent(gcRelax.percent)
+		}
+	}
+}
+
+// gcRelax is the collector's settings from before the loads in progress.
+var gcRelax struct {
+	sync.Mutex
+	loads   int
+	percent int
+	limit   int64
+}
+
+// loadBudget is the memory a load may allocate before the collector runs:
+// four times the newest snapshot's size (the tree it holds takes about 1.6
+// times its size in memory) plus 512 MiB for the log's replay.
+func loadBudget(fs vfs.FS, snapDir string) int64 {
+	budget := int64(512 << 20)
+	if infos, err := snap.List(fs, snapDir); err == nil && len(infos) > 0 {
+		budget += 4 * infos[0].Size
+	}
+	return budget
+}
+
+// recentTail keeps the last max txns of a replay, with their payloads.
+type recentTail struct {
+	max     int
+	entries []zab.Entry
+}
+
+func (r *recentTail) add(z zxid.ID, payload []byte) {
+	r.entries = append(r.entries, zab.Entry{Zxid: z, Data: append([]byte(nil), payload...)})
+	if len(r.entries) > 2*r.max {
+		r.entries = append(r.entries[:0:0], r.entries[len(r.entries)-r.max:]...)
+	}
+}
+
+func (r *recentTail) tail() []zab.Entry {
+	if len(r.entries) > r.max {
+		return r.entries[len(r.entries)-r.max:]
+	}
+	return r.entries
+}
+
+// replay applies every txn after the tree's last zxid and checks a fuzzy
+// snapshot's digest when the replay reaches the zxid it names.
+func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, digest *snap.Digest, now zkcore.Now,
+	recent *recentTail) (int, error) {
+	it, err := txnlog.Read(fs, logDir, core.LastZxid()+1, lcfg)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	n := 0
+	for {
+		t, err := it.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, fmt.Errorf("server: replaying the transaction log: %w", err)
+		}
+		last := core.LastZxid()
+		if t.Header.Zxid <= last {
+			continue
+		}
+		if !follows(last, t.Header.Zxid) {
+			path, off := it.Position()
+			return n, fmt.Errorf("server: txns missing from the log: %s follows %s (%s at offset %d)",
+				t.Header.Zxid, last, path, off)
+		}
+		core.Apply(t, now)
+		if recent != nil {
+			recent.add(t.Header.Zxid, it.Payload())
+		}
+		n++
+		if digest != nil && t.Header.Zxid == digest.Zxid {
+			if got := core.Tree().Digest(); got != digest.TreeDigest {
+				return n, fmt.Errorf("server: %w: after replaying to %s the tree digest is %d, the snapshot recorded %d",
+					snap.ErrDigestMismatch, digest.Zxid, got, digest.TreeDigest)
+			}
+			digest = nil
+		}
+	}
+	if digest != nil {
+		return n, fmt.Errorf("server: the log ends at %s, before %s where the snapshot's digest was taken: txns are missing",
+			core.LastZxid(), digest.Zxid)
+	}
+	return n, nil
+}
+
+// follows reports whether next may come right after last: the next counter
+// of the same epoch, or the first txn of a later epoch.
+func follows(last, next zxid.ID) bool {
+	return next == last+1 || (next.Counter() == 1 && next.Epoch() > last.Epoch())
+}
+
+// committer makes proposals durable, many at a time: every batch the loop
+// hands over while the previous fsync runs shares the next one (group
+// commit). It is the only goroutine that touches the log.
+type committer struct {
+	log *txnlog.Log
+
+	mu      sync.Mutex
+	queue   []*txn.Txn // mu guards queue, roll, closed
+	roll    bool       // start a new log file before the next append
+	closed  bool
+	wake    chan struct{}
+	durable chan []*txn.Txn // batches now on disk, in order, for the loop
+	failed  chan error      // the first storage error; the committer then stops
+	done    chan struct{}
+}
+
+// maxBatchTxns bounds one group commit, so that one fsync never waits for an
+// unbounded amount of data to be written first.
+const maxBatchTxns = 4096
+
+func newCommitter(log *txnlog.Log) *committer {
+	return &committer{
+		log:     log,
+		wake:    make(chan struct{}, 1),
+		durable: make(chan []*txn.Txn, 64),
+		failed:  make(chan error, 1),
+		done:    make(chan struct{}),
+	}
+}
+
+// submit queues txns for the log; it never blocks.
+func (c *committer) submit(ts []*txn.Txn) {
+	c.mu.Lock()
+	c.queue = append(c.queue, ts...)
+	c.mu.Unlock()
+	c.signal()
+}
+
+// rollLog asks for a new log file before the next append (a snapshot
+// started).
+func (c *committer) rollLog() {
+	c.mu.Lock()
+	c.roll = true
+	c.mu.Unlock()
+}
+
+func (c *committer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the committer after it has written what was queued.
+func (c *committer) close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.signal()
+	<-c.done
+	return c.log.Close()
+}
+
+// take returns the next batch, whether to roll first, and whether the
+// committer was closed with nothing left to do.
+func (c *committer) take() (batch []*txn.Txn, roll, stop bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.queue), maxBatchTxns)
+	batch = c.queue[:n:n]
+	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
+	if n > 0 { // a roll applies to the next txn appended, not to an empty take
+		roll, c.roll = c.roll, false
+	}
+	return batch, roll, c.closed && n == 0
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	for {
+		batch, roll, stop := c.take()
+		if stop {
+			return
+		}
+		if len(batch) == 0 {
+			<-c.wake
+			continue
+		}
+		if err := c.write(batch, roll); err != nil {
+			c.failed <- err
+			return
+		}
+		c.durable <- batch
+	}
+}
+
+// write appends a batch and syncs it once. After an error the log is
+// poisoned and nothing is retried.
+func (c *committer) write(batch []*txn.Txn, roll bool) error {
+	if roll {
+		if err := c.log.Roll(); err != nil {
+			return err
+		}
+	}
+	for _, t := range batch {
+		if err := c.log.Append(t); err != nil {
+			return err
+		}
+	}
+	return c.log.Sync()
+}

@@ -1,0 +1,308 @@
+package txnlog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"keeper/coordination/txn"
+	"keeper/coordination/zxid"
+	"keeper/internal/invariants"
+	"keeper/internal/vfs"
+)
+
+// writeBufferBytes bounds the appended bytes held in memory before they are
+// written out, so that a caller appending many txns between syncs does not
+// grow the buffer without limit. Syncs normally come far sooner.
+const writeBufferBytes = 256 << 10
+
+// Log appends txns to the log in one directory, as ZooKeeper's FileTxnLog
+// does: buffered appends, and a Sync that makes them durable. It is not
+// safe for concurrent use; the caller owns it from one goroutine and drives
+// group commit by appending every txn that is ready, then calling Sync
+// once for all of them.
+//
+// After any write, sync or file-system failure the Log is poisoned: the
+// on-disk state after a failed fsync is unknown, so the Log never retries
+// and every later call returns the same error. The owner must stop and
+// recover by reopening (which rereads what is really on disk).
+type Log struct {
+	fsys   vfs.FS
+	dir    string // dataLogDir/version-2
+	cfg    Config
+	last   zxid.ID
+	cur    *activeFile // nil until the first Append after Open, Roll or Truncate
+	buf    []byte      // appended bytes not yet written to cur
+	dirty  bool        // cur has bytes that are not yet synced
+	err    error       // sticky
+	closed bool
+}
+
+// activeFile is the log file being appended to.
+type activeFile struct {
+	f             vfs.File
+	path          string
+	writeOff      int64 // where the next record goes, buffered bytes included
+	flushedOff    int64 // bytes handed to the file
+	sizeBytes     int64 // the preallocated size (FilePadding's currentSize)
+	syncedSize    int64 // the file's size at the last sync
+	entryDurable  bool  // its directory entry has been synced
+	appendedBytes int64
+}
+
+// Open opens the log in dataLogDir (creating dataLogDir/version-2 if
+// needed) for appending. It first repairs a torn tail, removes trailing
+// files without records, and checks the last file in full, which sets
+// LastZxid. The first Append starts a new file, as ZooKeeper does after a
+// restart; existing files are never appended to.
+func Open(fsys vfs.FS, dataLogDir string, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	dir := filepath.Join(dataLogDir, DirName)
+	if err := vfs.MkdirAllSync(fsys, dir, 0o755); err != nil {
+		return nil, fmt.Errorf("txnlog: create %s: %w", dir, err)
+	}
+	torn, err := repairTornTail(fsys, dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if torn != nil {
+		cfg.Logger.Warn("cut torn tail off txn log", "file", torn.File, "offset", torn.Offset, "reason", torn.Reason)
+	}
+	last, err := recoverLast(fsys, dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{fsys: fsys, dir: dir, cfg: cfg, last: last}, nil
+}
+
+// LastZxid returns the zxid of the last txn appended (synced or not), or
+// after Open the last one on disk; 0 for an empty log.
+func (l *Log) LastZxid() zxid.ID { return l.last }
+
+// Err returns the error that poisoned the log, or nil.
+func (l *Log) Err() error { return l.err }
+
+// usable returns the error every call returns on a closed or poisoned log.
+func (l *Log) usable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.err
+}
+
+// poison records err as the sticky error and returns it.
+func (l *Log) poison(err error) error {
+	if l.err == nil {
+		l.err = err
+	}
+	return l.err
+}
+
+// Append encodes t and appends it; see AppendPayload.
+func (l *Log) Append(t *txn.Txn) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	return l.AppendPayload(txn.Marshal(t))
+}
+
+// AppendPayload appends one encoded txn (as txn.Marshal returns it; the log
+// keeps a copy). It is buffered: nothing is durable before Sync returns
+// nil. The txn's zxid must be above LastZxid; a payload that breaks that,
+// or is too short or too long, is refused with an error that does not
+// poison the log, since nothing was written.
+func (l *Log) AppendPayload(payload []byte) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if len(payload) < txn.HeaderSize || len(payload) > l.cfg.MaxRecordBytes {
+		return fmt.Errorf("txnlog: append: payload of %d bytes, want %d to %d",
+			len(payload), txn.HeaderSize, l.cfg.MaxRecordBytes)
+	}
+	z := payloadZxid(payload)
+	if z <= l.last {
+		return fmt.Errorf("txnlog: append zxid %v after %v: zxids must increase", z, l.last)
+	}
+	if invariants.Enabled {
+		if _, err := txn.Unmarshal(payload, l.cfg.MaxRecordBytes); err != nil {
+			return fmt.Errorf("txnlog: append zxid %v: payload does not decode: %w", z, err)
+		}
+	}
+	if l.cur == nil {
+		if err := l.startFile(z); err != nil {
+			return l.poison(err)
+		}
+	}
+	if err := l.preallocate(); err != nil {
+		return l.poison(err)
+	}
+	l.buf = appendRecord(l.buf, payload)
+	l.cur.writeOff += int64(RecordOverheadBytes + len(payload))
+	l.cur.appendedBytes += int64(RecordOverheadBytes + len(payload))
+	l.last = z
+	l.dirty = true
+	if len(l.buf) >= writeBufferBytes {
+		return l.flush()
+	}
+	return nil
+}
+
+// startFile creates the file for a txn with zxid z and buffers its header.
+func (l *Log) startFile(z zxid.ID) error {
+	path := filepath.Join(l.dir, FileName(z))
+	// Open removed every file without records, and zxids increase, so a
+	// file of this name can only be left from something else going wrong.
+	if _, err := l.fsys.Stat(path); err == nil {
+		return fmt.Errorf("txnlog: create %s: %w", path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("txnlog: stat %s: %w", path, err)
+	}
+	f, err := l.fsys.Create(path)
+	if err != nil {
+		return fmt.Errorf("txnlog: create %s: %w", path, err)
+	}
+	l.cur = &activeFile{f: f, path: path, writeOff: FileHeaderBytes, sizeBytes: FileHeaderBytes}
+	l.buf = append(l.buf[:0], fileHeader[:]...)
+	return nil
+}
+
+// preallocate grows the file ahead of the next record, as ZooKeeper does:
+// by writing one zero byte at the new size minus one, which leaves the
+// filesystem to supply the zeros in between.
+func (l *Log) preallocate() error {
+	c := l.cur
+	size := paddedSize(c.writeOff, c.sizeBytes, l.cfg.PreAllocSizeBytes)
+	if size == c.sizeBytes {
+		return nil
+	}
+	if _, err := c.f.WriteAt([]byte{0}, size-1); err != nil {
+		return fmt.Errorf("txnlog: preallocate %s to %d bytes: %w", c.path, size, err)
+	}
+	c.sizeBytes = size
+	return nil
+}
+
+// flush writes the buffered bytes to the file, without syncing.
+func (l *Log) flush() error {
+	c := l.cur
+	if c == nil || len(l.buf) == 0 {
+		return nil
+	}
+	if _, err := c.f.WriteAt(l.buf, c.flushedOff); err != nil {
+		return l.poison(fmt.Errorf("txnlog: write %s at offset %d: %w", c.path, c.flushedOff, err))
+	}
+	c.flushedOff += int64(len(l.buf))
+	l.buf = l.buf[:0]
+	return nil
+}
+
+// Sync writes out the buffered txns and makes every txn appended so far
+// durable: fdatasync, or fsync when the file's size changed since the last
+// sync, and then, for a new file, fsync of the directory. A write may be
+// acknowledged once the Sync after its Append returns nil. This is the
+// group-commit point: one Sync covers any number of Appends.
+func (l *Log) Sync() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if !l.dirty {
+		return nil
+	}
+	if err := l.flush(); err != nil {
+		return err
+	}
+	c := l.cur
+	size := max(c.sizeBytes, c.flushedOff)
+	var err error
+	if size != c.syncedSize {
+		err = c.f.Sync()
+	} else {
+		err = c.f.SyncData()
+	}
+	if err != nil {
+		return l.poison(fmt.Errorf("txnlog: sync %s: %w", c.path, err))
+	}
+	c.syncedSize = size
+	if !c.entryDurable {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return l.poison(fmt.Errorf("txnlog: sync %s: %w", l.dir, err))
+		}
+		c.entryDurable = true
+	}
+	l.dirty = false
+	return nil
+}
+
+// Roll syncs the current file and closes it; the next Append starts a new
+// file. ZooKeeper rolls the log when it starts a snapshot. Syncing here
+// keeps a rule the reader relies on: every file but the last is complete.
+func (l *Log) Roll() error {
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	return l.closeFile()
+}
+
+func (l *Log) closeFile() error {
+	if l.cur == nil {
+		return nil
+	}
+	c := l.cur
+	l.cur = nil
+	if err := c.f.Close(); err != nil {
+		return l.poison(fmt.Errorf("txnlog: close %s: %w", c.path, err))
+	}
+	return nil
+}
+
+// BytesSinceRoll returns how many bytes of records have been appended to
+// the current file (0 right after Open, Roll or Truncate); ZooKeeper uses
+// the log's size to decide when to snapshot.
+func (l *Log) BytesSinceRoll() int64 {
+	if l.cur == nil {
+		return 0
+	}
+	return l.cur.appendedBytes
+}
+
+// Truncate removes every txn above z (see the package function Truncate),
+// after syncing what was appended. LastZxid becomes the last zxid left.
+// The next Append starts a new file. Zab's TRUNC uses it.
+func (l *Log) Truncate(z zxid.ID) error {
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	if err := l.closeFile(); err != nil {
+		return err
+	}
+	if err := truncateLog(l.fsys, l.dir, z, l.cfg); err != nil {
+		return l.poison(err)
+	}
+	last, err := recoverLast(l.fsys, l.dir, l.cfg)
+	if err != nil {
+		return l.poison(err)
+	}
+	l.last = last
+	return nil
+}
+
+// Close syncs what was appended and closes the file. On a poisoned log it
+// only closes, and returns the poison. Later calls return ErrClosed.
+func (l *Log) Close() error {
+	if l.closed {
+		return ErrClosed
+	}
+	err := l.Sync()
+	if l.cur != nil {
+		if closeErr := l.cur.f.Close(); err == nil && closeErr != nil {
+			err = fmt.Errorf("txnlog: close %s: %w", l.cur.path, closeErr)
+		}
+		l.cur = nil
+	}
+	l.closed = true
+	return err
+}

@@ -1,0 +1,233 @@
+package zab
+
+import (
+	"slices"
+
+	"keeper/coordination/zxid"
+)
+
+// election is the state of fast leader election (spec §10.2).
+type election struct {
+	round   uint64             // the logical clock: this node's election round
+	vote    Vote               // the node's current proposal
+	initial Vote               // the node's own candidacy
+	votes   map[PeerID]Message // votes of this round (state and vote), self included
+	outside map[PeerID]Message // notifications from peers that left the election
+	decided Vote               // the vote that won, reported to latecomers
+
+	finalizeIn int // ticks until deciding on a vote that has a quorum; 0 = not waiting
+	quietTicks int // ticks since the last notification arrived
+	retryTicks int // current resend interval, doubling
+
+	early map[PeerID]Message // learner infos that arrived before we decided
+}
+
+// becomeLooking starts a new election round with the node's own candidacy.
+func (n *Node) becomeLooking() {
+	n.leaveRole()
+	n.serving = false
+	e := &n.elect
+	e.round++
+	if n.observer {
+		e.initial = Vote{Leader: 0, Zxid: -1}
+	} else {
+		e.initial = Vote{Leader: n.id, Zxid: n.log.last, Epoch: n.hard.CurrentEpoch}
+	}
+	e.vote = e.initial
+	e.votes = map[PeerID]Message{}
+	e.outside = map[PeerID]Message{}
+	e.early = map[PeerID]Message{}
+	e.finalizeIn = 0
+	e.quietTicks = 0
+	e.retryTicks = n.cfg.ElectionRetryTicks
+	n.recordOwnVote()
+	n.setRole(Looking, 0)
+	n.broadcastVote()
+}
+
+// leaveRole drops the state of the role the node is leaving.
+func (n *Node) leaveRole() {
+	if n.lead != nil {
+		for _, id := range n.sortedLearners() {
+			n.ready.Disconnect = append(n.ready.Disconnect, id)
+			n.holdLate(id)
+		}
+	}
+	if n.learn != nil && n.leader != 0 {
+		n.ready.Disconnect = append(n.ready.Disconnect, n.leader)
+		n.holdLate(n.leader)
+	}
+	n.lead, n.learn = nil, nil
+}
+
+func (n *Node) recordOwnVote() {
+	if !n.observer {
+		n.elect.votes[n.id] = Message{State: Looking, Round: n.elect.round, Vote: n.elect.vote}
+	}
+}
+
+// broadcastVote sends the current proposal to every other voter; an
+// observer sends too, to learn who leads.
+func (n *Node) broadcastVote() {
+	for _, p := range n.cfg.Voters {
+		if p != n.id {
+			n.sendVote(p)
+		}
+	}
+}
+
+func (n *Node) sendVote(to PeerID) {
+	n.send(Message{Type: MsgNotification, To: to, State: Looking, Round: n.elect.round, Vote: n.elect.vote})
+}
+
+// stepNotification handles a vote from a peer.
+func (n *Node) stepNotification(m Message) {
+	e := &n.elect
+	if n.role != Looking {
+		if m.State == Looking {
+			// Tell a looking peer who leads now.
+			n.send(Message{Type: MsgNotification, To: m.From, State: n.role, Round: e.round, Vote: e.decided})
+		}
+		return
+	}
+	e.quietTicks = 0
+	if !n.isVoter(m.From) {
+		n.sendVote(m.From) // observers never count; they learn from our answer
+		return
+	}
+	if m.State == Looking {
+		n.lookingVote(m)
+		return
+	}
+	n.settledVote(m)
+}
+
+// lookingVote handles a notification from a peer that is also looking.
+func (n *Node) lookingVote(m Message) {
+	e := &n.elect
+	switch {
+	case m.Round > e.round:
+		e.round = m.Round
+		clear(e.votes)
+		e.vote = e.initial
+		if m.Vote.beats(e.vote) && n.isVoter(m.Vote.Leader) {
+			e.vote = m.Vote
+		}
+		n.recordOwnVote()
+		n.broadcastVote()
+	case m.Round < e.round:
+		n.sendVote(m.From) // help it catch up; its vote is stale
+		return
+	case m.Vote.beats(e.vote) && n.isVoter(m.Vote.Leader):
+		e.vote = m.Vote
+		n.recordOwnVote()
+		n.broadcastVote()
+	}
+	e.votes[m.From] = m
+	if n.hasQuorum(e.votes, e.vote, true) {
+		if e.finalizeIn == 0 {
+			e.finalizeIn = n.cfg.FinalizeTicks
+		}
+	} else {
+		e.finalizeIn = 0
+	}
+}
+
+// settledVote handles a notification from a peer that follows or leads.
+func (n *Node) settledVote(m Message) {
+	e := &n.elect
+	if m.Round == e.round {
+		e.votes[m.From] = m
+		if n.hasQuorum(e.votes, m.Vote, false) && n.leaderConfirmed(e.votes, m.Vote.Leader, m.Round) {
+			n.decide(m.Vote)
+			return
+		}
+	}
+	e.outside[m.From] = m
+	if n.hasQuorum(e.outside, m.Vote, false) && n.leaderConfirmed(e.outside, m.Vote.Leader, m.Round) {
+		e.round = m.Round
+		n.decide(m.Vote)
+	}
+}
+
+// hasQuorum reports whether a majority of voters in set back v. Looking
+// votes must match exactly; settled ones on leader and epoch.
+func (n *Node) hasQuorum(set map[PeerID]Message, v Vote, looking bool) bool {
+	k := 0
+	for _, p := range n.cfg.Voters {
+		got, ok := set[p]
+		if !ok {
+			continue
+		}
+		if got.Vote.Leader == v.Leader && got.Vote.Epoch == v.Epoch && (!looking || got.Vote.Zxid == v.Zxid) {
+			k++
+		}
+	}
+	return k > len(n.cfg.Voters)/2
+}
+
+// leaderConfirmed reports whether the proposed leader itself says it leads
+// (or, for ourselves, whether it is our round): a quorum of followers is
+// not enough if the leader has moved on.
+func (n *Node) leaderConfirmed(set map[PeerID]Message, leader PeerID, round uint64) bool {
+	if leader == n.id {
+		return round == n.elect.round
+	}
+	got, ok := set[leader]
+	return ok && got.State == Leading
+}
+
+// tickElection resends notifications when nothing happens and decides once
+// a vote with a quorum has gone unchallenged for FinalizeTicks.
+func (n *Node) tickElection() {
+	e := &n.elect
+	if e.finalizeIn > 0 {
+		e.finalizeIn--
+		if e.finalizeIn == 0 && n.hasQuorum(e.votes, e.vote, true) {
+			n.decide(e.vote)
+			return
+		}
+	}
+	e.quietTicks++
+	if e.quietTicks >= e.retryTicks {
+		e.quietTicks = 0
+		e.retryTicks = min(2*e.retryTicks, n.cfg.ElectionMaxRetryTicks)
+		n.broadcastVote()
+	}
+}
+
+// settleVote makes the vote this node reports to looking peers the same on
+// every member of an established epoch: the leader and the epoch. Votes
+// taken in different rounds would otherwise differ, and a latecomer could
+// never see a quorum agree.
+func (n *Node) settleVote(leader PeerID, epoch zxid.Epoch) {
+	n.elect.decided = Vote{Leader: leader, Zxid: zxid.Make(epoch, 0), Epoch: epoch}
+}
+
+// decide ends the election with v.
+func (n *Node) decide(v Vote) {
+	e := &n.elect
+	e.decided = v
+	e.finalizeIn = 0
+	early := e.early
+	switch {
+	case v.Leader == n.id:
+		n.becomeLeading()
+		for _, p := range sortedPeers(early) {
+			_ = n.stepLeader(early[p])
+		}
+	case n.observer:
+		n.becomeLearner(Observing, v.Leader)
+	default:
+		n.becomeLearner(Following, v.Leader)
+	}
+}
+
+func sortedPeers(m map[PeerID]Message) []PeerID {
+	out := make([]PeerID, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,479 @@
+package zab
+
+import (
+	"slices"
+
+	"keeper/coordination/zxid"
+)
+
+// learnerPhase is how far a learner got with the leader.
+type learnerPhase uint8
+
+const (
+	phaseInfo     learnerPhase = iota // FOLLOWERINFO received
+	phaseEpoch                        // LEADERINFO sent, waiting for ACKEPOCH
+	phaseAcked                        // ACKEPOCH received, waiting for the epoch quorum
+	phaseSynced                       // sync and NEWLEADER sent, waiting for its ACK
+	phaseUpToDate                     // UPTODATE sent: in broadcast
+)
+
+// peerState is the leader's view of one learner.
+type peerState struct {
+	id            PeerID
+	observer      bool
+	phase         learnerPhase
+	acceptedEpoch zxid.Epoch
+	lastZxid      zxid.ID // the learner's last logged zxid (ACKEPOCH)
+	acked         zxid.ID // everything up to here is durable on the learner
+	quietTicks    int
+	forward       bool // receives new proposals and commits (or informs)
+}
+
+// leaderState is what a leader keeps: discovery, sync and broadcast.
+type leaderState struct {
+	newEpoch     zxid.Epoch
+	epochDecided bool
+	epochAcked   bool
+	established  bool
+	ticks        int                   // since becoming leader, until established
+	learners     map[PeerID]*peerState // change only through addLearner and dropLearner
+	sorted       []PeerID              // learners' ids in order, nil until asked for again after a change
+	syncs        []zxid.ID             // pending sync requests (local ones: RequestSync), by the zxid they wait for
+	remoteSyncs  []remoteSync
+}
+
+type remoteSync struct {
+	from PeerID
+	upTo zxid.ID
+}
+
+// becomeLeading starts discovery as the leader of a new epoch.
+func (n *Node) becomeLeading() {
+	n.leaveRole()
+	n.lead = &leaderState{learners: map[PeerID]*peerState{}}
+	n.setRole(Leading, n.id)
+	n.tryDecideEpoch()
+}
+
+// stepLeader handles a message on the leader.
+func (n *Node) stepLeader(m Message) error {
+	l := n.lead
+	p := l.learners[m.From]
+	switch m.Type {
+	case MsgFollowerInfo, MsgObserverInfo:
+		n.learnerInfo(m)
+		return nil
+	case MsgDisconnected:
+		l.dropLearner(m.From)
+		return nil
+	}
+	if p == nil {
+		return errFromUnknown(m)
+	}
+	p.quietTicks = 0
+	switch m.Type {
+	case MsgAckEpoch:
+		return n.ackEpoch(p, m)
+	case MsgAck:
+		n.learnerAck(p, m.Zxid)
+	case MsgSyncRequest:
+		n.syncRequest(m.From)
+	case MsgPing, MsgRevalidate:
+		// liveness only; the caller reads any session data itself
+	default:
+		return errUnexpected(n, m)
+	}
+	return nil
+}
+
+// learnerInfo registers a learner that connected (FOLLOWERINFO or
+// OBSERVERINFO) and, once the epoch is known, offers it.
+func (n *Node) learnerInfo(m Message) {
+	l := n.lead
+	if old := l.learners[m.From]; old != nil && old.phase == phaseInfo && old.acceptedEpoch == zxid.Epoch(m.Epoch) {
+		return // a duplicate
+	}
+	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo || !n.isVoter(m.From),
+		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid}
+	l.addLearner(m.From, p)
+	if l.epochDecided && p.acceptedEpoch > l.newEpoch {
+		// It promised a later epoch (as a candidate whose own leadership
+		// never took hold) and may not accept ours: a new election picks an
+		// epoch above every promise, or it could never rejoin.
+		n.becomeLooking()
+		return
+	}
+	if l.epochDecided {
+		n.offerEpoch(p)
+		return
+	}
+	n.tryDecideEpoch()
+}
+
+// tryDecideEpoch picks the new epoch once a quorum of voters (the leader
+// included) told their acceptedEpoch: one more than the highest of them.
+func (n *Node) tryDecideEpoch() {
+	l := n.lead
+	present := map[PeerID]bool{n.id: true}
+	epoch := n.hard.AcceptedEpoch
+	for id, p := range l.learners {
+		if !p.observer {
+			present[id] = true
+			epoch = max(epoch, p.acceptedEpoch)
+		}
+	}
+	if !n.quorum(present) {
+		return
+	}
+	l.newEpoch = epoch + 1
+	l.epochDecided = true
+	n.hard.AcceptedEpoch = l.newEpoch
+	n.persist()
+	for _, id := range n.sortedLearners() {
+		n.offerEpoch(l.learners[id])
+	}
+	n.tryEpochAcked()
+}
+
+func (n *Node) offerEpoch(p *peerState) {
+	p.phase = phaseEpoch
+	n.send(Message{Type: MsgLeaderInfo, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0)})
+}
+
+// ackEpoch handles ACKEPOCH. A learner more recent than the leader means
+// this election went wrong: the leader gives up (spec §10.3 discovery).
+func (n *Node) ackEpoch(p *peerState, m Message) error {
+	if p.phase != phaseEpoch {
+		return errUnexpected(n, m)
+	}
+	if m.Epoch != -1 {
+		theirs := Vote{Zxid: m.Zxid, Epoch: zxid.Epoch(m.Epoch)}
+		ours := Vote{Zxid: n.log.last, Epoch: n.hard.CurrentEpoch}
+		if theirs.Epoch > ours.Epoch || (theirs.Epoch == ours.Epoch && theirs.Zxid > ours.Zxid) {
+			n.becomeLooking()
+			return nil
+		}
+	}
+	p.lastZxid = m.Zxid
+	p.phase = phaseAcked
+	if n.lead.epochAcked {
+		n.syncLearner(p)
+		return nil
+	}
+	n.tryEpochAcked()
+	return nil
+}
+
+// tryEpochAcked makes the new epoch current once a quorum acknowledged it,
+// then brings every learner that did up to date.
+func (n *Node) tryEpochAcked() {
+	l := n.lead
+	if !l.epochDecided || l.epochAcked {
+		return
+	}
+	acked := map[PeerID]bool{n.id: true}
+	for id, p := range l.learners {
+		if p.phase == phaseAcked {
+			acked[id] = true
+		}
+	}
+	if !n.quorum(acked) {
+		return
+	}
+	l.epochAcked = true
+	n.hard.CurrentEpoch = l.newEpoch
+	n.persist()
+	n.settleVote(n.id, l.newEpoch)
+	n.setRole(Leading, n.id)
+	for _, id := range n.sortedLearners() {
+		if p := l.learners[id]; p.phase == phaseAcked {
+			n.syncLearner(p)
+		}
+	}
+}
+
+// syncLearner brings a learner's log in line with the leader's: DIFF when
+// it is a little behind, TRUNC when it holds txns the leader never had,
+// SNAP when it is too far behind (spec §10.3 sync), then NEWLEADER. From
+// here on it receives every new proposal, after the sync in FIFO order.
+func (n *Node) syncLearner(p *peerState) {
+	last := n.log.last
+	lz := p.lastZxid
+	switch {
+	case lz == last:
+		n.send(Message{Type: MsgDiff, To: p.id, Zxid: last})
+	case lz > last && lz.Counter() != 0:
+		n.send(Message{Type: MsgTrunc, To: p.id, Zxid: last})
+	case n.log.covers(lz) && n.log.has(lz):
+		n.send(Message{Type: MsgDiff, To: p.id, Zxid: last})
+		n.sendHistory(p, lz)
+	case n.log.covers(lz) && n.log.has(n.log.prevBefore(lz)):
+		prev := n.log.prevBefore(lz)
+		n.send(Message{Type: MsgTrunc, To: p.id, Zxid: prev})
+		n.sendHistory(p, prev)
+	default:
+		n.send(Message{Type: MsgSnap, To: p.id, Zxid: n.applied})
+		n.ready.SendSnapshots = append(n.ready.SendSnapshots, p.id)
+		n.sendHistory(p, n.applied)
+	}
+	if c := min(n.committed, lz); c > 0 {
+		// The learner's log may hold txns committed since it last heard a
+		// COMMIT (one lost with a broken link), and sendHistory only
+		// covers what it lacks: tell it (Apache ZooKeeper's learner
+		// applies its whole log when it reloads, so needs no such news).
+		n.send(Message{Type: MsgCommit, To: p.id, Zxid: c})
+	}
+	n.send(Message{Type: MsgNewLeader, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0)})
+	p.phase = phaseSynced
+	p.forward = true
+}
+
+// sendHistory sends every logged txn after from, with a commit for those
+// already committed.
+func (n *Node) sendHistory(p *peerState, from zxid.ID) {
+	for _, e := range n.log.between(from, n.log.last) {
+		n.send(Message{Type: MsgProposal, To: p.id, Zxid: e.Zxid, Data: e.Data})
+		if e.Zxid <= n.committed {
+			n.send(Message{Type: MsgCommit, To: p.id, Zxid: e.Zxid})
+		}
+	}
+}
+
+// learnerAck handles an ACK: of NEWLEADER while establishing the epoch, or
+// of proposals in broadcast. Acks are cumulative: a learner logs in order.
+func (n *Node) learnerAck(p *peerState, z zxid.ID) {
+	l := n.lead
+	if p.phase == phaseSynced && z == zxid.Make(l.newEpoch, 0) {
+		p.acked = max(p.acked, z)
+		if l.established {
+			n.upToDate(p)
+		} else {
+			n.tryEstablish()
+		}
+		return
+	}
+	if p.phase == phaseUpToDate {
+		p.acked = max(p.acked, z)
+		n.tryCommit()
+	}
+}
+
+// tryEstablish completes the new epoch once a quorum of voters acked
+// NEWLEADER: the leader's whole history is committed, and it serves.
+func (n *Node) tryEstablish() {
+	l := n.lead
+	acked := map[PeerID]bool{n.id: true}
+	for id, p := range l.learners {
+		if p.phase == phaseSynced && p.acked == zxid.Make(l.newEpoch, 0) && !p.observer {
+			acked[id] = true
+		}
+	}
+	if !n.quorum(acked) {
+		return
+	}
+	l.established = true
+	n.serving = true
+	n.setRole(Leading, n.id)
+	n.commitTo(n.log.last)
+	for _, id := range n.sortedLearners() {
+		if p := l.learners[id]; p.phase == phaseSynced && p.acked == zxid.Make(l.newEpoch, 0) {
+			n.upToDate(p)
+		}
+	}
+}
+
+func (n *Node) upToDate(p *peerState) {
+	p.phase = phaseUpToDate
+	n.send(Message{Type: MsgUpToDate, To: p.id})
+}
+
+// leaderPropose logs a new txn and sends it to every follower.
+func (n *Node) leaderPropose(e Entry) {
+	n.log.append(e)
+	n.ready.Entries = append(n.ready.Entries, e)
+	for _, id := range n.sortedLearners() {
+		if p := n.lead.learners[id]; p.forward && !p.observer {
+			n.send(Message{Type: MsgProposal, To: id, Zxid: e.Zxid, Data: e.Data})
+		}
+	}
+}
+
+// leaderAdvanced runs after the caller made entries durable: the leader's
+// own log counts as one ack.
+func (n *Node) leaderAdvanced() {
+	if n.lead.established {
+		n.tryCommit()
+	}
+}
+
+// tryCommit commits up to the highest zxid a quorum of voters has made
+// durable, tells followers (COMMIT) and observers (INFORM), and answers the
+// syncs that waited for it — each at its own point: a sync issued when the
+// leader's log ended at u is answered after the commit of u and before
+// later ones, so a learner applies exactly what the sync promised before it
+// answers, and no reply that follows the sync carries an older zxid.
+func (n *Node) tryCommit() {
+	l := n.lead
+	acks := []zxid.ID{n.durable}
+	for _, p := range l.learners {
+		if !p.observer && p.phase == phaseUpToDate {
+			acks = append(acks, p.acked)
+		}
+	}
+	slices.Sort(acks)
+	slices.Reverse(acks)
+	need := len(n.cfg.Voters)/2 + 1
+	if len(acks) < need {
+		return
+	}
+	z := min(acks[need-1], n.log.last)
+	if z <= n.committed {
+		return
+	}
+	for {
+		step := z
+		if u, ok := n.nextSyncPoint(); ok && u < z {
+			step = u
+		}
+		n.commitStep(step)
+		n.answerSyncs()
+		if step == z {
+			return
+		}
+	}
+}
+
+// nextSyncPoint returns the lowest zxid a pending sync waits for, above the
+// commit point.
+func (n *Node) nextSyncPoint() (zxid.ID, bool) {
+	best, ok := zxid.ID(0), false
+	for _, s := range n.lead.remoteSyncs {
+		if s.upTo > n.committed && (!ok || s.upTo < best) {
+			best, ok = s.upTo, true
+		}
+	}
+	for _, u := range n.lead.syncs {
+		if u > n.committed && (!ok || u < best) {
+			best, ok = u, true
+		}
+	}
+	return best, ok
+}
+
+// commitStep commits up to z and tells the learners.
+func (n *Node) commitStep(z zxid.ID) {
+	if z <= n.committed {
+		return
+	}
+	newly := n.log.between(n.committed, z)
+	n.commitTo(z)
+	for _, id := range n.sortedLearners() {
+		p := n.lead.learners[id]
+		switch {
+		case !p.forward:
+		case p.observer:
+			for _, e := range newly {
+				n.send(Message{Type: MsgInform, To: id, Zxid: e.Zxid, Data: e.Data})
+			}
+		default:
+			n.send(Message{Type: MsgCommit, To: id, Zxid: z})
+		}
+	}
+}
+
+// syncRequest queues a learner's sync until everything proposed so far is
+// committed (Apache ZooKeeper's Leader.processSync).
+func (n *Node) syncRequest(from PeerID) {
+	n.lead.remoteSyncs = append(n.lead.remoteSyncs, remoteSync{from: from, upTo: n.log.last})
+	n.answerSyncs()
+}
+
+// answerSyncs answers every sync whose point is committed: a learner's
+// with SYNC, a local one in Ready.SyncsDone at the current end of
+// Committed.
+func (n *Node) answerSyncs() {
+	l := n.lead
+	k := 0
+	for _, s := range l.remoteSyncs {
+		if s.upTo > n.committed {
+			l.remoteSyncs[k] = s
+			k++
+			continue
+		}
+		if p := l.learners[s.from]; p != nil {
+			n.send(Message{Type: MsgSync, To: s.from, Zxid: n.committed})
+		}
+	}
+	l.remoteSyncs = l.remoteSyncs[:k]
+	k = 0
+	for _, upTo := range l.syncs {
+		if upTo > n.committed {
+			l.syncs[k] = upTo
+			k++
+			continue
+		}
+		n.ready.SyncsDone = append(n.ready.SyncsDone, len(n.ready.Committed))
+	}
+	l.syncs = l.syncs[:k]
+}
+
+// tickLeader pings learners, drops silent ones, and gives up leadership
+// when it cannot establish the epoch in time or loses its quorum.
+func (n *Node) tickLeader() {
+	l := n.lead
+	for _, id := range n.sortedLearners() {
+		p := l.learners[id]
+		p.quietTicks++
+		limit := n.cfg.SyncLimitTicks
+		if p.phase < phaseUpToDate {
+			limit = n.cfg.InitLimitTicks
+		}
+		if p.quietTicks > limit {
+			l.dropLearner(id)
+			n.ready.Disconnect = append(n.ready.Disconnect, id)
+			n.holdLate(id)
+			continue
+		}
+		if p.forward {
+			n.send(Message{Type: MsgPing, To: id, Zxid: n.log.last})
+		}
+	}
+	if !l.established {
+		l.ticks++
+		if l.ticks > n.cfg.InitLimitTicks {
+			n.becomeLooking()
+		}
+		return
+	}
+	alive := map[PeerID]bool{n.id: true}
+	for id, p := range l.learners {
+		if p.phase == phaseUpToDate {
+			alive[id] = true
+		}
+	}
+	if !n.quorum(alive) {
+		n.becomeLooking()
+	}
+}
+
+func (n *Node) sortedLearners() []PeerID {
+	l := n.lead
+	if l.sorted == nil {
+		l.sorted = make([]PeerID, 0, len(l.learners))
+		for id := range l.learners {
+			l.sorted = append(l.sorted, id)
+		}
+		slices.Sort(l.sorted)
+	}
+	return l.sorted // callers only read it; a change makes a new one
+}
+
+func (l *leaderState) addLearner(id PeerID, p *peerState) {
+	l.learners[id] = p
+	l.sorted = nil
+}
+
+func (l *leaderState) dropLearner(id PeerID) {
+	delete(l.learners, id)
+	l.sorted = nil
+}

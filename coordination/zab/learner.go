@@ -1,0 +1,310 @@
+package zab
+
+import (
+	"fmt"
+
+	"keeper/coordination/zxid"
+	"keeper/internal/invariants"
+)
+
+// learnerStage is how far a follower or observer got with its leader.
+type learnerStage uint8
+
+const (
+	stageInfo     learnerStage = iota // FOLLOWERINFO sent, waiting for LEADERINFO
+	stageEpoch                        // ACKEPOCH sent, waiting for the sync
+	stageSyncing                      // receiving the sync
+	stageNewEpoch                     // NEWLEADER acked, waiting for UPTODATE
+	stageServing                      // UPTODATE received: broadcast
+)
+
+// learnerState is what a follower or observer keeps about its leader.
+type learnerState struct {
+	stage      learnerStage
+	newEpoch   zxid.Epoch
+	quietTicks int
+	syncs      int // sync requests sent and not yet answered
+	// sync holds what the leader sent from DIFF, TRUNC or SNAP up to
+	// NEWLEADER. None of it touches the log, the disk or the state machine
+	// until NEWLEADER arrives: a leader that never gets a quorum of
+	// NEWLEADER acks must leave nothing behind (ZOOKEEPER-1549, -2872), and
+	// a sync abandoned half way leaves the node as it was.
+	sync []Message
+}
+
+// becomeLearner connects to the elected leader: FOLLOWERINFO (or
+// OBSERVERINFO) starts discovery.
+func (n *Node) becomeLearner(r Role, leader PeerID) {
+	n.leaveRole()
+	n.learn = &learnerState{}
+	n.setRole(r, leader)
+	t := MsgFollowerInfo
+	if r == Observing {
+		t = MsgObserverInfo
+	}
+	n.send(Message{Type: t, To: leader, Zxid: zxid.Make(n.hard.AcceptedEpoch, 0),
+		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.reportedLast()})
+}
+
+// reportedLast is the last zxid a learner tells its leader in discovery:
+// its log's, or zxid.None, which no window covers, to get a snapshot when
+// it cannot truncate where the leader would take it.
+func (n *Node) reportedLast() zxid.ID {
+	if n.fullSync {
+		return zxid.None
+	}
+	return n.log.last
+}
+
+// stepLearner handles a message from the leader.
+func (n *Node) stepLearner(m Message) error {
+	if m.From != n.leader {
+		if m.Type == MsgFollowerInfo || m.Type == MsgObserverInfo {
+			return nil // a peer that thinks we lead; it will time out and re-elect
+		}
+		return errFromUnknown(m)
+	}
+	ls := n.learn
+	if m.Type == MsgPing && ls.stage < stageSyncing {
+		// A leader pings only learners it syncs. This is a peer that
+		// follows us while we follow it (each took the other's vote from
+		// an older round): echoing its PING would keep both links alive,
+		// and both nodes out of service, for ever.
+		return nil
+	}
+	ls.quietTicks = 0
+	switch m.Type {
+	case MsgDisconnected:
+		n.becomeLooking()
+	case MsgLeaderInfo:
+		return n.leaderInfo(m)
+	case MsgDiff, MsgTrunc, MsgSnap:
+		return n.syncStart(m)
+	case MsgProposal, MsgCommit, MsgInform:
+		switch ls.stage {
+		case stageInfo, stageEpoch:
+			// Left over from an earlier link to the same leader: the
+			// leader sends these only after the sync began.
+			return errUnexpected(n, m)
+		case stageSyncing:
+			ls.sync = append(ls.sync, m)
+			return nil
+		}
+		n.fromLeader(m)
+	case MsgNewLeader:
+		return n.newLeader(m)
+	case MsgUpToDate:
+		if ls.stage != stageNewEpoch {
+			return errUnexpected(n, m)
+		}
+		ls.stage = stageServing
+		n.serving = true
+		n.setRole(n.role, n.leader)
+		if n.role == Following {
+			n.send(Message{Type: MsgAck, To: n.leader, Zxid: zxid.Make(ls.newEpoch, 0)})
+		}
+	case MsgPing:
+		n.send(Message{Type: MsgPing, To: n.leader, Zxid: m.Zxid})
+	case MsgRevalidate:
+		// the leader's verdict on a session; the caller reads the data
+	case MsgSync:
+		if ls.syncs > 0 {
+			ls.syncs--
+			n.ready.SyncsDone = append(n.ready.SyncsDone, len(n.ready.Committed))
+		}
+	default:
+		return errUnexpected(n, m)
+	}
+	return nil
+}
+
+// leaderInfo accepts the new epoch (persisting it before ACKEPOCH says so)
+// or refuses a leader whose epoch is older than one already accepted.
+func (n *Node) leaderInfo(m Message) error {
+	ls := n.learn
+	if ls.stage != stageInfo {
+		return errUnexpected(n, m)
+	}
+	e := m.Zxid.Epoch()
+	ack := Message{Type: MsgAckEpoch, To: n.leader, Zxid: n.reportedLast(), Epoch: int64(n.hard.CurrentEpoch)}
+	switch {
+	case e > n.hard.AcceptedEpoch:
+		n.hard.AcceptedEpoch = e
+		n.persist()
+	case e == n.hard.AcceptedEpoch:
+		ack.Epoch = -1
+	default:
+		n.becomeLooking()
+		return fmt.Errorf("zab: leader %d offers epoch %d, below accepted epoch %d", m.From, e, n.hard.AcceptedEpoch)
+	}
+	ls.newEpoch = e
+	ls.stage = stageEpoch
+	n.send(ack)
+	return nil
+}
+
+// syncStart begins a sync (DIFF, TRUNC or SNAP), which is kept until
+// NEWLEADER; a TRUNC below the truncation floor is refused.
+func (n *Node) syncStart(m Message) error {
+	ls := n.learn
+	if ls.stage != stageEpoch {
+		return errUnexpected(n, m)
+	}
+	if m.Type == MsgTrunc && m.Zxid < n.floor {
+		// The storage cannot rebuild the state at m.Zxid: leave, and ask
+		// the next leader for a snapshot.
+		n.fullSync = true
+		n.becomeLooking()
+		return fmt.Errorf("zab: node %d cannot truncate to %s, below its snapshot at %s: asking for a snapshot",
+			n.id, m.Zxid, n.floor)
+	}
+	ls.stage = stageSyncing
+	ls.sync = append(ls.sync, m)
+	return nil
+}
+
+// fromLeader carries out a message of the sync or of broadcast: it changes
+// the log and hands out what is committed.
+func (n *Node) fromLeader(m Message) {
+	switch m.Type {
+	case MsgTrunc:
+		z := m.Zxid
+		n.ready.Truncate = &z
+		n.log.truncate(z)
+		n.committed = z
+	case MsgSnap:
+		n.ready.InstallSnapshot = true
+		n.ready.SnapshotZxid = m.Zxid
+		n.ready.Snapshot = m.Data
+		n.log.reset(m.Zxid)
+		n.committed = m.Zxid
+		// Below the snapshot the log may hold another history, or
+		// nothing: the storage cannot truncate under it.
+		n.floor = m.Zxid
+		n.fullSync = false
+	case MsgProposal:
+		n.learnerProposal(m)
+	case MsgCommit:
+		n.commitTo(min(m.Zxid, n.log.last))
+	case MsgInform:
+		if m.Zxid > n.log.last {
+			n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
+		}
+		n.commitTo(m.Zxid)
+	}
+}
+
+// learnerProposal logs a proposal; in broadcast a follower acks it once it
+// is durable (Ready sends the ACK after persisting Entries).
+func (n *Node) learnerProposal(m Message) {
+	if m.Zxid <= n.log.last {
+		return // already logged (a DIFF overlapping the learner's log)
+	}
+	n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
+	if n.learn.stage >= stageNewEpoch && n.role == Following {
+		n.send(Message{Type: MsgAck, To: n.leader, Zxid: m.Zxid})
+	}
+}
+
+func (n *Node) appendEntry(e Entry) {
+	n.log.append(e)
+	n.ready.Entries = append(n.ready.Entries, e)
+}
+
+// newLeader completes the sync. Everything the leader sent since DIFF,
+// TRUNC or SNAP goes into one batch with the new currentEpoch and the ACK:
+// the truncation or the snapshot, the txns (never acked one by one: the
+// NEWLEADER ack covers them) and the commits, as Apache ZooKeeper's
+// learner does since 3.6. The caller makes the log durable before the
+// epoch (see Ready), and both before the ACK leaves.
+func (n *Node) newLeader(m Message) error {
+	ls := n.learn
+	if ls.stage != stageSyncing {
+		return errUnexpected(n, m)
+	}
+	// Every batch before the one that sent ACKEPOCH was taken, and the
+	// sync only buffered since: a truncation or snapshot cannot meet older
+	// work in this batch.
+	invariants.Assertf(len(n.ready.Entries) == 0 && len(n.ready.Committed) == 0 && n.ready.Truncate == nil &&
+		!n.ready.InstallSnapshot, "zab: node %d: sync replayed onto a batch with log work", n.id)
+	for _, sm := range ls.sync {
+		n.fromLeader(sm)
+	}
+	ls.sync = nil
+	n.hard.CurrentEpoch = ls.newEpoch
+	n.persist()
+	n.settleVote(n.leader, ls.newEpoch)
+	ls.stage = stageNewEpoch
+	n.send(Message{Type: MsgAck, To: n.leader, Zxid: m.Zxid})
+	return nil
+}
+
+// tickLearner gives up on a leader that went silent: initLimit while
+// syncing, syncLimit once in broadcast.
+func (n *Node) tickLearner() {
+	ls := n.learn
+	ls.quietTicks++
+	limit := n.cfg.SyncLimitTicks
+	if ls.stage < stageServing {
+		limit = n.cfg.InitLimitTicks
+	}
+	if ls.quietTicks > limit {
+		n.becomeLooking()
+	}
+}
+
+// RequestSync asks for a sync: once everything the leader had proposed
+// when it got the request is committed here, Ready.SyncsDone counts it.
+func (n *Node) RequestSync() error {
+	switch {
+	case n.role == Leading && n.serving:
+		n.lead.syncs = append(n.lead.syncs, n.log.last)
+		n.answerSyncs()
+	case (n.role == Following || n.role == Observing) && n.serving:
+		n.learn.syncs++
+		n.send(Message{Type: MsgSyncRequest, To: n.leader})
+	default:
+		return ErrNotLeader
+	}
+	return nil
+}
+
+// Forward sends a client's write to the leader (Zab's REQUEST), in order
+// with the node's other messages, such as sync requests.
+func (n *Node) Forward(data []byte) error {
+	if (n.role != Following && n.role != Observing) || !n.serving {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgRequest, To: n.leader, Data: data})
+	return nil
+}
+
+// Revalidate asks the leader whether a session is alive (Zab's
+// REVALIDATE), in order with the node's other messages; data is the
+// caller's. The answer arrives as a MsgRevalidate from the leader, which
+// the caller reads before stepping it.
+func (n *Node) Revalidate(data []byte) error {
+	if (n.role != Following && n.role != Observing) || !n.serving {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgRevalidate, To: n.leader, Zxid: zxid.None, Data: data})
+	return nil
+}
+
+// AnswerRevalidate sends the leader's verdict on a session to the learner
+// that asked (a MsgRevalidate carrying data).
+func (n *Node) AnswerRevalidate(to PeerID, data []byte) error {
+	if n.role != Leading || !n.serving || n.lead.learners[to] == nil {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgRevalidate, To: to, Zxid: zxid.None, Data: data})
+	return nil
+}
+
+func errFromUnknown(m Message) error {
+	return fmt.Errorf("zab: %s from %d, which is not a peer of this role", m.Type, m.From)
+}
+
+func errUnexpected(n *Node, m Message) error {
+	return fmt.Errorf("zab: node %d (%s) did not expect %s", n.id, n.role, m)
+}

@@ -1,0 +1,170 @@
+package zkcore
+
+import (
+	"net/netip"
+	"testing"
+
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
+)
+
+// pair is a leader core and a learner core wired by hand: forwards go to
+// the leader, its proposals are applied on both, in order.
+type pair struct {
+	leader, learner *harness
+}
+
+func newPair(t *testing.T) *pair {
+	p := &pair{leader: newHarness(t, func(c *Config) { c.ServerID = 1 }),
+		learner: newHarness(t, func(c *Config) { c.ServerID = 2 })}
+	p.leader.s.SetMode(Leader, 1, p.leader.now)
+	p.learner.s.SetMode(Learner, 1, p.learner.now)
+	p.leader.autoApply, p.learner.autoApply = false, false
+	return p
+}
+
+// settle moves forwards to the leader and commits everything on both.
+func (p *pair) settle() {
+	for i := 0; i < 10; i++ {
+		p.learner.drive()
+		fw := p.learner.forwards
+		p.learner.forwards = nil
+		for _, f := range fw {
+			p.leader.s.Remote(f, p.leader.now)
+		}
+		rv := p.learner.revals
+		p.learner.revals = nil
+		for _, r := range rv {
+			p.learner.s.Revalidated(r.SessionID, p.leader.s.Revalidate(r.SessionID, r.TimeoutMs, p.leader.now), p.learner.now)
+		}
+		p.leader.drive()
+		props := p.leader.pending
+		p.leader.pending = nil
+		for _, t := range props {
+			p.leader.s.Apply(t, p.leader.now)
+			p.learner.s.Apply(t, p.learner.now)
+		}
+		p.leader.drive()
+		p.learner.drive()
+		if len(p.learner.forwards) == 0 && len(p.leader.pending) == 0 && len(p.learner.revals) == 0 {
+			return
+		}
+	}
+}
+
+// A learner forwards writes and new sessions; the reply comes when the
+// leader's txn is applied, and reads see it after that.
+func TestLearnerForwards(t *testing.T) {
+	p := newPair(t)
+	f := p.learner
+	f.s.NewConn(1, netip.MustParseAddrPort("127.0.0.1:1"), f.now)
+	f.s.Connect(1, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16)}, f.now)
+	x1 := f.send(1, zkproto.OpCreate, create("/f", "v", zkproto.FlagEphemeral))
+	x2 := f.send(1, zkproto.OpGetData, &zkproto.GetDataRequest{Path: "/f"})
+	p.settle()
+	fs := f.take(1)
+	if len(fs) != 3 || fs[1].hdr.Xid != x1 || fs[1].hdr.Err != 0 || fs[2].hdr.Xid != x2 || fs[2].hdr.Err != 0 {
+		t.Fatalf("learner frames %+v", headers(fs))
+	}
+	if fs[1].hdr.Zxid != int64(zxid.Make(1, 2)) {
+		t.Fatalf("create zxid %#x, want the leader's 0x100000002", fs[1].hdr.Zxid)
+	}
+	n := p.leader.s.Tree().Node("/f")
+	if n == nil || n.Owner() == 0 || n.Owner()>>56 != 2 {
+		t.Fatalf("leader's /f %+v: owner should be a session of server 2", n)
+	}
+	// A failed write comes back as an error txn.
+	x3 := f.send(1, zkproto.OpCreate, create("/f", "", 0))
+	p.settle()
+	f.expect(1, fail(x3, zkproto.CodeNodeExists))
+}
+
+// The leader expires a learner's session unless the learner reports it
+// active; the learner then closes the connection.
+func TestLeaderExpiresLearnerSessions(t *testing.T) {
+	p := newPair(t)
+	f := p.learner
+	f.s.NewConn(1, netip.MustParseAddrPort("127.0.0.1:1"), f.now)
+	f.s.Connect(1, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16)}, f.now)
+	p.settle()
+	f.take(1)
+	for range 3 {
+		p.leader.now.MonoMs += 6000
+		f.send(1, zkproto.OpPing, nil)
+		p.leader.s.TouchSessions(f.s.TakeTouches(), p.leader.now)
+		p.leader.s.Tick(p.leader.now)
+		p.settle()
+	}
+	if f.closed[1] {
+		t.Fatal("an active session expired")
+	}
+	p.leader.now.MonoMs += 30000
+	p.leader.s.Tick(p.leader.now)
+	f.s.Tick(f.now) // learners never expire sessions themselves
+	p.settle()
+	if !f.closed[1] {
+		t.Fatal("the learner kept the connection of an expired session")
+	}
+}
+
+// A sync on a learner waits for the leader; losing the leader closes the
+// connections.
+func TestLearnerSyncAndLeaderLoss(t *testing.T) {
+	p := newPair(t)
+	f := p.learner
+	f.s.NewConn(1, netip.MustParseAddrPort("127.0.0.1:1"), f.now)
+	f.s.Connect(1, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16)}, f.now)
+	p.settle()
+	f.take(1)
+	x := f.send(1, zkproto.OpSync, &zkproto.SyncRequest{Path: "/"})
+	if f.syncReqs != 1 {
+		t.Fatalf("sync requests %d", f.syncReqs)
+	}
+	f.expect(1)
+	f.s.SyncDone(f.now)
+	f.drive()
+	f.expect(1, ok(x))
+	f.s.SetMode(NotServing, 0, f.now)
+	f.drive()
+	if !f.closed[1] {
+		t.Fatal("connection open without a leader")
+	}
+}
+
+// Without a leader, a read-only server serves reads to clients that accept
+// it, refuses writes with NotReadOnly and refuses other clients.
+func TestReadOnlyMode(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	x := h.send(1, zkproto.OpCreate, create("/r", "v", 0))
+	h.expect(1, ok(x))
+	h.s.SetMode(ReadOnly, 0, h.now)
+	h.drive()
+	if !h.closed[1] {
+		t.Fatal("connection survived the switch to read-only")
+	}
+	h.s.NewConn(2, netip.MustParseAddrPort("127.0.0.1:2"), h.now)
+	h.s.Connect(2, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16), HasReadOnly: true}, h.now)
+	h.drive()
+	if !h.closed[2] {
+		t.Fatal("a client that needs a read-write server was accepted")
+	}
+	h.s.NewConn(3, netip.MustParseAddrPort("127.0.0.1:3"), h.now)
+	h.s.Connect(3, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16), ReadOnly: true, HasReadOnly: true}, h.now)
+	h.drive()
+	fs := h.take(3)
+	var resp zkproto.ConnectResponse
+	h.decode(frame{body: fs[0].raw}, &resp)
+	if resp.SessionID == 0 || !resp.ReadOnly || len(h.pending) != 0 {
+		t.Fatalf("read-only handshake %+v, %d txns", resp, len(h.pending))
+	}
+	xr := h.send(3, zkproto.OpGetData, &zkproto.GetDataRequest{Path: "/r"})
+	xw := h.send(3, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/r", Data: []byte("x"), Version: -1})
+	h.expect(3, ok(xr), fail(xw, zkproto.CodeNotReadOnly))
+	h.now.MonoMs += 60000
+	h.s.Tick(h.now)
+	h.drive()
+	if !h.closed[3] {
+		t.Fatal("a local session outlived its timeout")
+	}
+}

@@ -1,0 +1,103 @@
+package zkcore
+
+import (
+	"keeper/coordination/datatree"
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
+)
+
+// record is what prep knows about one path: the committed node overlaid
+// with the effects of prepared transactions not yet applied (ZooKeeper's
+// ChangeRecord). A record with exists == false is a pending delete.
+type record struct {
+	exists      bool
+	stat        zkproto.StatPersisted
+	numChildren int32
+	acl         []zkproto.ACL
+}
+
+// change is one pending record, stamped with the txn that produced it.
+type change struct {
+	zxid zxid.ID
+	path string
+	rec  record
+}
+
+// view answers "what will this path look like once every prepared txn is
+// applied". Prepared changes are dropped as their txns are applied.
+type view struct {
+	tree    *datatree.Tree
+	latest  map[string]*change // newest pending change per path
+	pending []*change          // all pending changes in zxid order
+}
+
+func newView(tree *datatree.Tree) *view {
+	return &view{tree: tree, latest: make(map[string]*change)}
+}
+
+// get returns the record for path; ok is false if the path does not exist
+// once pending txns apply.
+func (v *view) get(path string) (record, bool) {
+	if ch, ok := v.latest[path]; ok {
+		return ch.rec, ch.rec.exists
+	}
+	n := v.tree.Node(path)
+	if n == nil {
+		return record{}, false
+	}
+	return record{
+		exists:      true,
+		stat:        n.Persisted(),
+		numChildren: int32(n.NumChildren()),
+		acl:         v.tree.ACL(n),
+	}, true
+}
+
+// add records the changes of one prepared txn.
+func (v *view) add(chs []*change) {
+	for _, ch := range chs {
+		v.latest[ch.path] = ch
+		v.pending = append(v.pending, ch)
+	}
+}
+
+// applied drops every pending change of txns up to and including z, which
+// the tree now reflects.
+func (v *view) applied(z zxid.ID) {
+	n := 0
+	for _, ch := range v.pending {
+		if ch.zxid > z {
+			break
+		}
+		if v.latest[ch.path] == ch {
+			delete(v.latest, ch.path)
+		}
+		n++
+	}
+	if n > 0 {
+		clear(v.pending[:n])
+		v.pending = v.pending[n:]
+		if len(v.pending) == 0 {
+			v.pending = nil
+		}
+	}
+}
+
+// ephemeralsOf returns the paths the session will own once pending txns
+// apply: the committed ephemerals, minus pending deletes, plus pending
+// creates.
+func (v *view) ephemeralsOf(sessionID int64) map[string]bool {
+	out := make(map[string]bool)
+	for _, p := range v.tree.Ephemerals(sessionID) {
+		out[p] = true
+	}
+	for path, ch := range v.latest {
+		switch {
+		case !ch.rec.exists:
+			delete(out, path)
+		case ch.rec.stat.EphemeralOwner == sessionID:
+			out[path] = true
+		}
+	}
+	return out
+}

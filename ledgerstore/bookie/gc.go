@@ -1,0 +1,157 @@
+package bookie
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"keeper/ledgerstore/bookie/entrystore"
+)
+
+// GCReport says what one garbage collection pass did.
+type GCReport struct {
+	LocalLedgers    int // ledgers stored here when the pass started
+	MetadataLedgers int // ledgers the metadata store listed
+	entrystore.GCStats
+}
+
+// errNoMetadata refuses garbage collection on a bookie without a metadata
+// store: nothing says which ledgers are gone.
+var errNoMetadata = errors.New("bookie: garbage collection needs the metadata store")
+
+// gcLoop runs garbage collection every gcWaitTime and minor and major
+// compaction at their intervals.
+func (b *Bookie) gcLoop() {
+	defer b.loops.Done()
+	ticker := func(enabled bool, d time.Duration) <-chan time.Time {
+		if !enabled {
+			return nil
+		}
+		t := time.NewTicker(d)
+		go func() { <-b.stopping; t.Stop() }()
+		return t.C
+	}
+	gcTick := ticker(b.md != nil && b.cfg.GCWaitTime > 0, b.cfg.GCWaitTime)
+	minorTick := ticker(b.cfg.minorEnabled(), b.cfg.MinorCompactionInterval)
+	majorTick := ticker(b.cfg.majorEnabled(), b.cfg.MajorCompactionInterval)
+	for {
+		var err error
+		select {
+		case <-b.stopping:
+			return
+		case <-gcTick:
+			_, err = b.GC()
+		case <-minorTick:
+			_, err = b.Compact(false)
+		case <-majorTick:
+			if b.aboveWarn.Load() {
+				b.log.Info("major compaction suspended: a ledger directory is above diskUsageWarnThreshold")
+				continue
+			}
+			_, err = b.Compact(true)
+		}
+		if err != nil {
+			b.log.Warn("garbage collection failed", "err", err)
+		}
+	}
+}
+
+// GC runs one garbage collection pass now (spec §8.3, Appendix A item 9):
+// it snapshots the ledgers stored here BEFORE listing the metadata store,
+// so that a ledger created meanwhile cannot pass for garbage; lists every
+// ledger's metadata (metadata.Store.List); and if the listing is
+// incomplete in any way (metadata.ErrIncompleteListing) keeps everything.
+// Each ledger missing from the listing is confirmed missing with a direct
+// read of its znode (BookKeeper's verifyMetadataOnGc) before it is deleted
+// here. The entry logs left without live data are removed.
+func (b *Bookie) GC() (GCReport, error) {
+	if b.md == nil {
+		return GCReport{}, errNoMetadata
+	}
+	b.gcMu.Lock()
+	defer b.gcMu.Unlock()
+	snapshot := b.store.Ledgers()
+	rep := GCReport{LocalLedgers: len(snapshot)}
+	ctx := b.life
+	ids, err := b.md.List(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("bookie: garbage collection keeps every ledger: %w", err)
+	}
+	rep.MetadataLedgers = len(ids)
+	live := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		live[id] = true
+	}
+	stats, err := b.store.GC(snapshot, func(id int64) bool {
+		if live[id] {
+			return true
+		}
+		exists, err := b.md.Exists(ctx, id)
+		if err != nil {
+			b.log.Warn("cannot confirm that a ledger is gone; keeping it", "ledger", id, "err", err)
+			return true
+		}
+		return exists
+	})
+	rep.GCStats = stats
+	b.m.gcDeletedLedgers.Add(float64(stats.LedgersDeleted))
+	b.m.reclaimedDeletion.Add(float64(stats.BytesFreed))
+	b.m.activeEntryLogs.Set(float64(len(b.store.LogUsage())))
+	b.m.activeLedgers.Set(float64(len(b.store.Ledgers())))
+	if stats.LedgersDeleted > 0 || stats.LogsRemoved > 0 {
+		b.log.Info("garbage collected", "ledgers", stats.LedgersDeleted, "logs", stats.LogsRemoved, "bytes", stats.BytesFreed)
+	}
+	if err != nil {
+		b.fail(err) // a failed index write poisons the store
+	}
+	return rep, err
+}
+
+// Compact runs a minor (major false) or major compaction now: the live
+// entries of every sealed entry log whose live ratio is below the
+// threshold are copied forward, a step of CompactionStepBytes at a time,
+// and the emptied logs removed. Adds go on between steps; a shutdown stops
+// it between steps.
+func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
+	threshold := b.cfg.MinorCompactionThreshold
+	if major {
+		threshold = b.cfg.MajorCompactionThreshold
+	}
+	b.gcMu.Lock()
+	defer b.gcMu.Unlock()
+	var total entrystore.CompactStats
+	for _, u := range b.store.LogUsage() {
+		if !u.Sealed || !u.Known || u.LiveRatio() >= threshold {
+			continue
+		}
+		for done := false; !done; {
+			select {
+			case <-b.stopping:
+				return total, nil
+			default:
+			}
+			st, finished, err := b.store.CompactStep(u.LogID, b.cfg.CompactionStepBytes)
+			total.LogsCompacted += st.LogsCompacted
+			total.EntriesMoved += st.EntriesMoved
+			total.BytesMoved += st.BytesMoved
+			total.BytesFreed += st.BytesFreed
+			if err != nil {
+				b.fail(err)
+				return total, err
+			}
+			done = finished
+		}
+	}
+	if major {
+		b.m.majorCompactions.Add(float64(total.LogsCompacted))
+	} else {
+		b.m.minorCompactions.Add(float64(total.LogsCompacted))
+	}
+	b.m.reclaimedCompaction.Add(float64(max(total.BytesFreed-total.BytesMoved, 0)))
+	b.m.activeEntryLogs.Set(float64(len(b.store.LogUsage())))
+	if total.LogsCompacted > 0 {
+		b.log.Info("compacted entry logs", "major", major, "logs", total.LogsCompacted,
+			"entriesMoved", total.EntriesMoved, "bytesFreed", total.BytesFreed)
+	}
+	return total, nil
+}

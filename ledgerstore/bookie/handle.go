@@ -1,0 +1,239 @@
+package bookie
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/bookie/journal"
+)
+
+// maxLACBodyBytes bounds an explicit LAC body: ledgerId, lac and a digest
+// of at most 20 bytes need 36; the entry store keeps up to 1024.
+const maxLACBodyBytes = 1024
+
+// dispatch runs one well-formed request. Every path answers it exactly
+// once, through c.send.
+func (b *Bookie) dispatch(c *conn, req *bkproto.Request) {
+	h := req.GetHeader()
+	switch h.GetOperation() {
+	case bkproto.OperationType_ADD_ENTRY:
+		b.addEntry(c, h, req.AddRequest)
+	case bkproto.OperationType_READ_ENTRY:
+		b.readEntry(c, h, req.ReadRequest)
+	case bkproto.OperationType_WRITE_LAC:
+		b.writeLAC(c, h, req.WriteLacRequest)
+	case bkproto.OperationType_READ_LAC:
+		b.readLAC(c, h, req.ReadLacRequest)
+	case bkproto.OperationType_FORCE_LEDGER:
+		b.forceLedger(c, h, req.ForceLedgerRequest)
+	case bkproto.OperationType_GET_BOOKIE_INFO:
+		b.bookieInfo(c, h, req.GetBookieInfoRequest)
+	default:
+		// AUTH (no auth plugin is configured), START_TLS (no TLS) and
+		// GET_LIST_OF_ENTRIES_OF_LEDGER are not served.
+		c.sendStatus(h, bkproto.StatusCode_EBADREQ)
+	}
+}
+
+// statusOf maps an outcome to the status a client receives. Only the
+// store's certain answers become ENOLEDGER or ENOENTRY; any other failure
+// is EIO, "outcome unknown", never absence (spec Appendix A item 1).
+func statusOf(err error) bkproto.StatusCode {
+	switch {
+	case err == nil:
+		return bkproto.StatusCode_EOK
+	case errors.Is(err, entrystore.ErrNoLedger):
+		return bkproto.StatusCode_ENOLEDGER
+	case errors.Is(err, entrystore.ErrNoEntry):
+		return bkproto.StatusCode_ENOENTRY
+	case errors.Is(err, entrystore.ErrMasterKeyMismatch):
+		return bkproto.StatusCode_EUA
+	case errors.Is(err, entrystore.ErrBadEntry):
+		return bkproto.StatusCode_EBADREQ
+	}
+	return bkproto.StatusOf(err) // *bkproto.Error's status, else EIO
+}
+
+// bindMasterKey binds ledger to key on first contact, or checks key
+// against the bound one (EUA on a mismatch). On first contact it journals
+// a master-key record ahead of whatever the caller journals next, so that
+// a restart restores the key (spec §7.2 step 3). Caller holds the
+// ledger's lock, which keeps the key record ahead of the ledger's other
+// records in the journal.
+func (b *Bookie) bindMasterKey(jr *journaler, ledgerID int64, key []byte) error {
+	known := b.store.HasLedger(ledgerID)
+	if err := b.store.SetMasterKey(ledgerID, key); err != nil {
+		return err
+	}
+	if !known {
+		jr.enqueue(journalOp{rec: journal.NewMasterKeyRecord(ledgerID, key)})
+	}
+	return nil
+}
+
+// addEntry stores an entry in the order of spec §7.2: check the master
+// key and the fence, insert into ledger storage (the entry is readable
+// and wakes long polls), journal it, and answer only once the batch
+// holding it is synced.
+func (b *Bookie) addEntry(c *conn, h *bkproto.BKPacketHeader, r *bkproto.AddRequest) {
+	start := time.Now()
+	ledgerID, entryID := r.GetLedgerId(), r.GetEntryId()
+	reply := func(err error) {
+		st := statusOf(err)
+		if st == bkproto.StatusCode_EIO {
+			b.log.Debug("add failed", "ledger", ledgerID, "entry", entryID, "err", err)
+		}
+		c.send(addResponse(h, st, ledgerID, entryID))
+		observe(b.m.addEntry, start, st == bkproto.StatusCode_EOK)
+	}
+	// (GetFlag defaults to RECOVERY_ADD, the enum's first value: test presence.)
+	recovery := r.Flag != nil && *r.Flag == bkproto.AddRequest_RECOVERY_ADD
+	if err := b.checkWritable(recovery || h.GetPriority() > 0); err != nil {
+		reply(err)
+		return
+	}
+	jr := b.journalFor(ledgerID)
+	lock := b.ledgerLock(ledgerID)
+	lock.Lock()
+	err := b.bindMasterKey(jr, ledgerID, r.MasterKey)
+	if err == nil && !recovery && b.store.IsFenced(ledgerID) {
+		err = bkproto.Errorf(bkproto.StatusCode_EFENCED, "ledger %d", ledgerID)
+	}
+	if err == nil {
+		err = b.storeAdd(ledgerID, entryID, r.Body)
+	}
+	if err != nil {
+		lock.Unlock()
+		reply(err)
+		return
+	}
+	rec, err := journal.NewEntryRecord(r.Body)
+	if err != nil { // cannot happen: the request was validated
+		lock.Unlock()
+		reply(bkproto.Errorf(bkproto.StatusCode_EBADREQ, "%v", err))
+		return
+	}
+	jr.enqueue(journalOp{rec: rec, done: reply})
+	lock.Unlock()
+	b.m.writeBytes.Add(float64(len(r.Body)))
+	b.lacs.notify(ledgerID, int64(binary.BigEndian.Uint64(r.Body[16:24])))
+}
+
+// storeAdd inserts an entry into ledger storage. When the write cache is
+// full it asks for a checkpoint and waits for one, up to ThrottleWait,
+// then refuses with ETOOMANYREQUESTS (BookKeeper's throttled write).
+func (b *Bookie) storeAdd(ledgerID, entryID int64, body []byte) error {
+	var deadline *time.Timer
+	for {
+		flushed := b.flushedChan()
+		err := b.store.Add(ledgerID, entryID, body)
+		if !errors.Is(err, entrystore.ErrCacheFull) {
+			if err == nil && b.store.NeedsFlush() {
+				b.kickCheckpoint()
+			}
+			return err
+		}
+		b.m.throttled.Inc()
+		b.kickCheckpoint()
+		if deadline == nil {
+			deadline = time.NewTimer(b.cfg.ThrottleWait)
+			defer deadline.Stop()
+		}
+		select {
+		case <-flushed:
+		case <-deadline.C:
+			return bkproto.Errorf(bkproto.StatusCode_ETOOMANYREQUESTS, "write cache full for %v", b.cfg.ThrottleWait)
+		case <-b.stopping:
+			return errJournalClosed
+		}
+	}
+}
+
+func addResponse(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) *bkproto.Response {
+	s := st.Enum()
+	return &bkproto.Response{Header: responseHeader(h), Status: s,
+		AddResponse: &bkproto.AddResponse{Status: s, LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)}}
+}
+
+// writeLAC stores an explicit LAC: bind or check the master key, keep the
+// body, journal it, and answer once that record is durable. Long polls
+// waiting on the ledger wake.
+func (b *Bookie) writeLAC(c *conn, h *bkproto.BKPacketHeader, r *bkproto.WriteLacRequest) {
+	start := time.Now()
+	ledgerID := r.GetLedgerId()
+	reply := func(err error) {
+		st := statusOf(err)
+		s := st.Enum()
+		c.send(&bkproto.Response{Header: responseHeader(h), Status: s,
+			WriteLacResponse: &bkproto.WriteLacResponse{Status: s, LedgerId: proto.Int64(ledgerID)}})
+		observe(b.m.writeLAC, start, st == bkproto.StatusCode_EOK)
+	}
+	if len(r.Body) > maxLACBodyBytes {
+		reply(bkproto.Errorf(bkproto.StatusCode_EBADREQ, "LAC body of %d bytes", len(r.Body)))
+		return
+	}
+	if err := b.checkWritable(h.GetPriority() > 0); err != nil {
+		reply(err)
+		return
+	}
+	jr := b.journalFor(ledgerID)
+	lock := b.ledgerLock(ledgerID)
+	lock.Lock()
+	err := b.bindMasterKey(jr, ledgerID, r.MasterKey)
+	if err == nil {
+		err = b.store.SetExplicitLAC(ledgerID, r.Body)
+	}
+	if err != nil {
+		lock.Unlock()
+		reply(err)
+		return
+	}
+	jr.enqueue(journalOp{rec: journal.NewExplicitLACRecord(ledgerID, r.Body), done: reply})
+	lock.Unlock()
+	b.lacs.notify(ledgerID, r.GetLac())
+}
+
+// forceLedger answers once everything the ledger's journal holds is
+// durable. keeper acknowledges DEFERRED_SYNC adds only after their sync
+// anyway, so this matters only with journalSyncData=false.
+func (b *Bookie) forceLedger(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ForceLedgerRequest) {
+	start := time.Now()
+	ledgerID := r.GetLedgerId()
+	b.journalFor(ledgerID).enqueue(journalOp{force: true, done: func(err error) {
+		st := statusOf(err)
+		s := st.Enum()
+		c.send(&bkproto.Response{Header: responseHeader(h), Status: s,
+			ForceLedgerResponse: &bkproto.ForceLedgerResponse{Status: s, LedgerId: proto.Int64(ledgerID)}})
+		observe(b.m.forceLedger, start, st == bkproto.StatusCode_EOK)
+	}})
+}
+
+// bookieInfo answers with the ledger directories' total and free bytes.
+func (b *Bookie) bookieInfo(c *conn, h *bkproto.BKPacketHeader, r *bkproto.GetBookieInfoRequest) {
+	resp := &bkproto.GetBookieInfoResponse{}
+	usage, err := b.store.Usage()
+	st := statusOf(err)
+	if err == nil {
+		var total, free uint64
+		for _, u := range usage {
+			total += u.TotalBytes
+			free += u.TotalBytes - min(u.UsedBytes, u.TotalBytes)
+		}
+		want := r.GetRequested()
+		if want&int64(bkproto.GetBookieInfoRequest_TOTAL_DISK_CAPACITY) != 0 {
+			resp.TotalDiskCapacity = proto.Int64(int64(total))
+		}
+		if want&int64(bkproto.GetBookieInfoRequest_FREE_DISK_SPACE) != 0 {
+			resp.FreeDiskSpace = proto.Int64(int64(free))
+		}
+	} else {
+		b.log.Warn("disk usage unavailable", "err", err)
+	}
+	resp.Status = st.Enum()
+	c.send(&bkproto.Response{Header: responseHeader(h), Status: st.Enum(), GetBookieInfoResponse: resp})
+}

@@ -1,0 +1,351 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"time"
+
+	"keeper/internal/vfs"
+)
+
+// Journal appends records to the journal in one directory. It does no
+// I/O on its own schedule and starts no goroutines: the bookie driver runs
+// the group-commit loop (spec §7.3), as its owner from one goroutine:
+//
+//  1. Append each queued record (after inserting entries into ledger
+//     storage, spec §7.2).
+//  2. When ShouldFlush says the batch is closed, Flush it, then Sync.
+//  3. Acknowledge the batch's adds (and fences) only after Sync returns nil.
+//
+// Records queued while a Sync runs form the next batch, so syncs coalesce
+// under load. Flush without Sync is the journalSyncData=false mode: the
+// data reaches the page cache only.
+//
+// It is not safe for concurrent use. After any write, sync or filesystem
+// failure the Journal is poisoned: the on-disk state after a failed fsync
+// is unknown, so it never retries, and every later call returns the same
+// error. The owner must stop, and recover by reopening and replaying.
+type Journal struct {
+	fsys vfs.FS
+	dir  string // journalDir/current
+	cfg  Config
+
+	nextLogID int64
+	cur       *activeFile // nil until the first Append after Open or a roll
+	buf       []byte      // appended bytes not yet written to cur
+	mark      Position    // everything before it is durable
+
+	unflushedBytes   int64 // appended since the last Flush, framing included
+	unflushedRecords int
+	dirty            bool // cur has bytes that are not yet synced
+
+	err    error // sticky
+	closed bool
+}
+
+// activeFile is the journal file being appended to.
+type activeFile struct {
+	f            vfs.File
+	File                // its path and log id
+	writeOff     int64  // where the next record goes, buffered bytes included
+	flushedOff   int64  // bytes handed to the file
+	preallocEnd  int64  // the size the file was grown to ahead of the writes
+	syncedSize   int64  // the file's size at the last sync
+	entryDurable bool   // its directory entry has been synced
+	zeros        []byte // one alignment unit, for preallocation
+}
+
+// Open opens the journal under journalDir for appending, creating
+// journalDir/current if needed. It first cuts a torn tail off the last
+// file (see the package doc) and checks that file in full; corruption
+// there is returned. Existing files are never appended to: the first
+// Append starts a new file, whose log id follows the last one's (and is
+// at least cfg.FirstLogID).
+func Open(fsys vfs.FS, journalDir string, cfg Config) (*Journal, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	dir := filepath.Join(journalDir, DirName)
+	if err := vfs.MkdirAllSync(fsys, dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: create %s: %w", dir, err)
+	}
+	mark, files, err := recoverTail(fsys, dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	next := cfg.FirstLogID
+	if len(files) > 0 {
+		last := files[len(files)-1].LogID
+		if last == math.MaxInt64 {
+			return nil, fmt.Errorf("journal: %s: no log id left after %#x", dir, last)
+		}
+		next = max(next, last+1)
+	}
+	return &Journal{fsys: fsys, dir: dir, cfg: cfg, nextLogID: next, mark: mark}, nil
+}
+
+// Mark returns the log mark: every record before it is durable. A
+// checkpoint captures it BEFORE flushing ledger storage, and persists it
+// with WriteLastMark only after storage is durable (spec §7.3, Appendix A
+// item 8). Right after Open it is where the data already in the journal
+// ends, which covers records only Replay puts back into storage: the
+// driver must replay (from the persisted mark) before its first
+// checkpoint. It only moves forward.
+func (j *Journal) Mark() Position { return j.mark }
+
+// Err returns the error that poisoned the journal, or nil.
+func (j *Journal) Err() error { return j.err }
+
+// usable returns the error every call returns on a closed or poisoned
+// journal.
+func (j *Journal) usable() error {
+	if j.closed {
+		return ErrClosed
+	}
+	return j.err
+}
+
+// poison records err as the sticky error and returns it.
+func (j *Journal) poison(err error) error {
+	if j.err == nil {
+		j.err = err
+	}
+	return j.err
+}
+
+// Append adds rec to the current batch and returns the position just past
+// it: rec is durable once Mark reaches that position, which a nil Sync
+// guarantees. The journal keeps a copy of the body. Append buffers (it
+// writes to the file without syncing only when WriteBufferBytes are
+// buffered). A record that is too large, or of a kind that is never
+// written (KindUnknown, the force-ledger marker), is refused without
+// poisoning the journal.
+func (j *Journal) Append(rec Record) (Position, error) {
+	if err := j.usable(); err != nil {
+		return Position{}, err
+	}
+	if err := j.checkRecord(rec); err != nil {
+		return Position{}, err
+	}
+	if j.cur == nil {
+		if err := j.startFile(); err != nil {
+			return Position{}, j.poison(err)
+		}
+	}
+	version := int32(j.cfg.FormatVersion)
+	j.buf = appendRecord(j.buf, version, rec.body)
+	n := int64(recordHeaderBytes(version) + len(rec.body))
+	j.cur.writeOff += n
+	j.unflushedBytes += n
+	j.unflushedRecords++
+	pos := Position{LogID: j.cur.LogID, Offset: j.cur.writeOff}
+	if len(j.buf) >= j.cfg.WriteBufferBytes {
+		if err := j.writeOut(); err != nil {
+			return Position{}, err
+		}
+	}
+	return pos, nil
+}
+
+// checkRecord refuses a record that can never be written.
+func (j *Journal) checkRecord(rec Record) error {
+	if _, err := DecodeRecord(rec.body); err != nil {
+		return err
+	}
+	if len(rec.body) > j.cfg.MaxRecordBytes {
+		return fmt.Errorf("journal: append: record of %d bytes above the limit %d", len(rec.body), j.cfg.MaxRecordBytes)
+	}
+	if rec.Kind() == KindUnknown {
+		return fmt.Errorf("journal: append: special record with entry id %d is never written", rec.EntryID())
+	}
+	return nil
+}
+
+// startFile creates the next journal file and buffers its header.
+func (j *Journal) startFile() error {
+	file := File{Path: filepath.Join(j.dir, FileName(j.nextLogID)), LogID: j.nextLogID}
+	// Open chose an id above every file's, so a file of this name can only
+	// come from another process writing here.
+	if _, err := j.fsys.Stat(file.Path); err == nil {
+		return fmt.Errorf("journal: create %s: %w (is another bookie using this directory?)", file.Path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("journal: stat %s: %w", file.Path, err)
+	}
+	f, err := j.fsys.Create(file.Path)
+	if err != nil {
+		return fmt.Errorf("journal: create %s: %w", file.Path, err)
+	}
+	j.nextLogID++
+	j.cur = &activeFile{f: f, File: file, writeOff: HeaderBytes, zeros: make([]byte, j.cfg.AlignmentBytes)}
+	j.buf = append(j.buf[:0], header(int32(j.cfg.FormatVersion))...)
+	return nil
+}
+
+// writeOut writes the buffered bytes to the file, without syncing, after
+// growing the file ahead of them.
+func (j *Journal) writeOut() error {
+	c := j.cur
+	if c == nil || len(j.buf) == 0 {
+		return nil
+	}
+	if err := j.preallocate(c.flushedOff + int64(len(j.buf))); err != nil {
+		return j.poison(err)
+	}
+	if _, err := c.f.WriteAt(j.buf, c.flushedOff); err != nil {
+		return j.poison(fmt.Errorf("journal: write %s at offset %d: %w", c.Path, c.flushedOff, err))
+	}
+	c.flushedOff += int64(len(j.buf))
+	j.buf = j.buf[:0]
+	j.dirty = true
+	return nil
+}
+
+// preallocate grows the file in PreAllocSizeBytes steps until it reaches
+// end, as BookKeeper's JournalChannel does: by writing one alignment unit
+// of zeros just below the new size. The zeros land beyond every byte
+// written so far, so they never overwrite data.
+func (j *Journal) preallocate(end int64) error {
+	c := j.cur
+	if end <= c.preallocEnd {
+		return nil
+	}
+	for c.preallocEnd < end {
+		c.preallocEnd += j.cfg.PreAllocSizeBytes
+	}
+	off := c.preallocEnd - int64(len(c.zeros))
+	if _, err := c.f.WriteAt(c.zeros, off); err != nil {
+		return fmt.Errorf("journal: preallocate %s to %d bytes: %w", c.Path, c.preallocEnd, err)
+	}
+	return nil
+}
+
+// Flush closes the current batch: it pads the file to the alignment
+// boundary with a padding record and writes everything buffered to the
+// file, without syncing. With nothing appended since the last Flush it
+// does nothing.
+func (j *Journal) Flush() error {
+	if err := j.usable(); err != nil {
+		return err
+	}
+	if j.unflushedRecords == 0 {
+		return nil
+	}
+	n := paddingBytes(j.cur.writeOff, j.cfg.AlignmentBytes)
+	j.buf = appendPadding(j.buf, n)
+	j.cur.writeOff += n
+	if err := j.writeOut(); err != nil {
+		return err
+	}
+	j.unflushedBytes, j.unflushedRecords = 0, 0
+	return nil
+}
+
+// Sync flushes the current batch and makes every record appended so far
+// durable: fdatasync (fsync when the file's size changed since its last
+// sync, which preallocation makes rare), then, the first time for each
+// file, fsync of the directory. Mark then moves past every appended
+// record, and an add may be acknowledged. If the file's data has passed
+// MaxSizeBytes, Sync then closes it; the next Append starts a new file.
+// Syncing before a roll keeps a rule the reader relies on: every file but
+// the last is complete.
+func (j *Journal) Sync() error {
+	if err := j.Flush(); err != nil {
+		return err
+	}
+	if !j.dirty {
+		return nil
+	}
+	c := j.cur
+	size := max(c.preallocEnd, c.flushedOff)
+	var err error
+	if size != c.syncedSize {
+		err = c.f.Sync()
+	} else {
+		err = c.f.SyncData()
+	}
+	if err != nil {
+		return j.poison(fmt.Errorf("journal: sync %s: %w", c.Path, err))
+	}
+	c.syncedSize = size
+	if !c.entryDurable {
+		if err := j.fsys.SyncDir(j.dir); err != nil {
+			return j.poison(fmt.Errorf("journal: sync %s: %w", j.dir, err))
+		}
+		c.entryDurable = true
+	}
+	j.dirty = false
+	j.mark = Position{LogID: c.LogID, Offset: c.flushedOff}
+	if c.flushedOff > j.cfg.MaxSizeBytes {
+		return j.closeFile()
+	}
+	return nil
+}
+
+// closeFile closes the current file after a roll; the next Append starts
+// a new one.
+func (j *Journal) closeFile() error {
+	c := j.cur
+	j.cur = nil
+	if err := c.f.Close(); err != nil {
+		return j.poison(fmt.Errorf("journal: close %s: %w", c.Path, err))
+	}
+	return nil
+}
+
+// ShouldFlush reports whether the batch of records appended since the last
+// Flush must close now, by BookKeeper's group-commit rules: its oldest
+// record has waited at least MaxGroupWait (oldestAge, measured by the
+// driver's clock); more than BufferedWritesThresholdBytes or (if set)
+// BufferedEntriesThreshold records are buffered; or the driver's queue is
+// empty and FlushWhenQueueEmpty is set. With no such records it is false.
+//
+// BookKeeper closes on an age strictly above the wait; keeper closes at
+// the wait itself, so that a driver on a virtual clock, woken exactly at
+// the deadline, makes progress.
+func (j *Journal) ShouldFlush(oldestAge time.Duration, queueEmpty bool) bool {
+	c := j.cfg
+	switch {
+	case j.unflushedRecords == 0:
+		return false
+	case oldestAge >= c.MaxGroupWait:
+		return true
+	case j.unflushedBytes > c.BufferedWritesThresholdBytes:
+		return true
+	case c.BufferedEntriesThreshold > 0 && j.unflushedRecords > c.BufferedEntriesThreshold:
+		return true
+	}
+	return queueEmpty && c.FlushWhenQueueEmpty
+}
+
+// FlushWait returns how much longer the batch may wait for more records
+// before its age closes it, given the age of its oldest record: what a
+// driver sets its timer to. It is 0 when the batch is due (or there is
+// none).
+func (j *Journal) FlushWait(oldestAge time.Duration) time.Duration {
+	if j.unflushedRecords == 0 {
+		return 0
+	}
+	return max(0, j.cfg.MaxGroupWait-oldestAge)
+}
+
+// Close syncs what was appended and closes the current file. On a poisoned
+// journal it only closes, and returns the poison. Later calls return
+// ErrClosed.
+func (j *Journal) Close() error {
+	if j.closed {
+		return ErrClosed
+	}
+	err := j.Sync()
+	if j.cur != nil {
+		if closeErr := j.cur.f.Close(); err == nil && closeErr != nil {
+			err = fmt.Errorf("journal: close %s: %w", j.cur.Path, closeErr)
+		}
+		j.cur = nil
+	}
+	j.closed = true
+	return err
+}

@@ -1,0 +1,301 @@
+package bookierpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"keeper/ledgerstore/bkproto"
+)
+
+// ErrClientClosed is returned for calls on a closed Client, and for calls
+// outstanding when its connection broke.
+var ErrClientClosed = errors.New("bookierpc: client connection closed")
+
+// Client is a BookKeeper v3 client for one bookie: requests are
+// pipelined over one connection and matched to responses by txnId. It
+// knows nothing of ledgers, ensembles or quorums (that is the ledger
+// client's job); tests, `keeper bench bookie` and the crash test use it to
+// speak the protocol. It is safe for concurrent use.
+type Client struct {
+	nc           net.Conn
+	maxFrame     int
+	writeTimeout time.Duration // WriteTimeout; tests shorten it
+
+	wmu  sync.Mutex // serializes frame writes
+	wbuf []byte
+
+	mu      sync.Mutex
+	nextTxn uint64
+	pending map[uint64]chan<- Result // mu guards pending, nextTxn, err
+	err     error
+	done    chan struct{}
+}
+
+// Result is the outcome of one call: the response, or why there is none.
+type Result struct {
+	Resp *bkproto.Response
+	Err  error
+}
+
+// Dial connects to a bookie.
+func Dial(ctx context.Context, addr string) (*Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("bookierpc: dial %s: %w", addr, err)
+	}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		_ = tcp.SetNoDelay(true)
+	}
+	c := &Client{nc: nc, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]chan<- Result),
+		done: make(chan struct{})}
+	go c.readLoop()
+	return c, nil
+}
+
+// Close closes the connection; outstanding calls fail with
+// ErrClientClosed.
+func (c *Client) Close() error {
+	err := c.nc.Close()
+	<-c.done
+	return err
+}
+
+// readLoop delivers responses until the connection ends.
+func (c *Client) readLoop() {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var err error
+	for {
+		var frame []byte
+		if frame, err = bkproto.ReadFrame(r, nil, c.maxFrame); err != nil {
+			break
+		}
+		resp, derr := bkproto.DecodeResponse(frame)
+		if resp == nil || resp.GetHeader() == nil {
+			err = fmt.Errorf("bookierpc: undecodable response: %w", derr)
+			break
+		}
+		c.mu.Lock()
+		ch := c.pending[resp.GetHeader().GetTxnId()]
+		delete(c.pending, resp.GetHeader().GetTxnId())
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- Result{Resp: resp, Err: derr}
+		}
+	}
+	_ = c.nc.Close()
+	c.mu.Lock()
+	c.err = fmt.Errorf("%w: %v", ErrClientClosed, err)
+	for txn, ch := range c.pending {
+		ch <- Result{Err: c.err}
+		delete(c.pending, txn)
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// Go sends req and returns a channel that receives its result. It sets
+// the header (version 3, req's operation, a fresh txnId), keeping the
+// priority if req has a header.
+func (c *Client) Go(req *bkproto.Request) <-chan Result {
+	_, ch := c.send(req)
+	return ch
+}
+
+// WriteTimeout bounds how long one frame may take to reach the socket. A
+// bookie that stops reading for that long is treated as dead: the
+// connection closes and every outstanding call fails (a half-written frame
+// leaves the stream unusable anyway).
+const WriteTimeout = 10 * time.Second
+
+// send is Go, also returning the call's txnId (0 if it was not sent).
+func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
+	ch := make(chan Result, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		ch <- Result{Err: c.err}
+		return 0, ch
+	}
+	c.nextTxn++
+	txn := c.nextTxn
+	c.pending[txn] = ch
+	c.mu.Unlock()
+	op := operationOf(req)
+	h := bkproto.NewHeader(op, txn)
+	if req.Header != nil && req.Header.Priority != nil {
+		h.Priority = req.Header.Priority
+	}
+	req.Header = h
+	c.wmu.Lock()
+	buf, err := bkproto.AppendFrame(c.wbuf[:0], req)
+	if err == nil {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+		if _, err = c.nc.Write(buf); err != nil {
+			_ = c.nc.Close() // readLoop fails the other calls
+		}
+		c.wbuf = buf
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.mu.Lock()
+		if _, ok := c.pending[txn]; ok {
+			delete(c.pending, txn)
+			ch <- Result{Err: fmt.Errorf("bookierpc: send %v: %w", op, err)}
+		}
+		c.mu.Unlock()
+	}
+	return txn, ch
+}
+
+// forget drops a call whose caller stopped waiting, so that its entry does
+// not stay in the table until the connection ends.
+func (c *Client) forget(txn uint64) {
+	c.mu.Lock()
+	delete(c.pending, txn)
+	c.mu.Unlock()
+}
+
+// operationOf infers the operation from the one sub-request set.
+func operationOf(req *bkproto.Request) bkproto.OperationType {
+	switch {
+	case req.ReadRequest != nil:
+		return bkproto.OperationType_READ_ENTRY
+	case req.AddRequest != nil:
+		return bkproto.OperationType_ADD_ENTRY
+	case req.WriteLacRequest != nil:
+		return bkproto.OperationType_WRITE_LAC
+	case req.ReadLacRequest != nil:
+		return bkproto.OperationType_READ_LAC
+	case req.GetBookieInfoRequest != nil:
+		return bkproto.OperationType_GET_BOOKIE_INFO
+	case req.ForceLedgerRequest != nil:
+		return bkproto.OperationType_FORCE_LEDGER
+	case req.AuthRequest != nil:
+		return bkproto.OperationType_AUTH
+	case req.StartTLSRequest != nil:
+		return bkproto.OperationType_START_TLS
+	case req.GetListOfEntriesOfLedgerRequest != nil:
+		return bkproto.OperationType_GET_LIST_OF_ENTRIES_OF_LEDGER
+	}
+	return req.GetHeader().GetOperation()
+}
+
+// Call sends req and waits for its response or ctx. A response whose
+// status is not EOK is returned with a nil error: use
+// bkproto.ResponseStatus and bkproto.ErrorOf to branch on it.
+func (c *Client) Call(ctx context.Context, req *bkproto.Request) (*bkproto.Response, error) {
+	txn, ch := c.send(req)
+	select {
+	case res := <-ch:
+		return res.Resp, res.Err
+	case <-ctx.Done():
+		c.forget(txn)
+		return nil, ctx.Err()
+	}
+}
+
+// StatusErr turns a call's outcome into an error: err itself, or the
+// *bkproto.Error the response's status names (nil for EOK).
+func StatusErr(resp *bkproto.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	return bkproto.ErrorOf(bkproto.ResponseStatus(resp))
+}
+
+// AddRequest returns the request that adds an entry. body is the entry's
+// stored form (bkproto.EncodeEntry); recovery sets RECOVERY_ADD.
+func AddRequest(ledgerID, entryID int64, masterKey, body []byte, recovery bool) *bkproto.Request {
+	r := &bkproto.AddRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID),
+		MasterKey: masterKey, Body: body}
+	if recovery {
+		r.Flag = bkproto.AddRequest_RECOVERY_ADD.Enum()
+	}
+	return &bkproto.Request{AddRequest: r}
+}
+
+// Add adds an entry and waits for the bookie's answer; an error status
+// comes back as its *bkproto.Error (errors.Is(err, bkproto.ErrFenced)).
+func (c *Client) Add(ctx context.Context, ledgerID, entryID int64, masterKey, body []byte, recovery bool) error {
+	resp, err := c.Call(ctx, AddRequest(ledgerID, entryID, masterKey, body, recovery))
+	return StatusErr(resp, err)
+}
+
+// Read reads an entry (entryID -1: the last one) and returns the read
+// response, with a non-nil error for a status other than EOK.
+func (c *Client) Read(ctx context.Context, ledgerID, entryID int64) (*bkproto.ReadResponse, error) {
+	return c.ReadRequest(ctx, &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)})
+}
+
+// FenceRead fences the ledger and reads an entry (usually -1).
+func (c *Client) FenceRead(ctx context.Context, ledgerID, entryID int64, masterKey []byte) (*bkproto.ReadResponse, error) {
+	return c.ReadRequest(ctx, &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID),
+		MasterKey: masterKey, Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum()})
+}
+
+// LongPoll waits up to timeout for the bookie's LAC of ledger to pass
+// previousLAC, then returns the last entry; with piggyback, entry
+// previousLAC+1 instead, if the bookie holds it.
+func (c *Client) LongPoll(ctx context.Context, ledgerID, previousLAC int64, timeout time.Duration,
+	piggyback bool) (*bkproto.ReadResponse, error) {
+	r := &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(bkproto.LastAddConfirmed),
+		PreviousLAC: proto.Int64(previousLAC), TimeOut: proto.Int64(timeout.Milliseconds())}
+	if piggyback {
+		r.Flag = bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()
+	}
+	return c.ReadRequest(ctx, r)
+}
+
+// ReadRequest sends a read request as given and returns the read
+// response, with a non-nil error for a status other than EOK.
+func (c *Client) ReadRequest(ctx context.Context, r *bkproto.ReadRequest) (*bkproto.ReadResponse, error) {
+	resp, err := c.Call(ctx, &bkproto.Request{ReadRequest: r})
+	if err := StatusErr(resp, err); err != nil {
+		return resp.GetReadResponse(), err
+	}
+	return resp.GetReadResponse(), nil
+}
+
+// WriteLAC stores an explicit LAC; body is bkproto.EncodeLAC's.
+func (c *Client) WriteLAC(ctx context.Context, ledgerID, lac int64, masterKey, body []byte) error {
+	resp, err := c.Call(ctx, &bkproto.Request{WriteLacRequest: &bkproto.WriteLacRequest{
+		LedgerId: proto.Int64(ledgerID), Lac: proto.Int64(lac), MasterKey: masterKey, Body: body}})
+	return StatusErr(resp, err)
+}
+
+// ReadLAC returns the ledger's explicit LAC body and last entry.
+func (c *Client) ReadLAC(ctx context.Context, ledgerID int64) (*bkproto.ReadLacResponse, error) {
+	resp, err := c.Call(ctx, &bkproto.Request{ReadLacRequest: &bkproto.ReadLacRequest{LedgerId: proto.Int64(ledgerID)}})
+	if err := StatusErr(resp, err); err != nil {
+		return resp.GetReadLacResponse(), err
+	}
+	return resp.GetReadLacResponse(), nil
+}
+
+// ForceLedger waits until everything the bookie journaled for the ledger
+// is durable.
+func (c *Client) ForceLedger(ctx context.Context, ledgerID int64) error {
+	resp, err := c.Call(ctx, &bkproto.Request{ForceLedgerRequest: &bkproto.ForceLedgerRequest{
+		LedgerId: proto.Int64(ledgerID)}})
+	return StatusErr(resp, err)
+}
+
+// BookieInfo returns the bookie's total and free disk bytes.
+func (c *Client) BookieInfo(ctx context.Context) (total, free int64, err error) {
+	resp, err := c.Call(ctx, &bkproto.Request{GetBookieInfoRequest: &bkproto.GetBookieInfoRequest{
+		Requested: proto.Int64(int64(bkproto.GetBookieInfoRequest_TOTAL_DISK_CAPACITY |
+			bkproto.GetBookieInfoRequest_FREE_DISK_SPACE))}})
+	if err := StatusErr(resp, err); err != nil {
+		return 0, 0, err
+	}
+	info := resp.GetGetBookieInfoResponse()
+	return info.GetTotalDiskCapacity(), info.GetFreeDiskSpace(), nil
+}

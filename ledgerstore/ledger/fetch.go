@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"slices"
+
+	"keeper/ledgerstore/bkproto"
+)
+
+// DefaultSpeculativeTicks is how long a read waits, in ticks, for one
+// replica before also asking the next (spec §3.2 step 3), when the config
+// leaves it zero: the Java default of 2 s at a 100 ms tick.
+const DefaultSpeculativeTicks = 20
+
+// DefaultMaxOutstandingReads bounds the entries a Reader or Tailer reads at
+// once when the config leaves it zero: enough to keep a few bookies busy
+// without buffering much of a ledger.
+const DefaultMaxOutstandingReads = 16
+
+// fetch reads one entry from the replicas of its write set: it asks one,
+// also asks the next after SpeculativeTicks without an answer (a
+// speculative read), and moves on at once after an error or a bad copy.
+// The first digest-valid copy wins (spec §3.2).
+type fetch struct {
+	entryID    int64
+	bookies    []BookieID // candidates, in write-set order
+	asked      []bool
+	answered   []bool
+	next       int // next candidate to ask
+	sinceTicks int // ticks since the last request
+	entry      *Entry
+}
+
+func newFetch(entryID int64, bookies []BookieID) *fetch {
+	return &fetch{
+		entryID:  entryID,
+		bookies:  bookies,
+		asked:    make([]bool, len(bookies)),
+		answered: make([]bool, len(bookies)),
+	}
+}
+
+// askNext asks the next candidate, if any is left.
+func (f *fetch) askNext(emit func(BookieID, int64)) bool {
+	if f.next >= len(f.bookies) {
+		return false
+	}
+	f.asked[f.next] = true
+	emit(f.bookies[f.next], f.entryID)
+	f.next++
+	f.sinceTicks = 0
+	return true
+}
+
+// tick counts one tick and sends the speculative read when it is due.
+func (f *fetch) tick(speculativeTicks int, emit func(BookieID, int64)) {
+	if f.entry != nil {
+		return
+	}
+	f.sinceTicks++
+	if f.sinceTicks >= speculativeTicks {
+		f.askNext(emit)
+	}
+}
+
+// outstanding returns the slot of b if it was asked and has not answered.
+func (f *fetch) outstanding(b BookieID) int {
+	i := slices.Index(f.bookies, b)
+	if i < 0 || !f.asked[i] || f.answered[i] {
+		return -1
+	}
+	return i
+}
+
+// reply takes slot i's answer. It reports failed once every candidate has
+// answered without a valid copy.
+func (f *fetch) reply(i int, reply ReadReply, decode func([]byte, int64) (bkproto.Entry, error),
+	emit func(BookieID, int64)) (failed bool) {
+	f.answered[i] = true
+	if reply.Status == bkproto.StatusCode_EOK {
+		if e, err := decode(reply.Body, f.entryID); err == nil {
+			f.entry = &Entry{EntryID: e.EntryID, Length: e.Length, Payload: e.Payload}
+			return false
+		}
+	}
+	if f.askNext(emit) {
+		return false
+	}
+	for k := range f.bookies {
+		if !f.answered[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// entryDecoder verifies entries of one ledger.
+type entryDecoder struct {
+	ledgerID   int64
+	digestType bkproto.DigestType
+	macKey     []byte
+}
+
+func newEntryDecoder(ledgerID int64, md Metadata) entryDecoder {
+	d := entryDecoder{ledgerID: ledgerID, digestType: md.DigestType}
+	if md.DigestType == bkproto.DigestHMAC {
+		k := bkproto.MacKey(md.Password)
+		d.macKey = k[:]
+	}
+	return d
+}
+
+// decode verifies body as entry entryID (bkproto.LastAddConfirmed: any).
+func (d entryDecoder) decode(body []byte, entryID int64) (bkproto.Entry, error) {
+	return bkproto.DecodeEntry(body, d.digestType, d.macKey, d.ledgerID, entryID)
+}

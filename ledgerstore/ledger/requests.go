@@ -1,0 +1,149 @@
+package ledger
+
+import "keeper/ledgerstore/bkproto"
+
+// NoResponse is the status a driver reports for a request that got no
+// answer: a timeout, a dropped request, a broken connection. It is never
+// sent on the wire. Every state machine treats it as "unknown", never as a
+// negative (spec Appendix A, pitfall 1).
+const NoResponse bkproto.StatusCode = -1
+
+// HighPriority is the header priority of recovery adds and reads, as the
+// Java client sends it.
+const HighPriority uint32 = 100
+
+// AddRequest is one add of one entry to one bookie. The state machines
+// never put two identical AddRequests in flight at once (Appendix A,
+// pitfall 10), so a driver may match answers by (Bookie, EntryID).
+type AddRequest struct {
+	Bookie    BookieID
+	LedgerID  int64
+	EntryID   int64
+	MasterKey [bkproto.MasterKeyBytes]byte
+	// Body is the entry's stored form (bkproto.EncodeEntry), shared by the
+	// write set's requests: read-only.
+	Body []byte
+	// Recovery sets RECOVERY_ADD: a fenced bookie accepts the add (spec
+	// §4.1 step 6; Appendix A, pitfall 6). Only recovery sets it.
+	Recovery bool
+}
+
+// Request returns the v3 request for r with the given transaction id.
+func (r AddRequest) Request(txnID uint64) *bkproto.Request {
+	h := bkproto.NewHeader(bkproto.OperationType_ADD_ENTRY, txnID)
+	add := &bkproto.AddRequest{
+		LedgerId:  ptr(r.LedgerID),
+		EntryId:   ptr(r.EntryID),
+		MasterKey: r.MasterKey[:],
+		Body:      r.Body,
+	}
+	if r.Recovery {
+		add.Flag = bkproto.AddRequest_RECOVERY_ADD.Enum()
+		h.Priority = ptr(HighPriority)
+	}
+	return &bkproto.Request{Header: h, AddRequest: add}
+}
+
+// ReadKind selects the operation of a ReadRequest.
+type ReadKind uint8
+
+// The read operations.
+const (
+	// ReadEntry is READ_ENTRY: one entry, or with EntryID −1 the bookie's
+	// last entry (a LAC read, a fence, or a long poll).
+	ReadEntry ReadKind = iota
+	// ReadLAC is READ_LAC: the bookie's explicit LAC body and last entry.
+	ReadLAC
+)
+
+// ReadRequest is one read sent to one bookie. As with adds, no two
+// identical ReadRequests are ever in flight at once.
+type ReadRequest struct {
+	Bookie   BookieID
+	Kind     ReadKind
+	LedgerID int64
+	EntryID  int64 // −1: the last entry (ReadEntry); ignored for ReadLAC
+	// Fence sets FENCE_LEDGER and carries MasterKey. Every read recovery
+	// sends fences, not only the first LAC read (Appendix A, pitfall 2).
+	Fence     bool
+	MasterKey [bkproto.MasterKeyBytes]byte
+	// LongPoll asks the bookie to hold the read until its LAC passes
+	// PreviousLAC or TimeoutMillis pass (spec §3.3). Piggyback adds
+	// ENTRY_PIGGYBACK: the answer may carry entry PreviousLAC+1.
+	LongPoll      bool
+	PreviousLAC   int64
+	TimeoutMillis int64
+	Piggyback     bool
+}
+
+// Request returns the v3 request for r with the given transaction id.
+func (r ReadRequest) Request(txnID uint64) *bkproto.Request {
+	if r.Kind == ReadLAC {
+		h := bkproto.NewHeader(bkproto.OperationType_READ_LAC, txnID)
+		return &bkproto.Request{Header: h, ReadLacRequest: &bkproto.ReadLacRequest{LedgerId: ptr(r.LedgerID)}}
+	}
+	h := bkproto.NewHeader(bkproto.OperationType_READ_ENTRY, txnID)
+	read := &bkproto.ReadRequest{LedgerId: ptr(r.LedgerID), EntryId: ptr(r.EntryID)}
+	switch {
+	case r.Fence:
+		read.Flag = bkproto.ReadRequest_FENCE_LEDGER.Enum()
+		read.MasterKey = r.MasterKey[:]
+		h.Priority = ptr(HighPriority)
+	case r.LongPoll && r.Piggyback:
+		read.Flag = bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()
+	}
+	if r.LongPoll {
+		read.PreviousLAC = ptr(r.PreviousLAC)
+		read.TimeOut = ptr(r.TimeoutMillis)
+	}
+	return &bkproto.Request{Header: h, ReadRequest: read}
+}
+
+// ReadReply is a bookie's answer to a ReadRequest, as the state machines
+// need it. Build it from a decoded response with ReadReplyOf, or with
+// Status NoResponse when there was none.
+type ReadReply struct {
+	Status bkproto.StatusCode
+	// EntryID is the entry id the bookie answered with (for a piggybacked
+	// long poll, PreviousLAC+1 when Body holds that entry).
+	EntryID int64
+	// Body is an entry's stored form: ReadResponse.body, or
+	// ReadLacResponse.lastEntryBody. Unverified.
+	Body []byte
+	// LACBody is ReadLacResponse.lacBody, the explicit LAC. Unverified.
+	LACBody []byte
+	// MaxLAC is ReadResponse.maxLAC, the bookie-known LAC, when HasMaxLAC.
+	MaxLAC    int64
+	HasMaxLAC bool
+}
+
+// ReadReplyOf extracts the reply from a decoded READ_ENTRY or READ_LAC
+// response. A nil response gives Status NoResponse.
+func ReadReplyOf(resp *bkproto.Response) ReadReply {
+	if resp == nil {
+		return ReadReply{Status: NoResponse}
+	}
+	rep := ReadReply{Status: bkproto.ResponseStatus(resp)}
+	if r := resp.ReadResponse; r != nil {
+		rep.EntryID = r.GetEntryId()
+		rep.Body = r.Body
+		rep.MaxLAC, rep.HasMaxLAC = r.GetMaxLAC(), r.MaxLAC != nil
+	}
+	if r := resp.ReadLacResponse; r != nil {
+		rep.EntryID = bkproto.LastAddConfirmed
+		rep.Body = r.LastEntryBody
+		rep.LACBody = r.LacBody
+	}
+	return rep
+}
+
+// isNegative reports whether a read status is an explicit negative: the
+// bookie says it never stored the entry (or anything of the ledger). With
+// EOK these are the only definitive answers; everything else (EIO,
+// EUNKNOWNLEDGERSTATE, ETOOMANYREQUESTS, NoResponse, a bad digest, ...) is
+// unknown (spec §1.5, Appendix A pitfall 1).
+func isNegative(s bkproto.StatusCode) bool {
+	return s == bkproto.StatusCode_ENOENTRY || s == bkproto.StatusCode_ENOLEDGER
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,384 @@
+package ledgerclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata"
+)
+
+// Defaults for the zero fields of Config. The timeouts are the Java
+// client's (addEntryTimeoutSec, readEntryTimeoutSec: 5 s; speculative
+// reads after 2 s); the tick is what package ledger's tick counts assume.
+const (
+	DefaultAddTimeout             = 5 * time.Second
+	DefaultReadTimeout            = 5 * time.Second
+	DefaultMetadataTimeout        = 10 * time.Second
+	DefaultTick                   = 100 * time.Millisecond
+	DefaultSpeculativeReadTimeout = 2 * time.Second
+	DefaultRetryInterval          = time.Second
+	DefaultLongPollTimeout        = 10 * time.Second
+	DefaultZKSessionTimeout       = 10 * time.Second
+)
+
+// inboxSize bounds the inputs queued for one handle's loop. Senders block
+// (never drop) when it is full; the loop never blocks on anything but its
+// inbox, so they wait at most one loop step.
+const inboxSize = 1024
+
+var (
+	// ErrClientClosed is returned by operations on a closed Client, and
+	// by handles whose Client was closed under them.
+	ErrClientClosed = errors.New("ledgerclient: client closed")
+
+	// ErrNoSuchLedger means the ledger's metadata does not exist (it was
+	// never created, or it was deleted). It is metadata.ErrNoLedger, so
+	// errors.Is matches either name.
+	ErrNoSuchLedger = metadata.ErrNoLedger
+
+	// ErrUnauthorized means the password given does not match the
+	// ledger's. It is bkproto.ErrUnauthorized, what a bookie's EUA maps to.
+	ErrUnauthorized = bkproto.ErrUnauthorized
+)
+
+// Config configures a Client. Give either ZK or ZKServers.
+type Config struct {
+	// ZK is an established ZooKeeper (or keeper) connection to use. The
+	// client does not close it.
+	ZK *zk.Conn
+	// ZKServers are host:port addresses to connect to when ZK is nil; the
+	// client owns that connection and closes it in Close.
+	ZKServers []string
+	// ZKSessionTimeout is the session timeout of a connection the client
+	// makes (0: DefaultZKSessionTimeout). New waits up to this long for
+	// the first session.
+	ZKSessionTimeout time.Duration
+	// LedgersRoot is the ledgers root znode ("": metadata.DefaultRoot).
+	LedgersRoot string
+	// Logger receives the client's logs; nil discards them.
+	Logger *slog.Logger
+
+	// AddTimeout bounds one add request to one bookie; an add that times
+	// out counts as a bookie failure and triggers an ensemble change (0:
+	// DefaultAddTimeout).
+	AddTimeout time.Duration
+	// ReadTimeout bounds one read request to one bookie (a long poll gets
+	// LongPollTimeout on top) (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
+	// MetadataTimeout bounds one metadata write or read; a write that
+	// times out has an unknown outcome and is resolved by reading back
+	// (0: DefaultMetadataTimeout).
+	MetadataTimeout time.Duration
+	// Tick is the length of one state-machine tick (0: DefaultTick).
+	// The durations below are rounded up to whole ticks.
+	Tick time.Duration
+	// SpeculativeReadTimeout is how long a read waits for one replica
+	// before also asking the next (0: DefaultSpeculativeReadTimeout).
+	SpeculativeReadTimeout time.Duration
+	// RetryInterval is how long recovery and LAC reads wait before asking
+	// again a bookie whose answer was unknown (0: DefaultRetryInterval).
+	RetryInterval time.Duration
+	// LongPollTimeout is how long a tailing reader asks bookies to hold a
+	// long poll (0: DefaultLongPollTimeout).
+	LongPollTimeout time.Duration
+	// MaxPendingAdds bounds one writer's unacknowledged adds; AppendAsync
+	// blocks while that many are pending (0: ledger.DefaultMaxPendingAdds).
+	MaxPendingAdds int
+	// Seed seeds the choice of ensembles and replacements; 0 draws a
+	// random seed. Tests set it to make placement repeatable.
+	Seed uint64
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.ZK == nil && len(c.ZKServers) == 0 {
+		return errors.New("ledgerclient: Config needs ZK or ZKServers")
+	}
+	for _, d := range []time.Duration{c.ZKSessionTimeout, c.AddTimeout, c.ReadTimeout, c.MetadataTimeout, c.Tick,
+		c.SpeculativeReadTimeout, c.RetryInterval, c.LongPollTimeout} {
+		if d < 0 {
+			return fmt.Errorf("ledgerclient: negative duration %v in Config", d)
+		}
+	}
+	if c.MaxPendingAdds < 0 {
+		return fmt.Errorf("ledgerclient: MaxPendingAdds %d", c.MaxPendingAdds)
+	}
+	return (metadata.Config{Root: c.LedgersRoot}).Validate()
+}
+
+func (c Config) withDefaults() Config {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	set(&c.ZKSessionTimeout, DefaultZKSessionTimeout)
+	set(&c.AddTimeout, DefaultAddTimeout)
+	set(&c.ReadTimeout, DefaultReadTimeout)
+	set(&c.MetadataTimeout, DefaultMetadataTimeout)
+	set(&c.Tick, DefaultTick)
+	set(&c.SpeculativeReadTimeout, DefaultSpeculativeReadTimeout)
+	set(&c.RetryInterval, DefaultRetryInterval)
+	set(&c.LongPollTimeout, DefaultLongPollTimeout)
+	if c.MaxPendingAdds == 0 {
+		c.MaxPendingAdds = ledger.DefaultMaxPendingAdds
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// ticks converts d to whole ticks, at least one.
+func (c Config) ticks(d time.Duration) int {
+	return max(1, int((d+c.Tick-1)/c.Tick))
+}
+
+// Client creates, writes, reads, recovers and deletes ledgers. It holds
+// one metadata store, one watch of the bookie registry, and one pipelined
+// connection per bookie shared by all its ledger handles. It is safe for
+// concurrent use.
+type Client struct {
+	cfg    Config
+	log    *slog.Logger
+	conn   *zk.Conn
+	ownZK  bool
+	store  *metadata.Store
+	pool   *pool
+	ctx    context.Context // ends with Close; every handle's loop ends with it
+	cancel context.CancelFunc
+	tasks  sync.WaitGroup // the registry watch and writer loops
+
+	mu      sync.Mutex // guards below
+	closed  bool
+	reg     *metadata.Registry // nil until the watch delivers
+	drivers map[*driver]struct{}
+	rng     *mrand.Rand
+}
+
+// New connects a client. With ZKServers it dials and waits for a session
+// (up to ZKSessionTimeout).
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c := &Client{cfg: cfg, log: cfg.Logger, conn: cfg.ZK, drivers: map[*driver]struct{}{}}
+	if c.conn == nil {
+		conn, err := dialZK(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.conn, c.ownZK = conn, true
+	}
+	store, err := metadata.New(c.conn, metadata.Config{Root: cfg.LedgersRoot, Logger: cfg.Logger})
+	if err != nil {
+		c.closeZK()
+		return nil, err
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	c.store, c.rng = store, mrand.New(mrand.NewPCG(seed, 0x1ed6e7))
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.pool = newPool(c)
+	c.tasks.Add(1)
+	go func() {
+		defer c.tasks.Done()
+		for reg := range store.WatchBookies(c.ctx) {
+			c.setRegistry(reg)
+		}
+	}()
+	return c, nil
+}
+
+// zkLogger sends go-zookeeper's log lines to slog at debug level.
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	l.log.Debug("zookeeper client", "msg", fmt.Sprintf(format, args...))
+}
+
+// dialZK connects to cfg.ZKServers and waits for a session.
+func dialZK(cfg Config) (*zk.Conn, error) {
+	conn, events, err := zk.Connect(cfg.ZKServers, cfg.ZKSessionTimeout, zk.WithLogger(zkLogger{cfg.Logger}))
+	if err != nil {
+		return nil, fmt.Errorf("ledgerclient: connect to %v: %w", cfg.ZKServers, err)
+	}
+	wait := time.NewTimer(cfg.ZKSessionTimeout)
+	defer wait.Stop()
+	for {
+		select {
+		case ev := <-events:
+			// go-zookeeper drops events nobody reads, so the channel
+			// needs no reader after this.
+			if ev.State == zk.StateHasSession {
+				return conn, nil
+			}
+			if ev.State == zk.StateAuthFailed {
+				conn.Close()
+				return nil, fmt.Errorf("ledgerclient: connect to %v: authentication failed", cfg.ZKServers)
+			}
+		case <-wait.C:
+			conn.Close()
+			return nil, fmt.Errorf("ledgerclient: connect to %v: no session within %v", cfg.ZKServers, cfg.ZKSessionTimeout)
+		}
+	}
+}
+
+func (c *Client) closeZK() {
+	if c.ownZK {
+		c.conn.Close()
+	}
+}
+
+// Close stops every ledger handle of the client (their pending adds fail
+// with ErrClientClosed, wrapped in ledger.ErrOutcomeUnknown), closes the
+// bookie connections, and the ZooKeeper connection if the client made it.
+// A writer that was not closed leaves its ledger OPEN; whoever opens it
+// next recovers it.
+func (c *Client) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.pool.close()
+	c.tasks.Wait()
+	c.store.Close()
+	c.closeZK()
+}
+
+func (c *Client) setRegistry(reg metadata.Registry) {
+	c.mu.Lock()
+	c.reg = &reg
+	c.mu.Unlock()
+	cands := candidates(reg)
+	for _, d := range c.driverList() {
+		if s, ok := d.m.(candidatesSetter); ok {
+			d.post(func() { s.SetBookies(cands) })
+		}
+	}
+}
+
+// bookieDied tells every handle whose machine tracks bookie failures that
+// a connection to b ended.
+func (c *Client) bookieDied(b ledger.BookieID) {
+	c.log.Debug("bookie connection ended", "bookie", b)
+	for _, d := range c.driverList() {
+		if f, ok := d.m.(bookieWatcher); ok {
+			d.post(func() { f.BookieFailed(b) })
+		}
+	}
+}
+
+func (c *Client) driverList() []*driver {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*driver, 0, len(c.drivers))
+	for d := range c.drivers {
+		out = append(out, d)
+	}
+	return out
+}
+
+// register adds d to the handles that hear of registry changes and bookie
+// deaths, and to those Close waits for. It fails once the client is closed.
+func (c *Client) register(d *driver) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClientClosed
+	}
+	c.drivers[d] = struct{}{}
+	c.tasks.Add(1)
+	return nil
+}
+
+func (c *Client) unregister(d *driver) {
+	c.mu.Lock()
+	delete(c.drivers, d)
+	c.mu.Unlock()
+	c.tasks.Done()
+}
+
+// bookies returns the registry: the watched one if it has arrived, else a
+// fresh read. fresh forces the read (placement of a new ledger should not
+// pick a bookie that just turned read-only).
+func (c *Client) bookies(ctx context.Context, fresh bool) (ledger.Candidates, error) {
+	c.mu.Lock()
+	reg := c.reg
+	c.mu.Unlock()
+	if reg != nil && !fresh {
+		return candidates(*reg), nil
+	}
+	r, err := c.store.Bookies(ctx)
+	if err != nil {
+		return ledger.Candidates{}, fmt.Errorf("ledgerclient: list bookies: %w", err)
+	}
+	return candidates(r), nil
+}
+
+// newRand returns a generator for one handle, seeded from the client's.
+func (c *Client) newRand() *mrand.Rand {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return mrand.New(mrand.NewPCG(c.rng.Uint64(), c.rng.Uint64()))
+}
+
+// readLedger reads a ledger's stored metadata and converts it.
+func (c *Client) readLedger(ctx context.Context, id int64) (ledger.Metadata, metadata.LedgerMetadata, error) {
+	smd, v, err := c.store.Read(ctx, id)
+	if err != nil {
+		return ledger.Metadata{}, metadata.LedgerMetadata{}, fmt.Errorf("ledgerclient: %w", err)
+	}
+	md, err := fromStore(smd, v)
+	if err != nil {
+		return ledger.Metadata{}, metadata.LedgerMetadata{}, fmt.Errorf("ledgerclient: ledger %d: %w", id, err)
+	}
+	return md, smd, nil
+}
+
+// Stat returns a ledger's metadata as stored.
+func (c *Client) Stat(ctx context.Context, id int64) (ledger.Metadata, error) {
+	md, _, err := c.readLedger(ctx, id)
+	return md, err
+}
+
+// Delete deletes a ledger's metadata, whatever its state. Bookies drop its
+// entries at their next garbage collection. Deleting a ledger that does
+// not exist succeeds. Readers and a writer of the ledger fail from then on.
+func (c *Client) Delete(ctx context.Context, id int64) error {
+	if err := c.store.Delete(ctx, id, metadata.AnyVersion); err != nil {
+		return fmt.Errorf("ledgerclient: %w", err)
+	}
+	return nil
+}
+
+// List returns the ids of every ledger, sorted. An error wrapping
+// metadata.ErrIncompleteListing comes with the ids found before the
+// listing failed.
+func (c *Client) List(ctx context.Context) ([]int64, error) {
+	ids, err := c.store.List(ctx)
+	if err != nil {
+		return ids, fmt.Errorf("ledgerclient: %w", err)
+	}
+	return ids, nil
+}

@@ -1,0 +1,222 @@
+package metadata
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"keeper/coordination/server"
+	"keeper/coordination/zkcore"
+	"keeper/ledgerstore/bkproto"
+)
+
+// waitTimeout bounds every wait in these tests. It is generous because the
+// race detector on two cores slows everything down; a passing test never
+// waits this long.
+const waitTimeout = 10 * time.Second
+
+// startKeeper runs an in-memory keeper server on a free loopback port and
+// returns its address.
+func startKeeper(t *testing.T) string {
+	t.Helper()
+	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.Addr().String()
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// dial opens a go-zookeeper session and waits until it is established.
+func dial(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	deadline := time.After(waitTimeout)
+	for c.State() != zk.StateHasSession {
+		select {
+		case <-events:
+		case <-deadline:
+			t.Fatalf("no session; state %v", c.State())
+		}
+	}
+	return c
+}
+
+// newStore returns a store over conn, closed when the test ends.
+func newTestStore(t *testing.T, conn zkConn, cfg Config) *Store {
+	t.Helper()
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = 5 * time.Millisecond
+	}
+	s, err := newStore(conn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// keeperStore starts a keeper server and returns an initialized store on
+// it, and the connection.
+func keeperStore(t *testing.T, cfg Config) (*Store, *zk.Conn) {
+	t.Helper()
+	conn := dial(t, startKeeper(t))
+	s := newTestStore(t, conn, cfg)
+	if err := s.Init(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s, conn
+}
+
+// testContext returns a context that ends with the test or after
+// waitTimeout.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// unhex decodes hex digits, ignoring spaces, newlines and "#" comments to
+// the end of a line.
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		b.WriteString(strings.Join(strings.Fields(line), ""))
+	}
+	out, err := hex.DecodeString(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sampleMetadata is an open 3/2/2 ledger.
+func sampleMetadata() LedgerMetadata {
+	return NewOpen([]BookieID{"192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181"}, 2, 2,
+		bkproto.DigestCRC32C, []byte("secret"))
+}
+
+// faultConn wraps a connection and fails chosen calls, by method and path.
+type faultConn struct {
+	zkConn
+	mu     sync.Mutex
+	fails  map[string]error         // "method path" -> error
+	events map[string]chan zk.Event // "method path" -> the watch channel to hand out once
+	calls  map[string]int           // "method path" -> calls so far
+}
+
+func newFaultConn(c zkConn) *faultConn {
+	return &faultConn{zkConn: c, fails: map[string]error{}, events: map[string]chan zk.Event{}, calls: map[string]int{}}
+}
+
+// fakeWatch makes the next successful watch call of method on path return
+// ch instead of the real watch channel, so the test decides what the watch
+// reports.
+func (f *faultConn) fakeWatch(method, path string, ch chan zk.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events[method+" "+path] = ch
+}
+
+// watchCalls returns how many times method was called on path.
+func (f *faultConn) watchCalls(method, path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method+" "+path]
+}
+
+// swap counts a watch call and returns the channel to hand out.
+func (f *faultConn) swap(method, path string, real <-chan zk.Event) <-chan zk.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := method + " " + path
+	f.calls[key]++
+	if ch, ok := f.events[key]; ok && real != nil {
+		delete(f.events, key)
+		return ch
+	}
+	return real
+}
+
+func (f *faultConn) GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	data, stat, ev, err := f.zkConn.GetW(path)
+	return data, stat, f.swap("GetW", path, ev), err
+}
+
+func (f *faultConn) failOn(method, path string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fails[method+" "+path] = err
+}
+
+func (f *faultConn) fault(method, path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fails[method+" "+path]
+}
+
+func (f *faultConn) Children(path string) ([]string, *zk.Stat, error) {
+	if err := f.fault("Children", path); err != nil {
+		return nil, nil, err
+	}
+	return f.zkConn.Children(path)
+}
+
+func (f *faultConn) ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	if err := f.fault("ChildrenW", path); err != nil {
+		return nil, nil, nil, err
+	}
+	names, stat, ev, err := f.zkConn.ChildrenW(path)
+	return names, stat, f.swap("ChildrenW", path, ev), err
+}
+
+func (f *faultConn) Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	if err := f.fault("Create", path); err != nil {
+		return "", err
+	}
+	return f.zkConn.Create(path, data, flags, acl)
+}
+
+func (f *faultConn) Get(path string) ([]byte, *zk.Stat, error) {
+	if err := f.fault("Get", path); err != nil {
+		return nil, nil, err
+	}
+	return f.zkConn.Get(path)
+}
+
+// errInjected is the error faultConn returns.
+var errInjected = errors.New("injected fault")
+
+// mkdirs creates each path and its parents, empty, ignoring existing ones.
+func mkdirs(t *testing.T, conn *zk.Conn, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		for i := 1; i <= len(p); i++ {
+			if i < len(p) && p[i] != '/' {
+				continue
+			}
+			if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatalf("create %s: %v", p[:i], err)
+			}
+		}
+	}
+}

@@ -1,0 +1,438 @@
+package metadata
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
+
+	"keeper/coordination/server"
+	"keeper/coordination/zkcore"
+	"keeper/ledgerstore/bkproto"
+)
+
+// SessionID lets a Registration run over a faultConn.
+func (f *faultConn) SessionID() int64 { return f.zkConn.(sessionOwner).SessionID() }
+
+func TestRegistrationData(t *testing.T) {
+	endpoint := func(id, protocol, host string, port int32) *bkproto.BookieServiceInfoFormat_Endpoint {
+		return &bkproto.BookieServiceInfoFormat_Endpoint{Id: proto.String(id), Protocol: proto.String(protocol),
+			Host: proto.String(host), Port: proto.Int32(port)}
+	}
+	for _, tc := range []struct {
+		rpc, http string
+		want      []*bkproto.BookieServiceInfoFormat_Endpoint // nil: an error
+	}{
+		{rpc: "10.0.0.7:3181", want: []*bkproto.BookieServiceInfoFormat_Endpoint{
+			endpoint("bookie", "bookie-rpc", "10.0.0.7", 3181)}},
+		{rpc: "bk1.example:3181", http: "bk1.example:8000", want: []*bkproto.BookieServiceInfoFormat_Endpoint{
+			endpoint("bookie", "bookie-rpc", "bk1.example", 3181), endpoint("httpserver", "http", "bk1.example", 8000)}},
+		{rpc: "[::1]:3181", want: []*bkproto.BookieServiceInfoFormat_Endpoint{
+			endpoint("bookie", "bookie-rpc", "::1", 3181)}},
+		{rpc: "10.0.0.7"},
+		{rpc: "10.0.0.7:0"},
+		{rpc: "10.0.0.7:65536"},
+		{rpc: ":3181"},
+		{rpc: "10.0.0.7:3181", http: "nohttp"},
+	} {
+		data, err := RegistrationData(tc.rpc, tc.http)
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("RegistrationData(%q, %q) = %x, want an error", tc.rpc, tc.http, data)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("RegistrationData(%q, %q): %v", tc.rpc, tc.http, err)
+			continue
+		}
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&bkproto.BookieServiceInfoFormat{Endpoints: tc.want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data, want) {
+			t.Errorf("RegistrationData(%q, %q) =\n%x\nwant\n%x", tc.rpc, tc.http, data, want)
+		}
+		// ServiceAddress reads back what RegistrationData writes.
+		if addr, err := ServiceAddress("b:1", data); err != nil || addr != tc.rpc {
+			t.Errorf("ServiceAddress of RegistrationData(%q) = %q, %v", tc.rpc, addr, err)
+		}
+	}
+}
+
+// znodeOwner returns the ephemeral owner of path, or -1 if it is missing.
+func znodeOwner(t *testing.T, conn *zk.Conn, path string) int64 {
+	t.Helper()
+	ok, st, err := conn.Exists(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return -1
+	}
+	return st.EphemeralOwner
+}
+
+// waitZnode waits, with watches, until path's ephemeral owner (-1:
+// missing) satisfies cond, and returns it.
+func waitZnode(t *testing.T, conn *zk.Conn, path, what string, cond func(owner int64) bool) int64 {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		ok, st, ev, err := conn.ExistsW(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := int64(-1)
+		if ok {
+			owner = st.EphemeralOwner
+		}
+		if cond(owner) {
+			return owner
+		}
+		select {
+		case <-ev:
+		case <-deadline:
+			t.Fatalf("%s: %s owner %#x after %v", what, path, owner, waitTimeout)
+		}
+	}
+}
+
+func TestRegistration(t *testing.T) {
+	s, conn := keeperStore(t, Config{})
+	ctx := testContext(t)
+	data, err := RegistrationData("192.0.2.9:3181", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.NewRegistration(RegistrationConfig{ID: "192.0.2.9:3181", Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writable, readOnly = "/ledgers/available/192.0.2.9:3181", "/ledgers/available/readonly/192.0.2.9:3181"
+	// Before Register, a mode change only decides where to register.
+	if err := r.SetReadOnly(ctx, true); err != nil || znodeOwner(t, conn, readOnly) != -1 {
+		t.Fatalf("SetReadOnly before Register: %v", err)
+	}
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := znodeOwner(t, conn, readOnly); got != conn.SessionID() || znodeOwner(t, conn, writable) != -1 {
+		t.Fatalf("registered read-only: owner %#x; want %#x and no writable znode", got, conn.SessionID())
+	}
+	for _, ro := range []bool{false, true, false} {
+		if err := r.SetReadOnly(ctx, ro); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := s.Bookies(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Registry{Writable: []BookieID{"192.0.2.9:3181"}, ReadOnly: []BookieID{}}
+		if ro {
+			want = Registry{Writable: []BookieID{}, ReadOnly: []BookieID{"192.0.2.9:3181"}}
+		}
+		if !reg.Equal(want) || r.ReadOnly() != ro || r.Path() != map[bool]string{false: writable, true: readOnly}[ro] {
+			t.Fatalf("after SetReadOnly(%v): registry %+v, path %s", ro, reg, r.Path())
+		}
+	}
+	if addr, err := s.BookieAddress(ctx, "192.0.2.9:3181"); err != nil || addr != "192.0.2.9:3181" {
+		t.Fatalf("BookieAddress = %q, %v", addr, err)
+	}
+	if err := r.Register(ctx); err != nil {
+		t.Fatalf("second Register: %v", err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if znodeOwner(t, conn, writable) != -1 || znodeOwner(t, conn, readOnly) != -1 {
+		t.Fatal("Close left a registration znode")
+	}
+	if err := r.Register(ctx); err == nil {
+		t.Fatal("Register after Close succeeded")
+	}
+	if _, err := s.NewRegistration(RegistrationConfig{ID: "readonly"}); err == nil {
+		t.Fatal("NewRegistration accepted the bookie id \"readonly\"")
+	}
+}
+
+// TestRegistrationWaitsForStaleZnode: a znode left by another session
+// (a crashed process of the same bookie) holds registration up until that
+// session ends, or fails it after StaleWait.
+func TestRegistrationWaitsForStaleZnode(t *testing.T) {
+	addr := startKeeper(t)
+	s := newTestStore(t, dial(t, addr), Config{})
+	ctx := testContext(t)
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/ledgers/available/b1:3181"
+	stale := dial(t, addr)
+	if _, err := stale.Create(path, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	short, err := s.NewRegistration(RegistrationConfig{ID: "b1:3181", StaleWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Register(ctx); !errors.Is(err, ErrRegistrationHeld) {
+		t.Fatalf("Register over a live session's znode: %v, want ErrRegistrationHeld", err)
+	}
+	r, err := s.NewRegistration(RegistrationConfig{ID: "b1:3181", StaleWait: waitTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Register(ctx) }()
+	// Register is waiting on the stale znode: it is still the other
+	// session's, and Register has not returned.
+	waitZnode(t, stale, path, "the stale znode", func(owner int64) bool { return owner == stale.SessionID() })
+	select {
+	case err := <-done:
+		t.Fatalf("Register returned %v while another session held the znode", err)
+	default:
+	}
+	stale.Close() // the "crashed" process's session ends
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	if reg, err := s.Bookies(ctx); err != nil || len(reg.Writable) != 1 {
+		t.Fatalf("Bookies = %+v, %v", reg, err)
+	}
+}
+
+// TestRegistrationRestoresDeletedZnode: the keeper goroutine puts back a
+// registration znode that someone deleted.
+func TestRegistrationRestoresDeletedZnode(t *testing.T) {
+	s, conn := keeperStore(t, Config{})
+	ctx := testContext(t)
+	r, err := s.NewRegistration(RegistrationConfig{ID: "b2:3181", Data: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	path := r.Path()
+	if err := conn.Delete(path, -1); err != nil {
+		t.Fatal(err)
+	}
+	waitZnode(t, conn, path, "the znode put back", func(owner int64) bool { return owner == conn.SessionID() })
+}
+
+// TestRegistrationRetriesFailedMove: a move to read-only that fails is
+// retried by the keeper goroutine, which also removes the old znode.
+func TestRegistrationRetriesFailedMove(t *testing.T) {
+	conn := dial(t, startKeeper(t))
+	fc := newFaultConn(conn)
+	s := newTestStore(t, fc, Config{})
+	ctx := testContext(t)
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.NewRegistration(RegistrationConfig{ID: "b3:3181"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	const writable, readOnly = "/ledgers/available/b3:3181", "/ledgers/available/readonly/b3:3181"
+	fc.failOn("Create", readOnly, errInjected)
+	if err := r.SetReadOnly(ctx, true); !errors.Is(err, errInjected) {
+		t.Fatalf("SetReadOnly with a failing create: %v", err)
+	}
+	if !r.ReadOnly() || znodeOwner(t, conn, writable) != conn.SessionID() {
+		t.Fatal("a failed move lost the mode or the old registration")
+	}
+	fc.failOn("Create", readOnly, nil)
+	waitZnode(t, conn, readOnly, "the retried move", func(owner int64) bool { return owner == conn.SessionID() })
+	waitZnode(t, conn, writable, "the old znode's removal", func(owner int64) bool { return owner == -1 })
+}
+
+// TestRegistrationSurvivesSessionExpiry cuts a Dial session off until the
+// server expires it. When the client is back (on a new session), the
+// registration is made again, in the mode it had.
+func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
+	core := zkcore.DefaultConfig()
+	core.TickMs = 50
+	core.MinSessionTimeoutMs = 100
+	srv, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: core})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	px := newCutProxy(t, srv.Addr().String())
+	ctx := testContext(t)
+	sess, err := Dial(ctx, DialConfig{Servers: []string{px.addr()}, SessionTimeout: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	s, err := sess.NewStore(Config{RetryBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.NewRegistration(RegistrationConfig{ID: "b4:3181", ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	observer := dial(t, srv.Addr().String())
+	path := r.Path()
+	first := waitZnode(t, observer, path, "the registration", func(owner int64) bool { return owner > 0 })
+
+	px.cut()
+	waitZnode(t, observer, path, "the expiry", func(owner int64) bool { return owner == -1 })
+	px.restore()
+	second := waitZnode(t, observer, path, "the registration on the new session",
+		func(owner int64) bool { return owner > 0 })
+	if second == first || second != sess.conn.SessionID() {
+		t.Fatalf("registered by session %#x; first session %#x, current %#x", second, first, sess.conn.SessionID())
+	}
+}
+
+func TestDialRefusals(t *testing.T) {
+	ctx := testContext(t)
+	for _, cfg := range []DialConfig{
+		{},
+		{Servers: []string{"a:1,b:2"}},
+		{Servers: []string{"127.0.0.1:1"}, SessionTimeout: -time.Second},
+	} {
+		if _, err := Dial(ctx, cfg); err == nil {
+			t.Errorf("Dial(%+v) succeeded", cfg)
+		}
+	}
+	// Nothing listens: Dial gives up after ConnectTimeout.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Dial(ctx, DialConfig{Servers: []string{addr}, ConnectTimeout: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no session") {
+		t.Fatalf("Dial of a closed port: %v", err)
+	}
+}
+
+// cutProxy forwards TCP connections to a server until cut; while cut it
+// drops the forwarded connections and holds new ones unanswered, so a
+// client's reconnect waits until restore.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	isCut  bool
+	held   []net.Conn
+	active []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.isCut {
+			p.held = append(p.held, c)
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Unlock()
+		p.forward(c)
+	}
+}
+
+func (p *cutProxy) forward(c net.Conn) {
+	s, err := net.DialTimeout("tcp", p.target, waitTimeout)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.active = append(p.active, c, s)
+	p.mu.Unlock()
+	p.wg.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer p.wg.Done()
+		_, _ = io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+	}
+	go pipe(s, c)
+	go pipe(c, s)
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	p.isCut = true
+	active := p.active
+	p.active = nil
+	p.mu.Unlock()
+	for _, c := range active {
+		c.Close()
+	}
+}
+
+func (p *cutProxy) restore() {
+	p.mu.Lock()
+	p.isCut = false
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	for _, c := range held {
+		p.forward(c)
+	}
+}
+
+func (p *cutProxy) close() {
+	p.ln.Close()
+	p.cut()
+	p.mu.Lock()
+	for _, c := range p.held {
+		c.Close()
+	}
+	p.held = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}

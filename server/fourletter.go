@@ -1,9 +1,0 @@
-package server
-
-import "keeper/zkserver"
-
-// fourLetter answers a four-letter word asked on connection self (spec §8):
-// the admin package owns the whitelist and every word's output.
-func (s *Server) fourLetter(self zkserver.ConnID, cmd string, arg int64) []byte {
-	return s.admin.FourLetter(cmd, self, arg)
-}

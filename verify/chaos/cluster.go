@@ -1,0 +1,421 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config shapes a Cluster. Zero fields take the defaults below.
+type Config struct {
+	// Bin is the keeper binary (see BuildKeeper).
+	Bin string
+	// Dir holds every server's zoo.cfg, data directory and logs.
+	Dir string
+	// Servers is the ensemble size (voters only); 3 by default.
+	Servers int
+	// TickMs is tickTime; InitLimit and SyncLimit are in ticks.
+	TickMs, InitLimit, SyncLimit int
+	// SnapCount is zoo.cfg's snapCount (0: keeper's default).
+	SnapCount int
+	// PreAllocSizeKB is zoo.cfg's preAllocSize; 4 MiB by default, not
+	// ZooKeeper's 64 MiB, because reading a log to its end checks every
+	// preallocated byte, and the checkers read every server's logs.
+	PreAllocSizeKB int
+	// MaxSessionTimeoutMs is zoo.cfg's maxSessionTimeout.
+	MaxSessionTimeoutMs int
+	// Extra lines are appended to every zoo.cfg.
+	Extra []string
+	// LogLevel is the servers' --log-level ("info" by default).
+	LogLevel string
+	// Seed drives the network's jitter and loss.
+	Seed uint64
+	// DropUnsynced makes a kill of a server, or of a bookie on this
+	// cluster, lose the bytes it had written but not synced, as a power
+	// loss would (KEEPER_DROP_UNSYNCED, internal/vfs/lazyfs; see lazy.go).
+	DropUnsynced bool
+}
+
+// Defaults. A 100 ms tick keeps failovers short; syncLimit 10 (1 s)
+// tolerates a busy 2-core machine without false leader losses; initLimit
+// 50 (5 s) leaves room for a SNAP of a large tree.
+const (
+	defaultTickMs        = 100
+	defaultInitLimit     = 50
+	defaultSyncLimit     = 10
+	defaultMaxSessionMs  = 60000
+	serverStartTimeout   = 60 * time.Second
+	serverStopTimeout    = 20 * time.Second
+	pollInterval         = 20 * time.Millisecond
+	fourLetterTimeout    = 3 * time.Second
+	defaultServerLogTail = 40
+)
+
+func (c Config) withDefaults() Config {
+	if c.Servers == 0 {
+		c.Servers = 3
+	}
+	if c.TickMs == 0 {
+		c.TickMs = defaultTickMs
+	}
+	if c.InitLimit == 0 {
+		c.InitLimit = defaultInitLimit
+	}
+	if c.SyncLimit == 0 {
+		c.SyncLimit = defaultSyncLimit
+	}
+	if c.MaxSessionTimeoutMs == 0 {
+		c.MaxSessionTimeoutMs = defaultMaxSessionMs
+	}
+	if c.PreAllocSizeKB == 0 {
+		c.PreAllocSizeKB = 4096
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	return c
+}
+
+// Validate reports the first problem in c.
+func (c Config) Validate() error {
+	switch {
+	case c.Bin == "":
+		return errors.New("chaos: Config.Bin (the keeper binary) is required")
+	case c.Dir == "":
+		return errors.New("chaos: Config.Dir is required")
+	case c.Servers < 0 || c.Servers > 9:
+		return fmt.Errorf("chaos: %d servers; 1 to 9 are supported", c.Servers)
+	}
+	return nil
+}
+
+// Server is one member of the ensemble. Its ports and data survive
+// restarts. Other servers reach its quorum and election ports only
+// through proxies, one per direction.
+type Server struct {
+	ID                   int
+	Name                 string // "s<ID>", its node name in the Network
+	ClientPort           int
+	QuorumPort, ElecPort int
+	Addr                 string // the real client address (4lw, checks)
+	Dir, DataDir         string
+
+	mu   sync.Mutex
+	proc *Process
+	runs int
+}
+
+// Proc returns the current (or last) run, nil before the first start.
+func (s *Server) Proc() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+// Running reports whether the server's process is alive.
+func (s *Server) Running() bool {
+	p := s.Proc()
+	return p != nil && p.Running()
+}
+
+// LogPath is the log of the current (or last) run.
+func (s *Server) LogPath() string {
+	if p := s.Proc(); p != nil {
+		return p.LogPath
+	}
+	return ""
+}
+
+// Cluster is a keeper ensemble of real processes on loopback whose every
+// peer link and client link runs through the Network's proxies.
+type Cluster struct {
+	cfg     Config
+	Net     *Network
+	Servers []*Server
+
+	mu      sync.Mutex
+	clients map[pair]*Proxy // client proxies, made on demand
+}
+
+// NewCluster allocates ports, starts the peer proxies and writes every
+// server's zoo.cfg. Start the servers with StartAll.
+func NewCluster(cfg Config) (*Cluster, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, Net: NewNetwork(cfg.Seed), clients: map[pair]*Proxy{}}
+	ports, err := freePorts(3 * cfg.Servers)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cfg.Servers {
+		s := &Server{ID: i + 1, Name: serverName(i + 1),
+			ClientPort: ports[3*i], QuorumPort: ports[3*i+1], ElecPort: ports[3*i+2]}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ClientPort))
+		s.Dir = filepath.Join(cfg.Dir, s.Name)
+		s.DataDir = filepath.Join(s.Dir, "data")
+		c.Servers = append(c.Servers, s)
+	}
+	for _, s := range c.Servers {
+		if err := c.writeConfig(s); err != nil {
+			c.Net.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func serverName(id int) string { return "s" + strconv.Itoa(id) }
+
+// writeConfig writes s's zoo.cfg and myid. Its own server line names its
+// real ports (where it listens); every other server's line names the
+// proxy that carries s's connections to it.
+func (c *Cluster) writeConfig(s *Server) error {
+	if err := os.MkdirAll(s.DataDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.DataDir, "myid"), []byte(strconv.Itoa(s.ID)+"\n"), 0o644); err != nil {
+		return err
+	}
+	o := c.cfg
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", o.TickMs, o.InitLimit, o.SyncLimit)
+	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", s.DataDir, s.ClientPort)
+	fmt.Fprintf(&b, "maxClientCnxns=0\nmaxSessionTimeout=%d\n", o.MaxSessionTimeoutMs)
+	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	fmt.Fprintf(&b, "preAllocSize=%d\n", o.PreAllocSizeKB)
+	if o.SnapCount > 0 {
+		fmt.Fprintf(&b, "snapCount=%d\n", o.SnapCount)
+	}
+	for _, p := range c.Servers {
+		q, e := p.QuorumPort, p.ElecPort
+		if p != s {
+			qp, err := c.Net.Proxy(s.Name, p.Name, net.JoinHostPort("127.0.0.1", strconv.Itoa(p.QuorumPort)))
+			if err != nil {
+				return err
+			}
+			ep, err := c.Net.Proxy(s.Name, p.Name, net.JoinHostPort("127.0.0.1", strconv.Itoa(p.ElecPort)))
+			if err != nil {
+				return err
+			}
+			q, e = portOf(qp.Addr()), portOf(ep.Addr())
+		}
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", p.ID, q, e)
+	}
+	for _, l := range o.Extra {
+		b.WriteString(l + "\n")
+	}
+	return os.WriteFile(s.cfgPath(), []byte(b.String()), 0o644)
+}
+
+func (s *Server) cfgPath() string { return filepath.Join(s.Dir, "zoo.cfg") }
+
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// Server returns the server with id.
+func (c *Cluster) Server(id int) *Server { return c.Servers[id-1] }
+
+// Names returns every server's node name.
+func (c *Cluster) Names() []string {
+	var out []string
+	for _, s := range c.Servers {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// ClientAddr returns the address client (a node name such as "c3") dials
+// to reach s: a proxy from client to s, made on first use.
+func (c *Cluster) ClientAddr(client string, s *Server) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.clients[pair{client, s.Name}]; ok {
+		return p.Addr(), nil
+	}
+	p, err := c.Net.Proxy(client, s.Name, s.Addr)
+	if err != nil {
+		return "", err
+	}
+	c.clients[pair{client, s.Name}] = p
+	return p.Addr(), nil
+}
+
+// StartAll starts every server and waits until they serve under one
+// leader, which it returns.
+func (c *Cluster) StartAll(timeout time.Duration) (*Server, error) {
+	for _, s := range c.Servers {
+		if err := c.Start(s); err != nil {
+			return nil, err
+		}
+	}
+	return c.WaitServing(timeout)
+}
+
+// Start starts s, which must not be running, and waits until it answers
+// ruok (keeper listens for clients once it has recovered its data). A
+// server that exits during start-up is an error that carries its log's
+// tail.
+func (c *Cluster) Start(s *Server) error {
+	p, err := c.Launch(s)
+	if err != nil {
+		return err
+	}
+	return poll(serverStartTimeout, s.Name+" answers ruok", func() (bool, string, error) {
+		if !p.Running() {
+			return false, "", fmt.Errorf("chaos: %s exited during start-up (%v):\n%s", s.Name, p.ExitErr(), LogTail(p.LogPath, 30))
+		}
+		reply, err := FourLetter(s.Addr, "ruok")
+		return err == nil && reply == "imok", fmt.Sprintf("ruok: %q %v", reply, err), nil
+	})
+}
+
+// FaultsPath is s's fault file: errorfs rules (errorfs.ParseLine) its
+// process loads at start and on SIGUSR1 (a chaos build of keeper).
+func (s *Server) FaultsPath() string { return filepath.Join(s.Dir, "faults") }
+
+// Launch starts s's process, which must not be running, and returns at
+// once: a nemesis that kills a server during its recovery uses it.
+func (c *Cluster) Launch(s *Server) (*Process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil && s.proc.Running() {
+		return nil, fmt.Errorf("chaos: %s is already running", s.Name)
+	}
+	s.runs++
+	logPath := filepath.Join(s.Dir, fmt.Sprintf("keeper-run%02d.log", s.runs))
+	p, err := StartProcess(c.cfg.Bin, []string{"server", s.cfgPath(), "--log-level", c.cfg.LogLevel}, logPath,
+		append([]string{"KEEPER_FAULTS_FILE=" + s.FaultsPath()}, c.cfg.dropUnsyncedEnv(s.Dir)...)...)
+	if err != nil {
+		return nil, err
+	}
+	s.proc = p
+	return p, nil
+}
+
+// Kill sends SIGKILL to s and waits until it is reaped.
+func (c *Cluster) Kill(s *Server) {
+	if p := s.Proc(); p != nil {
+		p.Kill()
+	}
+}
+
+// Stop sends SIGTERM to s and waits for it to exit.
+func (c *Cluster) Stop(s *Server) error {
+	if p := s.Proc(); p != nil {
+		return p.Stop(serverStopTimeout)
+	}
+	return nil
+}
+
+// Pause stops s with SIGSTOP; Resume continues it.
+func (c *Cluster) Pause(s *Server) {
+	if p := s.Proc(); p != nil {
+		p.Pause()
+	}
+}
+
+// Resume continues s after Pause.
+func (c *Cluster) Resume(s *Server) {
+	if p := s.Proc(); p != nil {
+		p.Resume()
+	}
+}
+
+// Close kills every server and closes the network.
+func (c *Cluster) Close() {
+	for _, s := range c.Servers {
+		c.Kill(s)
+	}
+	c.Net.Close()
+}
+
+// Running returns the servers whose processes are alive.
+func (c *Cluster) Running() []*Server {
+	var out []*Server
+	for _, s := range c.Servers {
+		if s.Running() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Others returns every server but s.
+func (c *Cluster) Others(s *Server) []*Server {
+	var out []*Server
+	for _, o := range c.Servers {
+		if o != s {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// Ports.
+
+// Real server ports are drawn below Linux's ephemeral range (32768-60999),
+// so that outgoing connections, which take ephemeral ports, cannot occupy
+// a killed server's ports before it restarts. Proxies keep their ports for
+// the cluster's life, so they may take ephemeral ones.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+// freePorts returns n distinct ports that are free on 127.0.0.1 now.
+func freePorts(n int) ([]int, error) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, errors.New("chaos: no free loopback ports found")
+		}
+		p := portLow + rand.IntN(portHigh-portLow)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		held = append(held, l)
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+// poll calls cond every pollInterval until it holds, returns an error, or
+// timeout passes; the timeout error names what was awaited and cond's
+// last description of the state.
+func poll(timeout time.Duration, what string, cond func() (ok bool, state string, err error)) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		ok, state, err := cond()
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("chaos: waiting for %s: not within %v; last: %s", what, timeout, state)
+		}
+		<-tick.C
+	}
+}

@@ -1,0 +1,400 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookierpc"
+	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
+)
+
+// Scenario 10's settings.
+const (
+	s10Password   = "s10"
+	s10LedgerLife = 4 * time.Second // a writer closes its ledger and starts another after this
+	s10Drain      = 40 * time.Second
+)
+
+// s10Faults are scenario 10's faults, in turn.
+var s10Faults = []string{"fence-and-lac-survive-restart", "kill-restart", "recovery-races-ensemble-change", "wipe"}
+
+// Scenario10 is §E scenario 10: bookies crash, restart and come back
+// wiped, under a writer (E=3, Qw=2, Qa=2; a new ledger every few seconds)
+// and readers that follow each ledger as its LAC moves — one tails it
+// (long polls), one polls its LAC and reads up to it. The faults, in
+// turn: a bookie holding a fenced ledger and an explicit LAC is killed
+// with SIGKILL and restarted, after which a plain add must get EFENCED
+// and the explicit LAC must read back (BOOKKEEPER-500/815, #1527); a
+// bookie of the writer's ensemble is killed during adds (the writer
+// changes its ensemble) and restarted with its data; another client
+// opens the writer's ledger with recovery just as a bookie of its
+// ensemble dies, so the writer's ensemble change and the recovery's close
+// race on the metadata (compare-and-set on its version, BOOKKEEPER-584);
+// a bookie restarts with its directories wiped and must refuse to start
+// because of its cookie, saying so, before its data is put back. Every
+// kill drops the bytes the bookie had written but not synced, as a power
+// loss would (DropUnsynced), so restarts meet torn journal and entry-log
+// tails. Checks:
+// every acknowledged entry survives and reads back with its payload
+// (checkLedger), readers never go back past an entry they read and see
+// every entry once, in order. Figures: lost acknowledged entries (0),
+// readers that regressed (0), wiped-bookie refusals, restart times, torn
+// tails repaired.
+func Scenario10() *LedgerScenario {
+	return &LedgerScenario{ID: 10, Name: "bookie crash, restart and wipe", Servers: 1, Bookies: 5,
+		MaxSessionTimeoutMs: 4000, Duration: 20 * time.Second, DropUnsynced: true, Body: s10Body}
+}
+
+// s10Ledger is one ledger of the writer, shared with its readers.
+type s10Ledger struct {
+	id int64
+
+	mu      sync.Mutex
+	sent    [][]byte
+	acked   int64
+	failure error // the first failed add's error
+}
+
+func (l *s10Ledger) payload(e int64) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e < 0 || e >= int64(len(l.sent)) {
+		return nil, false
+	}
+	return l.sent[e], true
+}
+
+func (l *s10Ledger) written() *WrittenLedger {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &WrittenLedger{ID: l.id, Password: []byte(s10Password), Sent: append([][]byte(nil), l.sent...), Acked: l.acked}
+}
+
+// s10State is what the writer, the readers and the faults share.
+type s10State struct {
+	r      *LedgerRun
+	writer *ledgerclient.Client
+	mu     sync.Mutex
+	cur    *s10Ledger // the ledger being written
+	all    []*s10Ledger
+	readWG sync.WaitGroup
+
+	regressed, gaps, refusals, races, raceFenced int
+	restarts                                     Durations
+}
+
+func (st *s10State) current() *s10Ledger {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.cur
+}
+
+func s10Body(ctx context.Context, r *LedgerRun) {
+	st := &s10State{r: r}
+	clients := map[string]*ledgerclient.Client{}
+	for _, name := range []string{"writer", "tail", "poll", "other"} {
+		c, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog(name)})
+		if err != nil {
+			r.Report.Violate("harness", "%s client: %v", name, err)
+			return
+		}
+		defer c.Close()
+		clients[name] = c
+	}
+	st.writer = clients["writer"]
+	wctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	readCtx, stopReaders := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer stopReaders()
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		st.write(wctx, readCtx, clients["tail"], clients["poll"])
+	}()
+	if !sleepCtx(ctx, warmup) {
+		ctx = context.WithoutCancel(ctx) // run the faults once even so
+	}
+	for k := 0; k < len(s10Faults) || ctx.Err() == nil; k++ {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if err := st.fault(fctx, s10Faults[k%len(s10Faults)], clients["other"]); err != nil {
+			r.Report.Violate("harness", "fault %s: %v", s10Faults[k%len(s10Faults)], err)
+		}
+		cancel()
+		if err := r.Heal(); err != nil {
+			r.Report.Violate("liveness", "bookies after the fault: %v", err)
+		}
+		sleepCtx(ctx, time.Second)
+	}
+	stopWriter()
+	<-writerDone
+	st.finish(context.WithoutCancel(ctx), clients["other"])
+}
+
+// write appends to a ledger, closes it after s10LedgerLife or once it
+// fails, and starts another, until ctx ends; readers follow each ledger.
+func (st *s10State) write(ctx, readCtx context.Context, tail, poll *ledgerclient.Client) {
+	r := st.r
+	for ctx.Err() == nil {
+		w, err := st.writer.Create(ctx, ledgerclient.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
+			Password: []byte(s10Password)})
+		if err != nil {
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
+		l := &s10Ledger{id: w.ID(), acked: -1}
+		st.mu.Lock()
+		st.cur = l
+		st.all = append(st.all, l)
+		st.mu.Unlock()
+		st.readWG.Add(2)
+		go func() { defer st.readWG.Done(); st.tailReader(readCtx, tail, l) }()
+		go func() { defer st.readWG.Done(); st.pollReader(readCtx, poll, l) }()
+		st.appendUntil(ctx, w, l)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		err = w.Close(cctx)
+		cancel()
+		if err != nil {
+			r.Logf("ledger %d: close: %v", l.id, err)
+		}
+	}
+}
+
+// appendUntil appends to l, paced, until its life is over, ctx ends or
+// an add fails.
+func (st *s10State) appendUntil(ctx context.Context, w *ledgerclient.Writer, l *s10Ledger) {
+	r := st.r
+	end := time.Now().Add(s10LedgerLife)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var failed sync.Once
+	failCh := make(chan struct{})
+	for i := int64(0); time.Now().Before(end); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-failCh:
+			return
+		case <-tick.C:
+		}
+		for range 2 {
+			p := []byte(fmt.Sprintf("L%d-e%08d-%s", l.id, i, strings.Repeat("y", 60)))
+			l.mu.Lock()
+			l.sent = append(l.sent, p)
+			l.mu.Unlock()
+			want := i
+			w.AppendAsync(p, func(id int64, err error) {
+				r.Op(0, err == nil)
+				if err != nil {
+					failed.Do(func() {
+						l.mu.Lock()
+						l.failure = err
+						l.mu.Unlock()
+						r.Logf("ledger %d: add %d failed: %v", l.id, want, err)
+						close(failCh)
+					})
+					return
+				}
+				if id != want {
+					r.Report.Violate("bk-order", "ledger %d: append #%d was acknowledged as entry %d", l.id, want, id)
+				}
+				l.mu.Lock()
+				l.acked = max(l.acked, id)
+				l.mu.Unlock()
+			})
+			i++
+		}
+	}
+}
+
+// tailReader follows l with Tail: every entry once, in order, with the
+// payload sent, up to the close.
+func (st *s10State) tailReader(ctx context.Context, c *ledgerclient.Client, l *s10Ledger) {
+	r := st.r
+	h, err := c.OpenNoRecovery(ctx, l.id, []byte(s10Password))
+	if err != nil {
+		r.Report.Violate("bk-tail", "ledger %d: open to tail: %v", l.id, err)
+		return
+	}
+	next := int64(0)
+	for e, err := range h.Tail(ctx, 0) {
+		if err != nil {
+			r.Report.Violate("bk-tail", "ledger %d: tail ended at entry %d: %v", l.id, next, err)
+			return
+		}
+		st.seen(l, "tail", next, e)
+		next = max(next, e.EntryID+1)
+	}
+	st.complete(ctx, c, l, "tail", next-1)
+}
+
+// pollReader follows l by reading its LAC and the entries up to it.
+func (st *s10State) pollReader(ctx context.Context, c *ledgerclient.Client, l *s10Ledger) {
+	r := st.r
+	h, err := c.OpenNoRecovery(ctx, l.id, []byte(s10Password))
+	if err != nil {
+		r.Report.Violate("bk-tail", "ledger %d: open to poll: %v", l.id, err)
+		return
+	}
+	read := int64(-1)
+	for ctx.Err() == nil {
+		lac, err := h.ReadLAC(ctx)
+		if err == nil {
+			lac = st.checkLAC(l, lac, read, h.Closed())
+		}
+		if err == nil && lac > read {
+			entries, err := h.Read(ctx, read+1, lac)
+			if err != nil {
+				md := h.Metadata()
+				r.Report.Violate("bk-tail", "ledger %d: read %d..%d below the LAC (at %.3fs, segments %v): %v; asked again directly: %s",
+					l.id, read+1, lac, time.Since(r.start).Seconds(), md.Segments, err, st.probeCopies(ctx, h, l, read+1))
+			}
+			for _, e := range entries {
+				st.seen(l, "poll", read+1, e)
+				read = max(read, e.EntryID)
+			}
+		}
+		if h.Closed() && read >= h.Metadata().LastEntryID {
+			break
+		}
+		if err != nil || lac <= read {
+			sleepCtx(ctx, 50*time.Millisecond)
+		}
+	}
+	st.complete(ctx, c, l, "poll", read)
+}
+
+// checkLAC judges a LAC a reader learned (ReadLAC) after reading up to
+// entry read: it must not be below read (a regression) nor above what the
+// writer had acknowledged when it returned (I2: LAC ⇒ acknowledged),
+// unless the ledger is closed (recovery may close it further on). It
+// returns the LAC to read up to.
+func (st *s10State) checkLAC(l *s10Ledger, lac, read int64, closed bool) int64 {
+	r := st.r
+	acked := l.written().Acked
+	switch {
+	case lac < read:
+		st.mu.Lock()
+		st.regressed++
+		st.mu.Unlock()
+		r.Report.Violate("bk-regress", "ledger %d: LAC read %d after entry %d had been read", l.id, lac, read)
+	case lac > acked && !closed: // a closed ledger's end may lie past the acknowledged entries
+		r.Report.Violate("bk-lac-ahead", "ledger %d: ReadLAC said %d while the writer had acknowledged up to %d", l.id, lac, acked)
+	}
+	return lac
+}
+
+// probeCopies reads entry e of l from each bookie of its write set and
+// describes what each answered.
+func (st *s10State) probeCopies(ctx context.Context, h *ledgerclient.ReadHandle, l *s10Ledger, e int64) string {
+	md := h.Metadata()
+	mac := bkproto.MacKey([]byte(s10Password))
+	want, _ := l.payload(e)
+	var out []string
+	for _, b := range md.WriteSetBookies(e) {
+		bk := st.r.Bookies.Bookie(string(b))
+		if bk == nil {
+			continue
+		}
+		err := withBookie(ctx, bk, func(c *bookierpc.Client) error {
+			return readCopy(ctx, c, l.id, e, md.DigestType, mac[:], want)
+		})
+		out = append(out, fmt.Sprintf("%s: %v", bk.Name, err))
+	}
+	return strings.Join(out, "; ")
+}
+
+// seen checks an entry a reader got when it expected entry next.
+func (st *s10State) seen(l *s10Ledger, reader string, next int64, e ledgerclient.Entry) {
+	r := st.r
+	switch {
+	case e.EntryID < next:
+		st.mu.Lock()
+		st.regressed++
+		st.mu.Unlock()
+		r.Report.Violate("bk-regress", "ledger %d: %s reader got entry %d after entry %d", l.id, reader, e.EntryID, next-1)
+	case e.EntryID > next:
+		st.mu.Lock()
+		st.gaps++
+		st.mu.Unlock()
+		r.Report.Violate("bk-tail", "ledger %d: %s reader got entry %d, expecting %d", l.id, reader, e.EntryID, next)
+	}
+	if p, ok := l.payload(e.EntryID); !ok || string(p) != string(e.Payload) {
+		r.Report.Violate("bk-order", "ledger %d: %s reader got %q as entry %d, the writer sent %q", l.id, reader,
+			clip(e.Payload), e.EntryID, clip(p))
+	}
+}
+
+// complete checks that a reader that stopped had read the whole closed
+// ledger.
+func (st *s10State) complete(ctx context.Context, c *ledgerclient.Client, l *s10Ledger, reader string, last int64) {
+	if ctx.Err() != nil {
+		st.r.Report.Violate("bk-tail", "ledger %d: %s reader still at entry %d when the run ended", l.id, reader, last)
+		return
+	}
+	md, err := c.Stat(ctx, l.id)
+	if err == nil && md.State == ledger.StateClosed && md.LastEntryID != last {
+		st.r.Report.Violate("bk-tail", "ledger %d closed at %d, but the %s reader stopped at %d", l.id, md.LastEntryID,
+			reader, last)
+	}
+}
+
+// finish closes (recovers) any ledger left open, waits for the readers
+// and checks every ledger.
+func (st *s10State) finish(ctx context.Context, c *ledgerclient.Client) {
+	r := st.r
+	st.mu.Lock()
+	all := append([]*s10Ledger(nil), st.all...)
+	st.mu.Unlock()
+	for _, l := range all {
+		if md, err := c.Stat(ctx, l.id); err == nil && md.State != ledger.StateClosed {
+			rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			if _, err := c.Open(rctx, l.id, []byte(s10Password)); err != nil {
+				r.Report.Violate("bk-liveness", "ledger %d: recovery at the end: %v", l.id, err)
+			}
+			cancel()
+		}
+	}
+	done := make(chan struct{})
+	go func() { st.readWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s10Drain):
+		r.Report.Violate("bk-tail", "readers still reading %v after every ledger was closed", s10Drain)
+	}
+	lost0 := r.Report.lostCount()
+	entries, changes := 0, 0
+	for _, l := range all {
+		res := checkLedger(ctx, r, c, l.written())
+		entries += int(res.LastEntryID + 1)
+		changes += max(0, res.Segments-1)
+	}
+	r.Report.Figure("ensemble-changes", "%d", changes)
+	r.Report.Figure("ledgers", "%d", len(all))
+	r.Report.Figure("entries", "%d", entries)
+	r.Report.Figure("lost-acked", "%d", r.Report.lostCount()-lost0)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r.Report.Figure("regressed", "%d", st.regressed)
+	r.Report.Figure("wiped-refused", "%d", st.refusals)
+	r.Report.Figure("races", "%d(writer-fenced=%d)", st.races, st.raceFenced)
+	bookieDrops(r.Bookies).Report(r.Report)
+	st.restarts.mu.Lock()
+	t := slices.Clone(st.restarts.times)
+	st.restarts.mu.Unlock()
+	if len(t) > 0 {
+		slices.Sort(t)
+		r.Report.Figure("restart", "%s/%s", roundMs(t[len(t)/2]), roundMs(t[len(t)-1]))
+	}
+}
+
+// lostCount returns the acknowledged writes found lost so far.
+func (r *Report) lostCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}

@@ -1,0 +1,352 @@
+// Package zkreal runs a real Apache ZooKeeper 3.8 server as a child
+// process, so tests can run the same workload against ZooKeeper and keeper
+// and compare the results.
+//
+// It uses the Debian packages: the zookeeper jars under /usr/share/java and
+// a java binary on PATH (or /usr/bin/java). The server runs standalone
+// (ZooKeeperServerMain) on a free loopback port with a data directory under
+// the test's temp directory, the admin HTTP server off, and its log in the
+// temp directory; the log's tail is printed when the test fails.
+//
+// When Java or the jars are missing, Start skips the test, unless the
+// environment variable KEEPER_REQUIRE_ZK is set to anything but "" or "0"
+// (CI sets it through make test), in which case the test fails.
+package zkreal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Where the Debian packages put things.
+const (
+	// ZooKeeperJar is the server jar. Its manifest's Class-Path names the
+	// jars it depends on, so it is the whole classpath but for logging.
+	ZooKeeperJar = "/usr/share/java/zookeeper.jar"
+	// loggingJar binds SLF4J to a simple logger that writes to stderr. The
+	// jar is optional: without it the server runs silently.
+	loggingJar = "/usr/share/java/slf4j-simple.jar"
+	// fallbackJava is used when java is not on PATH.
+	fallbackJava = "/usr/bin/java"
+	mainClass    = "org.apache.zookeeper.server.ZooKeeperServerMain"
+)
+
+// RequireEnv names the environment variable that turns a missing ZooKeeper
+// from a skip into a failure.
+const RequireEnv = "KEEPER_REQUIRE_ZK"
+
+// Options configures the server. The zero value is a plain server.
+type Options struct {
+	// ExtendedTypes enables TTL nodes (-Dzookeeper.extendedTypesEnabled).
+	ExtendedTypes bool
+	// SuperDigest, when set, is "user:base64(sha1(user:password))"; that
+	// user bypasses ACLs.
+	SuperDigest string
+	// FourLetterWhitelist is the four-letter-word whitelist; empty means
+	// "*" (all of them).
+	FourLetterWhitelist string
+	// TickTime is the server's tick; 0 means 2s, the sample zoo.cfg's value.
+	// Session timeouts are bounded to [2, 20] ticks.
+	TickTime time.Duration
+	// ExtraConfig holds more zoo.cfg lines, written in key order.
+	ExtraConfig map[string]string
+	// StartTimeout bounds the wait for the server to serve a read; 0 means
+	// 60s.
+	StartTimeout time.Duration
+}
+
+// Server is a running ZooKeeper. Stop is safe to call more than once and
+// from any goroutine; the other methods are safe for concurrent use.
+type Server struct {
+	addr     string
+	dataDir  string
+	logPath  string
+	cmd      *exec.Cmd
+	log      *os.File
+	exited   chan struct{} // closed when the process has been reaped
+	waitErr  error         // valid once exited is closed
+	startup  time.Duration
+	stopOnce sync.Once
+}
+
+// Addr returns the client address, "127.0.0.1:port".
+func (s *Server) Addr() string { return s.addr }
+
+// DataDir returns the server's data directory (snapshots and logs).
+func (s *Server) DataDir() string { return s.dataDir }
+
+// LogPath returns the file the server's output goes to.
+func (s *Server) LogPath() string { return s.logPath }
+
+// StartupDuration is how long the server took from exec to serving a read.
+func (s *Server) StartupDuration() time.Duration { return s.startup }
+
+// Stop kills the server (SIGKILL: nothing is flushed beyond what ZooKeeper
+// already synced) and waits for it to exit.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = s.cmd.Process.Kill() // it may exit between the check and the kill
+			<-s.exited
+		}
+		_ = s.log.Close()
+	})
+}
+
+// FourLetter sends a four-letter word (srvr, stat, mntr, ...) and returns
+// the reply.
+func (s *Server) FourLetter(word string) (string, error) {
+	return fourLetter(s.addr, word, 5*time.Second)
+}
+
+// LogTail returns the last n lines of the server's log.
+func (s *Server) LogTail(n int) string { return tail(s.logPath, n) }
+
+// Available reports why a real ZooKeeper cannot be started here, or nil.
+func Available() error {
+	_, _, err := locate()
+	return err
+}
+
+// Start starts a ZooKeeper server, waits until it serves a read, and
+// registers its Stop with t.Cleanup. It skips or fails the test (see the
+// package doc) when ZooKeeper is not installed, and fails it when the server
+// does not come up.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	java, classpath, err := locate()
+	if err != nil {
+		unavailable(t, err)
+		return nil
+	}
+	root := t.TempDir() // created before Cleanup(Stop), so removed after it
+	var lastErr error
+	// A free port can be taken by someone else between our probe and the
+	// JVM's bind; that is the only failure worth another try.
+	for attempt := 1; attempt <= 3; attempt++ {
+		dir := filepath.Join(root, "attempt-"+strconv.Itoa(attempt))
+		s, err := start(dir, java, classpath, opts)
+		if err == nil {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("zkreal: tail of %s:\n%s", s.logPath, s.LogTail(60))
+				}
+				s.Stop()
+			})
+			t.Logf("zkreal: ZooKeeper serving on %s after %v", s.addr, s.startup.Round(time.Millisecond))
+			return s
+		}
+		lastErr = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	t.Fatalf("zkreal: %v", lastErr)
+	return nil
+}
+
+// unavailable skips the test, or fails it when RequireEnv is set.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if v := os.Getenv(RequireEnv); v != "" && v != "0" {
+		t.Fatalf("zkreal: %v (%s=%s; install it with make deps)", err, RequireEnv, v)
+		return
+	}
+	t.Skipf("zkreal: %v (set %s=1 to fail instead)", err, RequireEnv)
+}
+
+// locate finds java and builds the classpath.
+func locate() (java, classpath string, err error) {
+	java, err = exec.LookPath("java")
+	if err != nil {
+		java = fallbackJava
+		if _, statErr := os.Stat(java); statErr != nil {
+			return "", "", errors.New("java not found on PATH or at " + fallbackJava)
+		}
+	}
+	if _, err := os.Stat(ZooKeeperJar); err != nil {
+		return "", "", fmt.Errorf("ZooKeeper is not installed (%s: %w)", ZooKeeperJar, err)
+	}
+	classpath = ZooKeeperJar
+	if _, err := os.Stat(loggingJar); err == nil {
+		classpath += string(os.PathListSeparator) + loggingJar
+	}
+	return java, classpath, nil
+}
+
+var errPortTaken = errors.New("client port already in use")
+
+// start runs one server in dir and waits for it to serve a read. On error
+// the process is gone and the error carries the log's tail.
+func start(dir, java, classpath string, opts Options) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		dataDir: filepath.Join(dir, "data"),
+		logPath: filepath.Join(dir, "zookeeper.log"),
+		exited:  make(chan struct{}),
+	}
+	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("zkreal: %w", err)
+	}
+	cfgPath := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, zooCfg(s.dataDir, port, opts), 0o644); err != nil {
+		return nil, fmt.Errorf("zkreal: %w", err)
+	}
+	if s.log, err = os.Create(s.logPath); err != nil {
+		return nil, fmt.Errorf("zkreal: %w", err)
+	}
+	s.cmd = exec.Command(java, javaArgs(classpath, cfgPath, opts)...)
+	s.cmd.Dir = dir
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.SysProcAttr = sysProcAttr()
+	began := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		_ = s.log.Close()
+		return nil, fmt.Errorf("zkreal: start %s: %w", java, err)
+	}
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	if err := s.waitServing(timeout); err != nil {
+		s.Stop()
+		logTail := s.LogTail(40)
+		if strings.Contains(logTail, "Address already in use") {
+			err = fmt.Errorf("%w: %v", errPortTaken, err)
+		}
+		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, s.logPath, logTail)
+	}
+	s.startup = time.Since(began)
+	return s, nil
+}
+
+// waitServing polls until the server answers a read, the process exits,
+// or the timeout passes.
+func (s *Server) waitServing(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	const pollInterval = 50 * time.Millisecond
+	for {
+		err := probeRead(s.addr, 2*time.Second)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zkreal: no read served on %s within %v: %v", s.addr, timeout, err)
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("zkreal: ZooKeeper exited before serving: %v", s.waitErr)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+func zooCfg(dataDir string, port int, opts Options) []byte {
+	tick := opts.TickTime
+	if tick == 0 {
+		tick = 2 * time.Second
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# written by keeper's verify/compat/zkreal\n")
+	fmt.Fprintf(&b, "tickTime=%d\n", tick.Milliseconds())
+	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
+	fmt.Fprintf(&b, "clientPort=%d\n", port)
+	fmt.Fprintf(&b, "clientPortAddress=127.0.0.1\n")
+	fmt.Fprintf(&b, "maxClientCnxns=0\n")
+	keys := make([]string, 0, len(opts.ExtraConfig))
+	for k := range opts.ExtraConfig {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, opts.ExtraConfig[k])
+	}
+	return b.Bytes()
+}
+
+func javaArgs(classpath, cfgPath string, opts Options) []string {
+	whitelist := opts.FourLetterWhitelist
+	if whitelist == "" {
+		whitelist = "*"
+	}
+	args := []string{
+		// A small heap and the client compiler: the server starts in about
+		// half a second and a test's load needs no more.
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-Dzookeeper.4lw.commands.whitelist=" + whitelist,
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+	}
+	if opts.ExtendedTypes {
+		args = append(args, "-Dzookeeper.extendedTypesEnabled=true")
+	}
+	if opts.SuperDigest != "" {
+		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+opts.SuperDigest)
+	}
+	return append(args, "-cp", classpath, mainClass, cfgPath)
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("zkreal: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fourLetter sends a four-letter word and reads the reply to EOF.
+func fourLetter(addr, word string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(conn, word); err != nil {
+		return "", err
+	}
+	reply, err := io.ReadAll(io.LimitReader(conn, 1<<20))
+	return string(reply), err
+}

@@ -1,0 +1,71 @@
+// Package sim is keeper's deterministic simulator: it runs a whole
+// ensemble — 3 to 5 peer.Peers, each driving a zab.Node and a zkcore
+// — and its clients in virtual time, under faults, and then checks what
+// the clients saw and what the replicas hold against ZooKeeper's
+// guarantees. A run is a pure function of its seed: any failure replays
+// with
+//
+//	go test ./sim -run TestSimulation -seed=N
+//
+// # The world
+//
+// Time is virtual: a min-heap of events (message deliveries, ticks, client
+// wake-ups) ordered by time and then by the order they were scheduled. Run
+// advances it a tick at a time; each server's zkcore.Now is derived from
+// it (a skewed wall clock, a monotonic clock with its own origin).
+//
+// Links between servers behave like TCP connections: FIFO; when one fails
+// (partition, crash, reset, or a peer closing it) what is in flight is
+// lost, and each end learns of it by a MsgDisconnected that arrives before
+// anything sent later on that link; until an end has learned of it, what
+// it sends is lost too (it is writing to the dead connection). Election
+// notifications travel apart, may be lost, and are not ordered.
+//
+// Disks (disk.go) keep the epochs, the newest snapshot and the log. A
+// crash keeps the synced log and a random prefix of what was not synced.
+// Failpoints crash a server at a storage operation: before saving epochs,
+// before an append, between append and sync, before a truncate or a
+// snapshot install.
+//
+// Clients (client.go) each hold one session on one connection, pipeline a
+// few requests as zkproto records through the server core, decode the
+// reply frames, time out like the Java client (then the outcome of what was
+// in flight is unknown and the session is reattached elsewhere, with its
+// password and last zxid), start a new session when told theirs expired,
+// and sometimes close or abandon their session. The workload is a few
+// register znodes (create, compare-and-set setData, delete; every write a
+// unique payload), a few contended ephemeral znodes, reads with and without
+// watches, and syncs.
+//
+// Faults (faults.go) are drawn per tick at rates drawn per seed: crashes
+// (a quorum stays up, except in runs that allow losing it), failpoints,
+// restarts, partitions (the leader alone, random halves, single links),
+// link resets, slow links, paused processes, and client connection resets.
+//
+// # The checks
+//
+// While the run goes on, the oracle (oracle.go) records every logged txn
+// (one payload per zxid), every txn a replica applied (such a txn must
+// never be truncated), each replica's tree digest at every zxid (equal
+// zxids, equal digests) and each replica's history. Check then heals the
+// cluster, lets the clients finish and leave, waits for convergence and for
+// every session to expire, replays the final committed history on a fresh
+// tree, and runs the checkers, one per file:
+//
+//	check_replicas.go      every replica ends with the final history; digests
+//	                       match the replay at every zxid
+//	check_durability.go    nothing applied or acknowledged is lost
+//	check_fifo.go          replies in request order; a session's zxids never
+//	                       go back; its writes commit in order
+//	check_reads.go         a read returns the committed state at its zxid
+//	check_ephemerals.go    no session acts after its close; no ephemeral
+//	                       outlives its session (also sampled on every
+//	                       replica while the run goes on); optionally, no
+//	                       session expires early (Options.CheckEarlyExpiry)
+//	check_watches.go       an event arrives before any reply reflecting its
+//	                       change, and only for an armed watch
+//	check_linearizable.go  the zxid order of acknowledged writes respects
+//	                       real time, and register writes are linearizable
+//	                       (porcupine, model verify/sim/model), timed-out writes
+//	                       patched from the final history
+package sim

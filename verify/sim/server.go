@@ -1,0 +1,265 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+
+	"keeper/coordination/peer"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zxid"
+)
+
+// server is one ensemble member across its incarnations: the disk survives
+// a crash, the peer does not.
+type server struct {
+	c    *Cluster
+	id   zab.PeerID
+	up   bool
+	inc  int // incarnation, bumped at every start
+	peer *peer.Peer
+	disk *disk
+
+	// Each process has its own clocks: the wall clock is skewed, the
+	// monotonic clock starts anywhere. Both advance with virtual time.
+	wallSkewMs int64
+	monoBaseMs int64
+	// A paused (SIGSTOP) process handles nothing: what arrives is held,
+	// in order, until it resumes, and its ticks are lost.
+	paused   bool
+	held     []*event
+	pauseGen uint64 // which pause a resume event ends
+
+	// conns maps the client connections open on this incarnation to their
+	// client, and keeps each connection's server-to-client FIFO.
+	conns map[zkcore.ConnID]*serverConn
+
+	// hist is the list of zxids the core's tree reflects, in order, up to
+	// histZxid: the replica's history as the simulator tracks it.
+	hist     []zxid.ID
+	histZxid zxid.ID
+
+	// What the role looked like at the last observation, to trace changes.
+	role    zab.Role
+	leader  zab.PeerID
+	serving bool
+}
+
+type serverConn struct {
+	client   int
+	lastAtMs int64
+}
+
+func newServer(c *Cluster, id zab.PeerID) *server {
+	s := &server{c: c, id: id, wallSkewMs: c.rng.Int64N(1001) - 500, monoBaseMs: c.rng.Int64N(1 << 30)}
+	s.disk = &disk{srv: s}
+	return s
+}
+
+// now is the time as this server's process sees it.
+func (s *server) now() zkcore.Now {
+	return zkcore.Now{WallMs: wallEpochMs + s.c.nowMs + s.wallSkewMs, MonoMs: s.monoBaseMs + s.c.nowMs}
+}
+
+// start (re)creates the server's process from its disk.
+func (c *Cluster) start(s *server) {
+	s.inc++
+	s.up, s.paused, s.held = true, false, nil
+	c.net.restarted(s.id)
+	s.conns = map[zkcore.ConnID]*serverConn{}
+	s.monoBaseMs = c.rng.Int64N(1 << 30) // a new process, a new monotonic origin
+	tree, sessions, err := s.disk.Reload()
+	if err != nil {
+		c.violate("recovery", "server %d cannot reload its disk: %v", s.id, err)
+		c.halted = "recovery"
+		return
+	}
+	now := s.now()
+	cfg := zkcore.DefaultConfig()
+	cfg.ServerID = int64(s.id)
+	cfg.TickMs = c.opts.TickMs
+	cfg.MinSessionTimeoutMs = int32(4 * c.opts.TickMs)
+	cfg.MaxSessionTimeoutMs = int32(100 * c.opts.TickMs)
+	cfg.StartWallMs = now.WallMs
+	cfg.Logger = c.opts.Logger.With("server", s.id)
+	zk, err := zkcore.New(cfg)
+	if err != nil {
+		panic(err) // the configuration above is a constant
+	}
+	zk.Restore(tree, sessions, now)
+	zk.SetMode(zkcore.NotServing, 0, now)
+	node, err := zab.New(zab.Config{
+		ID: s.id, Voters: c.ids, InitLimitTicks: 10, SyncLimitTicks: 5,
+		HardState: s.disk.hard, LastZxid: s.disk.lastZxid(), Recent: slices.Clone(s.disk.entries),
+		MaxRecentEntries: c.opts.MaxRecentEntries,
+		TruncateFloor:    s.disk.snapZxid, // the simulated disk keeps one snapshot
+		Rand:             rand.New(rand.NewPCG(c.opts.Seed, uint64(s.id)<<32|uint64(s.inc))),
+	})
+	if err != nil {
+		c.violate("recovery", "server %d: zab refuses its disk: %v", s.id, err)
+		c.halted = "recovery"
+		return
+	}
+	s.peer = peer.New(node, zk, s.disk, transport{c, s.id, s.inc}, clientSink{c, s.id, s.inc}, cfg.Logger)
+	s.role, s.leader, s.serving = node.Role(), 0, false
+	c.schedule(c.nowMs+1+c.rng.Int64N(c.opts.TickMs), event{kind: evTick, server: int(s.id), inc: s.inc})
+	c.tracef("server %d starts: epochs %d/%d, log to %s", s.id, s.disk.hard.AcceptedEpoch, s.disk.hard.CurrentEpoch, s.disk.lastZxid())
+}
+
+// crash kills the server's process: its links fail, its client
+// connections break, and its disk keeps only what a power cut would.
+func (c *Cluster) crash(s *server, why string) {
+	if !s.up {
+		return
+	}
+	s.up = false
+	s.peer = nil
+	s.paused, s.held = false, nil
+	s.disk.crash(c.rng)
+	c.stats.Crashes++
+	c.tracef("server %d crashes (%s); disk keeps log to %s", s.id, why, s.disk.lastZxid())
+	for _, o := range c.ids {
+		if o != s.id {
+			c.net.bump(s.id, o)
+			c.net.tell(s.id, o)
+		}
+	}
+	for _, id := range sortedConnIDs(s.conns) {
+		c.connBroken(s, id)
+	}
+	s.conns = nil
+}
+
+// drive runs fn against the server's process, then carries out the work
+// it produced and observes the replica. A panic in the server halts the
+// run with a violation; a failpoint crashes the server.
+func (c *Cluster) drive(s *server, what string, fn func(now zkcore.Now)) {
+	if c.halted != "" || !s.up {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.violate("panic", "server %d panicked during %s: %v\n%s", s.id, what, r, debug.Stack())
+			c.halted = "panic"
+		}
+	}()
+	now := s.now()
+	fn(now)
+	if err := s.peer.HandleReady(now); err != nil {
+		if errors.Is(err, errCrash) {
+			c.crash(s, err.Error())
+			return
+		}
+		c.violate("storage", "server %d: %v", s.id, err)
+		c.crash(s, "storage error")
+		return
+	}
+	c.observe(s)
+}
+
+// tick lets a tick pass on a server and schedules the next one.
+func (c *Cluster) tick(e *event) {
+	s := c.servers[e.server]
+	if !s.up || s.inc != e.inc {
+		return
+	}
+	c.schedule(c.nowMs+c.opts.TickMs, event{kind: evTick, server: e.server, inc: e.inc})
+	if s.paused {
+		return // a stopped process misses its ticks
+	}
+	c.drive(s, "tick", func(now zkcore.Now) { s.peer.Tick(now) })
+}
+
+// pause stops a server's process for d ms.
+func (c *Cluster) pause(s *server, d int64) {
+	s.paused = true
+	s.pauseGen++
+	c.tracef("server %d paused for %d ms", s.id, d)
+	c.schedule(c.nowMs+d, event{kind: evResume, server: int(s.id), inc: s.inc, gen: s.pauseGen})
+}
+
+// resume lets a paused server go on: it handles what it was sent while
+// stopped, in order, before anything else.
+func (c *Cluster) resume(s *server, inc int) {
+	if !s.up || s.inc != inc || !s.paused {
+		return
+	}
+	s.paused = false
+	c.tracef("server %d resumes (%d events held)", s.id, len(s.held))
+	held := s.held
+	s.held = nil
+	for _, e := range held {
+		c.dispatch(e)
+	}
+}
+
+// observe records what the replica's state machine did since the last
+// look: txns applied, its digest, a change of role.
+func (c *Cluster) observe(s *server) {
+	s.account()
+	zk := s.peer.Core()
+	c.oracle.digest(c, s.id, zk.LastZxid(), zk.Tree().Digest())
+	n := s.peer.Node()
+	if n.Role() != s.role || n.Leader() != s.leader || n.Serving() != s.serving {
+		s.role, s.leader, s.serving = n.Role(), n.Leader(), n.Serving()
+		c.tracef("server %d: %s leader=%d serving=%v epoch=%d last=%s", s.id, s.role, s.leader, s.serving, n.Epoch(), n.LastZxid())
+		if s.role == zab.Leading && s.serving {
+			c.stats.Elections++
+		}
+	}
+}
+
+// account adds the txns the core applied since the last look to the
+// replica's history. Applied txns are committed ones: the oracle notes them.
+func (s *server) account() {
+	if s.peer == nil {
+		return
+	}
+	z := s.peer.Core().LastZxid()
+	switch {
+	case z > s.histZxid:
+		zs := s.disk.between(s.histZxid, z)
+		if len(zs) == 0 || zs[len(zs)-1] != z {
+			s.c.violate("history", "server %d applied up to %s, but its log has %v after %s", s.id, z, zs, s.histZxid)
+		}
+		for _, a := range zs {
+			s.c.oracle.noteApplied(s.id, a)
+		}
+		s.hist = append(s.hist, zs...)
+		s.histZxid = z
+	case z < s.histZxid:
+		s.c.violate("history", "server %d state machine went back from %s to %s without a truncate", s.id, s.histZxid, z)
+		s.histZxid = z
+	}
+}
+
+// setHistory replaces the replica's history after a reload or a snapshot.
+func (s *server) setHistory(hist []zxid.ID, z zxid.ID) {
+	s.hist, s.histZxid = hist, z
+}
+
+// leaderHistory is the history of the snapshot a learner installs at z:
+// its leader's, up to z.
+func (c *Cluster) leaderHistory(learner *server, z zxid.ID) []zxid.ID {
+	l := c.servers[learner.peer.Node().Leader()]
+	i, _ := slices.BinarySearch(l.hist, z+1)
+	out := slices.Clone(l.hist[:i])
+	if z != 0 && (len(out) == 0 || out[len(out)-1] != z) {
+		c.violate("snapshot", "server %d installs a snapshot at %s, but leader %d's history has no such zxid", learner.id, z, l.id)
+	}
+	return out
+}
+
+func sortedConnIDs(m map[zkcore.ConnID]*serverConn) []zkcore.ConnID {
+	out := make([]zkcore.ConnID, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *server) String() string { return fmt.Sprintf("server %d", s.id) }

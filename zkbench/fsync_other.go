@@ -1,8 +1,0 @@
-//go:build !linux
-
-package zkbench
-
-import "os"
-
-// datasync flushes f; without fdatasync, fsync it is.
-func datasync(f *os.File) error { return f.Sync() }
