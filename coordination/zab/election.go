@@ -28,8 +28,10 @@ func (n *Node) becomeLooking() {
 	n.serving = false
 	e := &n.elect
 	e.round++
-	if n.observer {
-		e.initial = Vote{Leader: 0, Zxid: -1}
+	if n.observer || n.stateLost {
+		// No candidacy: a vote for no one with no zxid, which no peer
+		// counts or adopts.
+		e.initial = Vote{Leader: 0, Zxid: zxid.None}
 	} else {
 		e.initial = Vote{Leader: n.id, Zxid: n.log.last, Epoch: n.hard.CurrentEpoch}
 	}
@@ -61,7 +63,7 @@ func (n *Node) leaveRole() {
 }
 
 func (n *Node) recordOwnVote() {
-	if !n.observer {
+	if !n.observer && !n.stateLost {
 		n.elect.votes[n.id] = Message{State: Looking, Round: n.elect.round, Vote: n.elect.vote}
 	}
 }
@@ -96,6 +98,11 @@ func (n *Node) stepNotification(m Message) {
 		return
 	}
 	if m.State == Looking {
+		if n.stateLost || m.Vote.Zxid == zxid.None {
+			// A member that lost its state neither takes votes nor
+			// gives them: it waits to hear of a settled leader.
+			return
+		}
 		n.lookingVote(m)
 		return
 	}

@@ -182,6 +182,7 @@ func (n *Node) fromLeader(m Message) {
 		// nothing: the storage cannot truncate under it.
 		n.floor = m.Zxid
 		n.fullSync = false
+		n.stateLost = false // the leader's state replaces the one lost
 	case MsgProposal:
 		n.learnerProposal(m)
 	case MsgCommit:

@@ -53,6 +53,16 @@ type Config struct {
 	// for a full snapshot instead; the node raises the floor itself when
 	// it installs one.
 	TruncateFloor zxid.ID
+	// StateLost says that the caller started from an empty state in place
+	// of data it could not account for (snapshot.trust.empty over a damaged
+	// data directory): this member may have acknowledged txns it no longer
+	// holds. Until a leader's snapshot (SNAP) gives it a state, it takes no
+	// part in elections (it neither votes nor stands, and the others ignore
+	// its notifications, as Apache ZooKeeper ignores a member whose zxid is
+	// -1), so no quorum counts it; it follows a leader that a quorum of the
+	// others settled on and reports no last zxid, which makes that leader
+	// send a SNAP. LastZxid must be 0 and Recent empty.
+	StateLost bool
 
 	// Rand seeds any randomness; it must not be shared.
 	Rand *rand.Rand
@@ -71,6 +81,8 @@ func (c *Config) Validate() error {
 		return errors.New("zab: init and sync limits must be positive")
 	case c.Rand == nil:
 		return errors.New("zab: no Rand")
+	case c.StateLost && (c.LastZxid != 0 || len(c.Recent) > 0):
+		return fmt.Errorf("zab: a member that lost its state has no log, but its last zxid is %s", c.LastZxid)
 	}
 	for i := 1; i < len(c.Recent); i++ {
 		if c.Recent[i].Zxid <= c.Recent[i-1].Zxid {
@@ -112,7 +124,10 @@ type Node struct {
 
 	log       window  // the tail of the log, for DIFF
 	floor     zxid.ID // the lowest zxid the caller can truncate to (Config.TruncateFloor)
-	fullSync  bool    // ask the next leader for a snapshot: a TRUNC went below floor
+	fullSync  bool    // ask the next leader for a snapshot: a TRUNC went below floor, or the state was lost
+	// stateLost keeps a voter out of elections until a SNAP gives it a
+	// state (Config.StateLost).
+	stateLost bool
 	committed zxid.ID // highest zxid known committed (handed out as Committed)
 	applied   zxid.ID // highest zxid the caller has applied (after Advance)
 	durable   zxid.ID // highest zxid the caller has made durable (after Advance)
@@ -142,6 +157,8 @@ func New(cfg Config) (*Node, error) {
 		observer:  slices.Contains(cfg.Observers, cfg.ID),
 		hard:      cfg.HardState,
 		floor:     cfg.TruncateFloor,
+		fullSync:  cfg.StateLost,
+		stateLost: cfg.StateLost && slices.Contains(cfg.Voters, cfg.ID),
 		committed: cfg.LastZxid,
 		applied:   cfg.LastZxid,
 		durable:   cfg.LastZxid,
