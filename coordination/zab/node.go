@@ -125,9 +125,7 @@ type Node struct {
 	log       window  // the tail of the log, for DIFF
 	floor     zxid.ID // the lowest zxid the caller can truncate to (Config.TruncateFloor)
 	fullSync  bool    // ask the next leader for a snapshot: a TRUNC went below floor, or the state was lost
-	// stateLost keeps a voter out of elections until a SNAP gives it a
-	// state (Config.StateLost).
-	stateLost bool
+	stateLost bool    // a voter out of elections until a SNAP gives it a state (Config.StateLost)
 	committed zxid.ID // highest zxid known committed (handed out as Committed)
 	applied   zxid.ID // highest zxid the caller has applied (after Advance)
 	durable   zxid.ID // highest zxid the caller has made durable (after Advance)
