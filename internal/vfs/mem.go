@@ -43,6 +43,8 @@ type MemFS struct {
 	// first. Applying all of them to the durable entries gives the current
 	// entries.
 	meta []metaOp
+	// locked holds the files Lock holds (nil until the first Lock).
+	locked map[*memNode]bool
 }
 
 // memNode is a file or a directory (an inode: renames move it, open files

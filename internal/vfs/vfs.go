@@ -2,7 +2,9 @@
 // file (transaction log, snapshots, epoch files, bookie journal and entry
 // logs) is opened through an FS, so that tests can substitute a memory
 // filesystem that loses unsynced writes on a simulated crash, or one that
-// injects errors (a full disk, a failing fsync).
+// injects errors (a full disk, a failing fsync). The lock that keeps a
+// second process out of a data directory (FS.Lock, LockDirs) goes through
+// it too.
 package vfs
 
 import (
@@ -49,4 +51,11 @@ type FS interface {
 	// SyncDir makes the directory's entries durable (fsync on the
 	// directory), so that files created or renamed in it survive a crash.
 	SyncDir(dir string) error
+	// Lock takes an exclusive lock on the named file, creating the file
+	// if it does not exist (its parent must). It does not wait: while
+	// another holder has the lock, in this process or another, it fails
+	// with an error matching ErrLocked. Closing the returned Closer
+	// releases the lock and leaves the file in place; a process that ends
+	// releases its locks, however it ends. LockDirs builds on it.
+	Lock(name string) (io.Closer, error)
 }

@@ -17,6 +17,7 @@ package errorfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"os"
 	"strings"
@@ -296,3 +297,8 @@ func (f *FS) SyncDir(dir string) error {
 	}
 	return f.inner.SyncDir(dir)
 }
+
+// Lock implements vfs.FS. It passes through: no Op names it, so no rule
+// fails it (vfs.LockDirs's record of the holder goes through Create and
+// Write, which rules do match).
+func (f *FS) Lock(name string) (io.Closer, error) { return f.inner.Lock(name) }

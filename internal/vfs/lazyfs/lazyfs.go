@@ -80,6 +80,7 @@ type FS struct {
 	mu    sync.Mutex
 	nodes map[string]*node   // by cleaned path
 	live  map[*node]struct{} // every node with open handles, removed ones included
+	locks map[*lock]struct{} // the locks Lock holds, which Crash releases
 
 	rngMu sync.Mutex // guards rng and stats
 	rng   *rand.Rand
@@ -106,7 +107,7 @@ func New(inner vfs.FS, opts Options) (*FS, error) {
 		opts.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	return &FS{inner: inner, writeback: opts.Writeback, maxPending: opts.MaxPendingBytes, undoDir: opts.UndoDir,
-		rng: opts.Rand, nodes: map[string]*node{}, live: map[*node]struct{}{}}, nil
+		rng: opts.Rand, nodes: map[string]*node{}, live: map[*node]struct{}{}, locks: map[*lock]struct{}{}}, nil
 }
 
 // Stats returns what the FS has written back early so far.
@@ -130,13 +131,18 @@ func (f *FS) PendingBytes() int64 {
 }
 
 // Crash simulates a SIGKILL: every pending change is dropped, every
-// wrapped handle closed without writing anything, and every later call on
-// f or on its files returns ErrCrashed. The wrapped FS then holds what a
-// killed process leaves; reopen the files through it.
+// wrapped handle closed without writing anything, every lock taken
+// through f released (as the kernel releases a dead process's), and every
+// later call on f or on its files returns ErrCrashed. The wrapped FS then
+// holds what a killed process leaves; reopen the files through it.
 func (f *FS) Crash() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.crashed.Store(true)
+	for l := range f.locks {
+		_ = l.inner.Close() // the process is dead: its locks go
+	}
+	f.locks = map[*lock]struct{}{}
 	for n := range f.live {
 		n.mu.Lock()
 		for _, h := range n.files {
