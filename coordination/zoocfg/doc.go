@@ -53,12 +53,24 @@
 //
 // ZooKeeper's own spelling of a key is case-sensitive, and so is keeper's.
 //
-// Other ZooKeeper keys that keeper does not implement (secureClientPort,
-// localSessionsEnabled, authProvider.N, ssl.*, metricsProvider.*, ...) and
-// unknown keys are accepted with a Warning. Keys whose silent omission would
-// change the ensemble are errors: dynamicConfigFile, group.*/weight.*
-// (hierarchical quorums), multiple addresses in server.N, and electionAlg
-// other than 3.
+// Keys that ask for a protection of data or access keeper does not give
+// yet are refused with an *UnsupportedError naming the key and its line:
+// TLS (secureClientPort, sslQuorum, portUnification, ssl.*, ...), SASL and
+// Kerberos (quorum.auth.*, sessionRequireClientSASLAuth, authProvider.N
+// other than digest and ip, superUser, kerberos.*, ...), enforce.auth.*,
+// skipACL=yes, audit.enable=true, datadir.autocreate=false and the like
+// (the list is protections in protect.go, under both spellings). The value
+// that asks for nothing (sslQuorum=false, skipACL=no, an empty ssl.* value)
+// is accepted. CheckServerEnv and CheckClientEnv do the same for the -D
+// flags ZooKeeper's scripts take from the environment. docs/configuration.md
+// lists every key.
+//
+// Other ZooKeeper keys that keeper does not implement (localSessionsEnabled,
+// serverCnxnFactory, metricsProvider.*, ...) and unknown keys are accepted
+// with a Warning: they tune performance or add features, and keeper is as
+// safe without them. Keys whose silent omission would change the ensemble
+// are errors: dynamicConfigFile, group.*/weight.* (hierarchical quorums),
+// multiple addresses in server.N, and electionAlg other than 3.
 //
 // # Stricter than ZooKeeper
 //

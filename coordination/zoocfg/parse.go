@@ -95,6 +95,9 @@ func Parse(r io.Reader) (*Config, []Warning, error) {
 			continue
 		}
 		if err := p.apply(prop.key, prop.value); err != nil {
+			if _, ok := errors.AsType[*UnsupportedError](err); ok {
+				return nil, nil, err
+			}
 			return nil, nil, &Error{Line: prop.line, Key: prop.key, Value: prop.value, Err: err}
 		}
 	}
@@ -108,6 +111,9 @@ func Parse(r io.Reader) (*Config, []Warning, error) {
 func (p *parser) apply(key, value string) error {
 	if set, ok := settings[key]; ok {
 		return set(p, value)
+	}
+	if prot, ok := protectionOf(key); ok {
+		return prot.check("zoo.cfg", p.line, key, value)
 	}
 	switch {
 	case strings.HasPrefix(key, "server."):
@@ -377,20 +383,16 @@ func setPeerType(_ *parser, v string) error {
 	return err
 }
 
-// ignoredKeys are ZooKeeper settings keeper accepts without acting on them.
+// ignoredKeys are ZooKeeper settings keeper accepts without acting on them:
+// none of them protects data or access (those are in protections).
 var ignoredKeys = map[string]bool{
 	"localSessionsEnabled":            true,
 	"localSessionsUpgradingEnabled":   true,
-	"secureClientPort":                true,
-	"secureClientPortAddress":         true,
 	"observerMasterPort":              true,
 	"clientPortListenBacklog":         true,
 	"connectToLearnerMasterLimit":     true,
 	"quorumListenOnAllIPs":            true,
 	"syncEnabled":                     true,
-	"sslQuorum":                       true,
-	"portUnification":                 true,
-	"sslQuorumReloadCertFiles":        true,
 	"quorum.cnxn.threads.size":        true,
 	"oraclePath":                      true,
 	"globalOutstandingLimit":          true,
@@ -399,24 +401,20 @@ var ignoredKeys = map[string]bool{
 	"snapSizeLimitInKb":               true,
 	"txnLogSizeLimitInKb":             true,
 	"cnxTimeout":                      true,
-	"skipACL":                         true,
 	"serverCnxnFactory":               true,
 	"digest.enabled":                  true,
-	"audit.enable":                    true,
 	"admin.commandURL":                true,
 	"admin.idleTimeout":               true,
 	"maxResponseCacheSize":            true,
 	"maxGetChildrenResponseCacheSize": true,
 	"electionPortBindRetry":           true,
 	"fsync.warningthresholdms":        true,
-	"sessionRequireClientSASLAuth":    true,
 	"enforceQuota":                    true,
 }
 
 // ignoredPrefixes are families of ZooKeeper settings keeper ignores.
 var ignoredPrefixes = []string{
-	"authProvider.", "ssl.", "quorum.auth.", "jvm.pause.", "metricsProvider.",
-	"multiAddress.",
+	"jvm.pause.", "metricsProvider.", "multiAddress.",
 }
 
 func hasIgnoredPrefix(key string) bool {

@@ -222,10 +222,10 @@ func TestParseWarnings(t *testing.T) {
 	}{
 		{"frobnicate=1", []Warning{{2, "frobnicate", "unknown key; ignored"}}},
 		{"zookeeper.frobnicate=1", []Warning{{2, "zookeeper.frobnicate", "unknown key; ignored"}}},
-		{"secureClientPort=2281\nauthProvider.1=x\nssl.keyStore.location=/k", []Warning{
-			{2, "secureClientPort", "zookeeper setting not supported by keeper; ignored"},
-			{3, "authProvider.1", "zookeeper setting not supported by keeper; ignored"},
-			{4, "ssl.keyStore.location", "zookeeper setting not supported by keeper; ignored"},
+		{"localSessionsEnabled=true\nserverCnxnFactory=x\nmetricsProvider.httpPort=7000", []Warning{
+			{2, "localSessionsEnabled", "zookeeper setting not supported by keeper; ignored"},
+			{3, "serverCnxnFactory", "zookeeper setting not supported by keeper; ignored"},
+			{4, "metricsProvider.httpPort", "zookeeper setting not supported by keeper; ignored"},
 		}},
 		{"tickTime=1000\ntickTime=2000", []Warning{{2, "tickTime", "duplicate key; the value on line 3 wins"}}},
 		{"dataLogDir=logs", []Warning{{2, "dataLogDir", "relative path; it is resolved against the working directory"}}},

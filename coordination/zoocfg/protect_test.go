@@ -1,0 +1,380 @@
+package zoocfg
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// refusedKeys walks every protective setting keeper refuses, by its
+// zoo.cfg spelling, with a value that asks for the protection and the
+// feature the error names. TestProtectiveKeysRefused tries each under both
+// spellings; TestRefusedKeysCoverProtections checks the list is complete.
+var refusedKeys = []struct {
+	key, value, feature string
+}{
+	{"secureClientPort", "2281", tlsClients},
+	{"secureClientPortAddress", "0.0.0.0", tlsClients},
+	{"client.portUnification", "true", tlsClients},
+	{"client.certReload", "true", tlsClients},
+	{"client.secure", "true", tlsClients},
+	{"sslQuorum", "true", tlsQuorum},
+	{"portUnification", "TRUE", tlsQuorum},
+	{"sslQuorumReloadCertFiles", "true", tlsQuorum},
+	{"fips-mode", "true", "FIPS mode"},
+	{"admin.forceHttps", "true", httpsAdmin},
+	{"admin.portUnification", "true", httpsAdmin},
+	{"admin.needClientAuth", "true", httpsAdmin},
+	{"ssl.keyStore.location", "/etc/zk/keystore.jks", tlsClients},
+	{"ssl.keyStore.password", "hunter2", tlsClients},
+	{"ssl.keyStore.passwordPath", "/etc/zk/ks.pass", tlsClients},
+	{"ssl.keyStore.type", "PKCS12", tlsClients},
+	{"ssl.trustStore.location", "/etc/zk/truststore.jks", tlsClients},
+	{"ssl.trustStore.password", "hunter2", tlsClients},
+	{"ssl.trustStore.passwordPath", "/etc/zk/ts.pass", tlsClients},
+	{"ssl.trustStore.type", "PEM", tlsClients},
+	{"ssl.protocol", "TLSv1.3", tlsClients},
+	{"ssl.enabledProtocols", "TLSv1.3,TLSv1.2", tlsClients},
+	{"ssl.ciphersuites", "TLS_AES_256_GCM_SHA384", tlsClients},
+	{"ssl.context.supplier.class", "com.example.Supplier", tlsClients},
+	{"ssl.hostnameVerification", "false", tlsClients},
+	{"ssl.allowReverseDnsLookup", "true", tlsClients},
+	{"ssl.crl", "true", tlsClients},
+	{"ssl.ocsp", "true", tlsClients},
+	{"ssl.clientAuth", "need", tlsClients},
+	{"ssl.handshakeDetectionTimeoutMillis", "5000", tlsClients},
+	{"ssl.authProvider", "x509", tlsClients},
+	{"ssl.quorum.keyStore.location", "/etc/zk/keystore.jks", tlsQuorum},
+	{"ssl.quorum.keyStore.password", "hunter2", tlsQuorum},
+	{"ssl.quorum.keyStore.passwordPath", "/etc/zk/ks.pass", tlsQuorum},
+	{"ssl.quorum.keyStore.type", "JKS", tlsQuorum},
+	{"ssl.quorum.trustStore.location", "/etc/zk/truststore.jks", tlsQuorum},
+	{"ssl.quorum.trustStore.password", "hunter2", tlsQuorum},
+	{"ssl.quorum.trustStore.passwordPath", "/etc/zk/ts.pass", tlsQuorum},
+	{"ssl.quorum.trustStore.type", "JKS", tlsQuorum},
+	{"ssl.quorum.protocol", "TLSv1.2", tlsQuorum},
+	{"ssl.quorum.enabledProtocols", "TLSv1.2", tlsQuorum},
+	{"ssl.quorum.ciphersuites", "TLS_AES_128_GCM_SHA256", tlsQuorum},
+	{"ssl.quorum.context.supplier.class", "com.example.Supplier", tlsQuorum},
+	{"ssl.quorum.hostnameVerification", "true", tlsQuorum},
+	{"ssl.quorum.allowReverseDnsLookup", "false", tlsQuorum},
+	{"ssl.quorum.crl", "true", tlsQuorum},
+	{"ssl.quorum.ocsp", "true", tlsQuorum},
+	{"ssl.quorum.clientAuth", "want", tlsQuorum},
+	{"ssl.quorum.handshakeDetectionTimeoutMillis", "5000", tlsQuorum},
+
+	{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "authentication providers other than digest and ip"},
+	{"authProvider.1", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "authentication providers other than digest and ip"},
+	{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider", "authentication providers other than digest and ip"},
+	{"DigestAuthenticationProvider.enabled", "false", "turning digest authentication off"},
+	{"DigestAuthenticationProvider.digestAlg", "SHA-256", "digest algorithms other than SHA1"},
+	{"X509AuthenticationProvider.superUser", "CN=admin", "x509 client authentication"},
+	{"superUser", "admin", saslClients},
+	{"superUser.1", "admin", saslClients},
+	{"SASLAuthenticationProvider.superPassword", "hunter2", saslClients},
+	{"sessionRequireClientSASLAuth", "true", saslClients},
+	{"allowSaslFailedClients", "true", saslClients},
+	{"sasl.client", "true", saslClients},
+	{"sasl.serverconfig", "Server", saslClients},
+	{"sasl.clientconfig", "Client", saslClients},
+	{"sasl.client.username", "zookeeper", saslClients},
+	{"java.security.auth.login.config", "/etc/zk/jaas.conf", "SASL (a JAAS login configuration)"},
+	{"enforce.auth.enabled", "true", enforceAuth},
+	{"enforce.auth.schemes", "sasl", enforceAuth},
+	{"ensembleAuthName", "prod", "ensemble authentication"},
+	{"quorum.auth.enableSasl", "true", saslQuorum},
+	{"quorum.auth.learnerRequireSasl", "true", saslQuorum},
+	{"quorum.auth.serverRequireSasl", "true", saslQuorum},
+	{"quorum.auth.kerberos.servicePrincipal", "zkquorum/_HOST", saslQuorum},
+	{"quorum.auth.learner.saslLoginContext", "QuorumLearner", saslQuorum},
+	{"quorum.auth.server.saslLoginContext", "QuorumServer", saslQuorum},
+	{"kerberos.removeHostFromPrincipal", "true", kerberos},
+	{"kerberos.removeRealmFromPrincipal", "true", kerberos},
+	{"kerberos.canonicalizeHostNames", "true", kerberos},
+	{"kerberos.minReLoginTimeMs", "60000", kerberos},
+	{"kinit", "/usr/bin/kinit", kerberos},
+	{"security.auth_to_local", "RULE:[1:$1@$0](.*@EXAMPLE.COM)s/@.*//", kerberos},
+
+	{"skipACL", "yes", "skipping ACL checks"},
+	{"audit.enable", "true", auditLogs},
+	{"audit.impl.class", "org.apache.zookeeper.audit.Slf4jAuditLogger", auditLogs},
+	{"datadir.autocreate", "false", "refusing to create a missing data directory"},
+	{"db.autocreate", "false", "keeping a server with an empty database from voting"},
+}
+
+// spellings returns key as zoo.cfg spells it and as the system property
+// ZooKeeper makes of it.
+func spellings(key string) []string {
+	return []string{key, "zookeeper." + key}
+}
+
+func TestProtectiveKeysRefused(t *testing.T) {
+	for _, tt := range refusedKeys {
+		for _, key := range spellings(tt.key) {
+			t.Run(key, func(t *testing.T) {
+				c, w, err := Parse(strings.NewReader(base + key + "=" + tt.value + "\n"))
+				if c != nil || w != nil {
+					t.Errorf("Parse returned a config or warnings with its error")
+				}
+				var unsupported *UnsupportedError
+				if !errors.As(err, &unsupported) || !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("Parse(%s=%s) = %v, want an *UnsupportedError", key, tt.value, err)
+				}
+				want := UnsupportedError{Source: "zoo.cfg", Line: 2, Key: key, Feature: tt.feature}
+				if *unsupported != want {
+					t.Errorf("got %+v, want %+v", *unsupported, want)
+				}
+				msg := err.Error()
+				if wantMsg := "zoo.cfg:2: " + key + ": keeper does not support " + tt.feature + " yet"; msg != wantMsg {
+					t.Errorf("message %q, want %q", msg, wantMsg)
+				}
+				if strings.Contains(msg, "hunter2") {
+					t.Errorf("message %q shows the value", msg)
+				}
+			})
+		}
+	}
+}
+
+// TestRefusedKeysCoverProtections checks that refusedKeys names every
+// entry of protections and every family of protectedPrefixes, and that no
+// key keeper implements is also refused.
+func TestRefusedKeysCoverProtections(t *testing.T) {
+	listed := map[string]bool{}
+	for _, tt := range refusedKeys {
+		listed[tt.key] = true
+	}
+	for key := range protections {
+		if !listed[key] {
+			t.Errorf("protection %s is not in refusedKeys", key)
+		}
+	}
+	for _, f := range protectedPrefixes {
+		found := false
+		for key := range listed {
+			if _, exact := protections[key]; !exact && strings.HasPrefix(key, f.prefix) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no key of the family %s* is in refusedKeys", f.prefix)
+		}
+	}
+	for key := range settings {
+		if _, ok := protectionOf(key); ok {
+			t.Errorf("%s is both implemented and refused", key)
+		}
+	}
+}
+
+// TestProtectiveKeysOff checks that a protective key whose value asks for
+// nothing keeper lacks is accepted without a warning, under both spellings.
+func TestProtectiveKeysOff(t *testing.T) {
+	tests := []struct{ key, value string }{
+		{"secureClientPort", ""},
+		{"client.portUnification", "false"},
+		{"client.secure", "False"},
+		{"sslQuorum", "false"},
+		{"portUnification", "FALSE"},
+		{"sslQuorumReloadCertFiles", "false"},
+		{"fips-mode", "false"},
+		{"admin.forceHttps", "false"},
+		{"admin.portUnification", "false"},
+		{"ssl.keyStore.location", ""},
+		{"ssl.quorum.trustStore.password", ""},
+		{"authProvider.1", "org.apache.zookeeper.server.auth.DigestAuthenticationProvider"},
+		{"authProvider.ip", "org.apache.zookeeper.server.auth.IPAuthenticationProvider"},
+		{"DigestAuthenticationProvider.enabled", "true"},
+		{"DigestAuthenticationProvider.digestAlg", "SHA1"},
+		{"DigestAuthenticationProvider.digestAlg", "sha-1"},
+		{"sessionRequireClientSASLAuth", "false"},
+		{"sasl.client", "false"},
+		{"enforce.auth.enabled", "false"},
+		{"quorum.auth.enableSasl", "false"},
+		{"quorum.auth.learnerRequireSasl", "false"},
+		{"quorum.auth.serverRequireSasl", "false"},
+		{"kerberos.removeHostFromPrincipal", "false"},
+		{"skipACL", "no"},
+		{"audit.enable", "false"},
+		{"datadir.autocreate", "true"},
+		{"db.autocreate", "true"},
+	}
+	for _, tt := range tests {
+		for _, key := range spellings(tt.key) {
+			t.Run(key+"="+tt.value, func(t *testing.T) {
+				c, w := mustParse(t, base+key+"="+tt.value)
+				if len(w) != 0 {
+					t.Errorf("warnings: %v", w)
+				}
+				if !reflect.DeepEqual(c, parsedBase()) {
+					t.Errorf("Parse changed the config: %+v", c)
+				}
+			})
+		}
+	}
+}
+
+// TestProtectiveKeysInvalid checks that a protective key with a value that
+// is neither on nor off is an invalid value, not a silent off.
+func TestProtectiveKeysInvalid(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sslQuorum=yes", `zoo.cfg:2: sslQuorum: invalid value "yes": want true or false`},
+		{"zookeeper.client.secure=1", `zookeeper.client.secure: invalid value "1": want true or false`},
+		{"skipACL=true", `skipACL: invalid value "true": want yes or no`},
+		{"zookeeper.skipACL=YES", `zookeeper.skipACL: invalid value "YES": want yes or no`},
+		{"datadir.autocreate=off", `datadir.autocreate: invalid value "off": want true or false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			_, _, err := Parse(strings.NewReader(base + tt.in))
+			var perr *Error
+			if !errors.As(err, &perr) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse(%q) = %v, want an *Error containing %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPerformanceKeysWarn checks that settings which only tune performance
+// (or that keeper is as safe without) stay warnings, including Netty as the
+// connection factory; Netty with TLS is refused by the TLS key.
+func TestPerformanceKeysWarn(t *testing.T) {
+	const ignored = "zookeeper setting not supported by keeper; ignored"
+	tests := []struct {
+		in   string
+		want []Warning
+	}{
+		{"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+			[]Warning{{2, "serverCnxnFactory", ignored}}},
+		{"quorum.cnxn.threads.size=20", []Warning{{2, "quorum.cnxn.threads.size", ignored}}},
+		{"quorumListenOnAllIPs=true", []Warning{{2, "quorumListenOnAllIPs", ignored}}},
+		{"digest.enabled=false", []Warning{{2, "digest.enabled", ignored}}},
+		{"metricsProvider.httpPort=7000", []Warning{{2, "metricsProvider.httpPort", ignored}}},
+		{"netty.server.earlyDropSecureConnectionHandshakes=true",
+			[]Warning{{2, "netty.server.earlyDropSecureConnectionHandshakes", "unknown key; ignored"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			_, got := mustParse(t, base+tt.in)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("warnings\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+	_, _, err := Parse(strings.NewReader(base +
+		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\nsecureClientPort=2281\n"))
+	if want := "zoo.cfg:3: secureClientPort: keeper does not support TLS for client connections yet"; err == nil || err.Error() != want {
+		t.Errorf("Netty with TLS: %v, want %q", err, want)
+	}
+}
+
+// TestProtectiveKeyLastValueWins checks that a repeated key is judged by
+// its last value, the one ZooKeeper uses.
+func TestProtectiveKeyLastValueWins(t *testing.T) {
+	_, w := mustParse(t, base+"sslQuorum=true\nsslQuorum=false\n")
+	if len(w) != 1 || w[0].Key != "sslQuorum" {
+		t.Errorf("warnings %v, want the duplicate", w)
+	}
+	_, _, err := Parse(strings.NewReader(base + "sslQuorum=false\nsslQuorum=true\n"))
+	if want := "zoo.cfg:3: sslQuorum: keeper does not support TLS between servers yet"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
+
+func TestJVMProperties(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []jvmProperty
+	}{
+		{"", nil},
+		{"-Xmx1g -XX:+UseG1GC", nil},
+		{" -Da=b\t-Dc -D -Dd=e=f  -cp x", []jvmProperty{{"a", "b"}, {"c", ""}, {"d", "e=f"}}},
+		{"-Dzookeeper.authProvider.1='x'", []jvmProperty{{"zookeeper.authProvider.1", "'x'"}}},
+	}
+	for _, tt := range tests {
+		if got := jvmProperties(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("jvmProperties(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCheckServerEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // "" for no error
+	}{
+		{"empty", nil, ""},
+		{"jvm tuning", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -XX:+UseG1GC -Dzookeeper.log.dir=/var/log/zk",
+			"JVMFLAGS": "-Djava.net.preferIPv4Stack=true -Dcom.sun.management.jmxremote"}, ""},
+		{"performance property", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"}, ""},
+		{"off value", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sslQuorum=false -Dzookeeper.skipACL=no"}, ""},
+		{"client tls property", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.client.secure=true"}, ""},
+		{"quorum tls", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Dzookeeper.sslQuorum=true"},
+			"SERVER_JVMFLAGS: zookeeper.sslQuorum: keeper does not support TLS between servers yet"},
+		{"keystore", map[string]string{"JVMFLAGS": "-Dzookeeper.ssl.keyStore.password=hunter2"},
+			"JVMFLAGS: zookeeper.ssl.keyStore.password: keeper does not support TLS for client connections yet"},
+		{"jaas", map[string]string{"SERVER_JVMFLAGS": "-Djava.security.auth.login.config=/etc/zk/jaas.conf"},
+			"SERVER_JVMFLAGS: java.security.auth.login.config: keeper does not support SASL (a JAAS login configuration) yet"},
+		{"sasl provider", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
+			"SERVER_JVMFLAGS: zookeeper.authProvider.1: keeper does not support authentication providers other than digest and ip yet"},
+		{"skip acl", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.skipACL=yes"},
+			"SERVER_JVMFLAGS: zookeeper.skipACL: keeper does not support skipping ACL checks yet"},
+		{"server flags first", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.superUser=admin", "JVMFLAGS": "-Dzookeeper.sslQuorum=true"},
+			"SERVER_JVMFLAGS: zookeeper.superUser: keeper does not support SASL authentication of clients yet"},
+		{"invalid value", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sslQuorum=on"},
+			`SERVER_JVMFLAGS: zookeeper.sslQuorum: invalid value "on": want true or false`},
+		{"implemented setting", map[string]string{"SERVER_JVMFLAGS": "-Xmx2g -Djute.maxbuffer=4194304"},
+			"SERVER_JVMFLAGS: jute.maxbuffer: keeper reads its settings only from zoo.cfg; set it there"},
+		{"implemented admin setting", map[string]string{"JVMFLAGS": "-Dzookeeper.admin.enableServer=false"},
+			"JVMFLAGS: zookeeper.admin.enableServer: keeper reads its settings only from zoo.cfg; set it there"},
+		{"datadir autocreate", map[string]string{"ZOO_DATADIR_AUTOCREATE_DISABLE": "1"},
+			"environment: ZOO_DATADIR_AUTOCREATE_DISABLE: keeper does not support refusing to create a missing data directory yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckServerEnv(func(k string) string { return tt.env[k] })
+			checkEnvError(t, err, tt.want)
+		})
+	}
+}
+
+func TestCheckClientEnv(t *testing.T) {
+	vars := []string{"CLIENT_JVMFLAGS", "JVMFLAGS"}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"empty", nil, ""},
+		{"sasl off", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.sasl.client=false -Xmx256m"}, ""},
+		{"server settings are not the client's", map[string]string{"JVMFLAGS": "-Djute.maxbuffer=4194304"}, ""},
+		{"unread variable", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sslQuorum=true"}, ""},
+		{"client tls", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty -Dzookeeper.client.secure=true"},
+			"CLIENT_JVMFLAGS: zookeeper.client.secure: keeper does not support TLS for client connections yet"},
+		{"client jaas", map[string]string{"JVMFLAGS": "-Djava.security.auth.login.config=/etc/zk/client-jaas.conf"},
+			"JVMFLAGS: java.security.auth.login.config: keeper does not support SASL (a JAAS login configuration) yet"},
+		{"sasl login section", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.sasl.clientconfig=Client"},
+			"CLIENT_JVMFLAGS: zookeeper.sasl.clientconfig: keeper does not support SASL authentication of clients yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckClientEnv(func(k string) string { return tt.env[k] }, vars...)
+			checkEnvError(t, err, tt.want)
+		})
+	}
+}
+
+func checkEnvError(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want == "":
+	case err == nil || err.Error() != want:
+		t.Fatalf("got %v, want %q", err, want)
+	case strings.Contains(want, "keeper does not support") && !errors.Is(err, ErrUnsupported):
+		t.Errorf("%v does not wrap ErrUnsupported", err)
+	}
+}
