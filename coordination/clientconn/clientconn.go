@@ -3,11 +3,18 @@
 // writes what the server queues for it, in order, batching small frames into
 // few writes.
 //
-// A connection starts with either a four-letter word (spec §8.1), answered
-// with text and a close, or a ConnectRequest. A frame whose length is
-// negative or above jute.maxbuffer closes the connection, as Apache
-// ZooKeeper does. Reading pauses while MaxOutstanding requests await their
-// replies, so one client cannot queue unbounded work.
+// A connection starts with either a four-letter word (a four-byte ASCII
+// command such as "ruok", answered with text and a close), or a
+// ConnectRequest. A frame whose length is negative or above jute.maxbuffer
+// closes the connection, as Apache ZooKeeper does.
+//
+// What one client can make the server hold is bounded (docs/backpressure.md):
+// reading pauses while MaxOutstanding requests await their replies, while
+// the connection's requests in flight exceed MaxInflightRequestBytes, and
+// while the server as a whole is over its Limiter; the core stops running
+// a connection's requests while its unsent output is over budget (it learns
+// what was written through Handler.Written); and a connection whose writes
+// make no progress for WriteTimeout is closed.
 package clientconn
 
 import (
@@ -36,8 +43,13 @@ type Handler interface {
 	Connect(c *Conn, req *zkproto.ConnectRequest)
 	// Request delivers one decoded request.
 	Request(c *Conn, r zkcore.Request)
+	// Written reports that n bytes of the output queued by Send were
+	// written to the socket. It is called from the writer goroutine.
+	Written(c *Conn, n int)
 	// Closed reports that the connection is gone; err says why (nil for a
-	// close the server asked for).
+	// close the server asked for). It may be called from any goroutine that
+	// calls Close, including the one that calls Send, so it must not wait
+	// for that goroutine.
 	Closed(c *Conn, err error)
 }
 
@@ -48,22 +60,53 @@ type Config struct {
 	// MaxOutstanding is how many requests may await replies before reading
 	// pauses.
 	MaxOutstanding int
-	// MaxPendingOutputBytes bounds output queued for a client that does not
-	// read; beyond it the connection is closed.
+	// MaxInflightRequestBytes bounds the bytes of one connection's requests
+	// read and not yet answered; reading pauses above it. A request larger
+	// than it is still read when nothing else of the connection is in
+	// flight. 0 means DefaultMaxInflightRequestBytes.
+	MaxInflightRequestBytes int
+	// MaxPendingOutputBytes is a last resort: output queued for a client
+	// beyond it closes the connection. The core's output budget keeps
+	// queued output far below it.
 	MaxPendingOutputBytes int
 	// HandshakeTimeout bounds the wait for the first frame.
 	HandshakeTimeout time.Duration
+	// WriteTimeout closes a connection when a write of up to
+	// writeChunkBytes makes no progress for this long: a client that
+	// stopped reading, or reads a byte now and then. 0 means no timeout.
+	WriteTimeout time.Duration
+	// Limiter, shared by a server's connections, bounds their requests in
+	// flight together; nil means no server-wide bound.
+	Limiter *Limiter
 	// Logger receives per-connection debug logs; nil discards them.
 	Logger *slog.Logger
 }
 
+// DefaultMaxInflightRequestBytes is a connection's default request budget:
+// several requests of jute.maxbuffer's default size, so a client that
+// pipelines large writes keeps its throughput, while one that floods the
+// server holds it to a few megabytes.
+const DefaultMaxInflightRequestBytes = 8 << 20
+
+// DefaultWriteTimeout is how long a write may make no progress before the
+// connection is closed: ZooKeeper's default maximum session timeout, past
+// which the client's session would be expiring anyway.
+const DefaultWriteTimeout = 40 * time.Second
+
+// writeChunkBytes is the largest single write. The write timeout applies
+// to each chunk, so a client must read at least this much per WriteTimeout
+// to stay connected.
+const writeChunkBytes = 256 << 10
+
 // DefaultConfig returns Apache ZooKeeper's limits.
 func DefaultConfig() Config {
 	return Config{
-		MaxBuffer:             jute.DefaultMaxBuffer,
-		MaxOutstanding:        1000,
-		MaxPendingOutputBytes: 64 << 20,
-		HandshakeTimeout:      10 * time.Second,
+		MaxBuffer:               jute.DefaultMaxBuffer,
+		MaxOutstanding:          1000,
+		MaxInflightRequestBytes: DefaultMaxInflightRequestBytes,
+		MaxPendingOutputBytes:   64 << 20,
+		HandshakeTimeout:        10 * time.Second,
+		WriteTimeout:            DefaultWriteTimeout,
 	}
 }
 
@@ -87,13 +130,20 @@ type Conn struct {
 	credits chan struct{} // one token per request awaiting its reply
 
 	mu         sync.Mutex
-	out        []byte // mu guards out, closeAfter, released, closed
+	out        []byte // mu guards out, closeAfter, released, closed, overflow, inflight, inflightBytes
 	closeAfter bool
 	released   int
 	closed     bool
-	wake       chan struct{}
-	done       chan struct{}
-	closeOnce  sync.Once
+	overflow   bool // out passed MaxPendingOutputBytes: the writer closes
+	// inflight holds the sizes of the requests read and not yet answered,
+	// oldest first (replies come in request order); inflightBytes is their
+	// sum. Send pops the answered ones.
+	inflight      []int
+	inflightBytes int
+	answered      chan struct{} // cap 1: Send answered requests
+	wake          chan struct{}
+	done          chan struct{}
+	closeOnce     sync.Once
 }
 
 // New wraps a new connection; Start begins serving it.
@@ -104,9 +154,13 @@ func New(id zkcore.ConnID, nc net.Conn, cfg Config, h Handler) *Conn {
 	}
 	c := &Conn{
 		id: id, nc: nc, cfg: cfg, h: h, log: logger,
-		credits: make(chan struct{}, cfg.MaxOutstanding),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		credits:  make(chan struct{}, cfg.MaxOutstanding),
+		answered: make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	if c.cfg.MaxInflightRequestBytes <= 0 {
+		c.cfg.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes
 	}
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.remote = ap
@@ -128,7 +182,8 @@ func (c *Conn) Remote() netip.AddrPort { return c.remote }
 
 // Send queues frames for the client. completed is the number of requests
 // they answer; close asks for the connection to be closed once they are
-// written. Send never blocks.
+// written. Send never blocks and never calls the Handler: the server's
+// loop calls it.
 func (c *Conn) Send(data []byte, completed int, close bool) {
 	c.mu.Lock()
 	if c.closed {
@@ -142,14 +197,38 @@ func (c *Conn) Send(data []byte, completed int, close bool) {
 	}
 	c.released += completed
 	c.closeAfter = c.closeAfter || close
-	overflow := len(c.out) > c.cfg.MaxPendingOutputBytes
-	c.mu.Unlock()
-	if overflow {
-		c.shutdown(ErrOutputOverflow)
-		return
+	if len(c.out) > c.cfg.MaxPendingOutputBytes {
+		c.overflow = true
 	}
+	n, bytes := c.popAnsweredLocked(completed)
+	c.mu.Unlock()
+	c.cfg.Limiter.release(n, bytes)
+	if n > 0 {
+		signal(c.answered)
+	}
+	signal(c.wake)
+}
+
+// popAnsweredLocked forgets the oldest n requests in flight and returns
+// how many there were and their bytes. mu must be held.
+func (c *Conn) popAnsweredLocked(n int) (int, int64) {
+	n = min(n, len(c.inflight))
+	var bytes int
+	for _, size := range c.inflight[:n] {
+		bytes += size
+	}
+	c.inflight = c.inflight[n:]
+	if len(c.inflight) == 0 {
+		c.inflight = nil
+	}
+	c.inflightBytes -= bytes
+	return n, int64(bytes)
+}
+
+// signal wakes the goroutine waiting on ch (cap 1) without blocking.
+func signal(ch chan struct{}) {
 	select {
-	case c.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -162,7 +241,9 @@ func (c *Conn) shutdown(err error) {
 		c.mu.Lock()
 		c.closed = true
 		c.out = nil
+		n, bytes := c.popAnsweredLocked(len(c.inflight))
 		c.mu.Unlock()
+		c.cfg.Limiter.release(n, bytes)
 		close(c.done)
 		c.nc.Close()
 		c.h.Closed(c, err)
@@ -210,6 +291,13 @@ func (c *Conn) readOpening(r *bufio.Reader) error {
 		return fmt.Errorf("clientconn: bad connect request: %w", d.Err())
 	}
 	c.credits <- struct{}{}
+	c.mu.Lock()
+	c.inflight = append(c.inflight, len(payload))
+	c.inflightBytes += len(payload)
+	c.mu.Unlock()
+	if !c.cfg.Limiter.acquire(len(payload), 0, c.done) {
+		return net.ErrClosed
+	}
 	c.h.Connect(c, &req)
 	return nil
 }
@@ -231,7 +319,9 @@ func (c *Conn) fourLetter(r *bufio.Reader, cmd string) error {
 }
 
 // readRequest reads and hands over one request, waiting first for a credit
-// so that at most MaxOutstanding requests are unanswered.
+// so that at most MaxOutstanding requests are unanswered, then, once it
+// knows the request's size, for room in the connection's and the server's
+// budgets of requests in flight.
 func (c *Conn) readRequest(r *bufio.Reader) error {
 	select {
 	case c.credits <- struct{}{}:
@@ -242,8 +332,15 @@ func (c *Conn) readRequest(r *bufio.Reader) error {
 	if _, err := io.ReadFull(r, first[:]); err != nil {
 		return err
 	}
-	payload, err := readPayload(r, first, c.cfg.MaxBuffer)
+	n, err := frameLength(first, c.cfg.MaxBuffer)
 	if err != nil {
+		return err
+	}
+	if err := c.admit(n); err != nil {
+		return err
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
 		return err
 	}
 	req, err := zkcore.DecodeRequest(payload, c.cfg.MaxBuffer)
@@ -254,12 +351,53 @@ func (c *Conn) readRequest(r *bufio.Reader) error {
 	return nil
 }
 
+// admit waits until a request of n bytes fits the connection's budget of
+// requests in flight and the server's Limiter, and counts it in both. A
+// connection with nothing in flight never waits.
+func (c *Conn) admit(n int) error {
+	for {
+		c.mu.Lock()
+		own := len(c.inflight)
+		if own == 0 || c.inflightBytes+n <= c.cfg.MaxInflightRequestBytes {
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.answered:
+		case <-c.done:
+			return net.ErrClosed
+		}
+	}
+	c.mu.Lock()
+	own := len(c.inflight)
+	c.mu.Unlock()
+	if !c.cfg.Limiter.acquire(n, own, c.done) {
+		return net.ErrClosed
+	}
+	c.mu.Lock()
+	c.inflight = append(c.inflight, n)
+	c.inflightBytes += n
+	c.mu.Unlock()
+	return nil
+}
+
+// frameLength decodes a frame's length prefix, refusing lengths outside
+// [0, maxBuffer] before anything is allocated.
+func frameLength(first [4]byte, maxBuffer int) (int, error) {
+	n := int32(uint32(first[0])<<24 | uint32(first[1])<<16 | uint32(first[2])<<8 | uint32(first[3]))
+	if n < 0 || int(n) > maxBuffer {
+		return 0, fmt.Errorf("%w: length %d", zkproto.ErrFrameTooLarge, n)
+	}
+	return int(n), nil
+}
+
 // readPayload reads the frame whose length is in first, refusing lengths
 // outside [0, maxBuffer] before allocating.
 func readPayload(r io.Reader, first [4]byte, maxBuffer int) ([]byte, error) {
-	n := int32(uint32(first[0])<<24 | uint32(first[1])<<16 | uint32(first[2])<<8 | uint32(first[3]))
-	if n < 0 || int(n) > maxBuffer {
-		return nil, fmt.Errorf("%w: length %d", zkproto.ErrFrameTooLarge, n)
+	n, err := frameLength(first, maxBuffer)
+	if err != nil {
+		return nil, err
 	}
 	payload := make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
@@ -277,14 +415,19 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		out, closeAfter, released := c.out, c.closeAfter, c.released
+		out, closeAfter, released, overflow := c.out, c.closeAfter, c.released, c.overflow
 		c.out, c.released = nil, 0
 		c.mu.Unlock()
+		if overflow {
+			c.shutdown(ErrOutputOverflow)
+			return
+		}
 		if len(out) > 0 {
-			if _, err := c.nc.Write(out); err != nil {
+			if err := c.write(out); err != nil {
 				c.shutdown(err)
 				return
 			}
+			c.h.Written(c, len(out))
 		}
 		for range released {
 			select {
@@ -297,4 +440,20 @@ func (c *Conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// write writes out in chunks of at most writeChunkBytes, each of which
+// must complete within WriteTimeout.
+func (c *Conn) write(out []byte) error {
+	for len(out) > 0 {
+		chunk := out[:min(len(out), writeChunkBytes)]
+		if c.cfg.WriteTimeout > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		}
+		if _, err := c.nc.Write(chunk); err != nil {
+			return err
+		}
+		out = out[len(chunk):]
+	}
+	return nil
 }

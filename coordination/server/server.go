@@ -47,6 +47,25 @@ type Config struct {
 	Conn clientconn.Config
 	// MaxClientCnxns limits connections per client IP; 0 means no limit.
 	MaxClientCnxns int
+	// MaxCnxns limits the connections of all clients together (ZooKeeper's
+	// maxCnxns); 0 means no limit.
+	MaxCnxns int
+	// GlobalOutstandingLimit is ZooKeeper's globalOutstandingLimit: above
+	// this many requests read and not yet answered, over all connections,
+	// a connection that has a request in flight stops being read. 0 means
+	// DefaultGlobalOutstandingLimit; negative means no limit.
+	GlobalOutstandingLimit int
+	// RequestThrottleMaxRequests is zookeeper.request_throttle_max_requests:
+	// a second bound on requests in flight, 0 (ZooKeeper's default) for
+	// none. RequestThrottleStall is zookeeper.request_throttle_stall_time:
+	// how often a throttled connection checks again (it is also woken when
+	// any request completes).
+	RequestThrottleMaxRequests int
+	RequestThrottleStall       time.Duration
+	// MaxInflightRequestBytes bounds the bytes of the requests read and not
+	// yet answered, over all connections; 0 means
+	// DefaultMaxInflightRequestBytes.
+	MaxInflightRequestBytes int64
 	// FourLetterWhitelist lists the four-letter words that run; "*" allows
 	// all of them.
 	FourLetterWhitelist []string
@@ -73,6 +92,14 @@ type Config struct {
 	Clock Clock
 }
 
+// DefaultGlobalOutstandingLimit is ZooKeeper's globalOutstandingLimit
+// default.
+const DefaultGlobalOutstandingLimit = 1000
+
+// DefaultMaxInflightRequestBytes bounds the requests held for all clients
+// together: 256 jute.maxbuffer-sized requests.
+const DefaultMaxInflightRequestBytes = 256 << 20
+
 // Clock is a server's time source. wall is the time of day: txn times,
 // and through them node mtimes, TTL and container ages. mono is a
 // monotonic reading from any origin: it drives session expiry, the
@@ -95,6 +122,7 @@ type Server struct {
 	ln   net.Listener
 
 	inbox   chan func()   // work for the loop, in arrival order
+	notes   connNotes     // what connection goroutines report without waiting for the loop
 	stopped chan struct{} // closed when the loop has exited
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -112,9 +140,10 @@ type Server struct {
 	conns  map[zkcore.ConnID]*clientconn.Conn
 	nextID zkcore.ConnID
 
-	ipMu    sync.Mutex
-	perIP   map[netip.Addr]int // ipMu guards perIP
-	serving bool
+	ipMu       sync.Mutex
+	perIP      map[netip.Addr]int // ipMu guards perIP and totalConns
+	totalConns int
+	serving    bool
 
 	admin     *admin.Admin      // set by Start, before any connection
 	adminHTTP *admin.HTTPServer // nil when Config.AdminAddr is ""
@@ -135,9 +164,6 @@ type Server struct {
 	// purge counting snapshots a truncation is about to remove could delete
 	// the one the truncation rebuilds from.
 	storageMu sync.Mutex
-	// dirLock is the data directories' lock, held from Start to Close (see
-	// lockDirs); nil without storage.
-	dirLock *vfs.DirLock
 
 	quorum *quorumState // nil when standalone
 }
@@ -156,6 +182,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Conn = clientconn.DefaultConfig()
 		cfg.Conn.MaxBuffer = cfg.Core.MaxBuffer
 		cfg.Conn.MaxOutstanding = cfg.Core.MaxOutstanding
+		cfg.Conn.WriteTimeout = time.Duration(cfg.Core.MaxSessionTimeoutMs) * time.Millisecond
+	}
+	if cfg.Conn.Limiter == nil {
+		cfg.Conn.Limiter = newLimiter(&cfg)
 	}
 	if cfg.Storage.FS == nil {
 		cfg.Storage.FS = vfs.Default
@@ -178,6 +208,7 @@ func New(cfg Config) (*Server, error) {
 		log:      logger,
 		core:     core,
 		inbox:    make(chan func(), 4096),
+		notes:    newConnNotes(),
 		stopped:  make(chan struct{}),
 		conns:    make(map[zkcore.ConnID]*clientconn.Conn),
 		perIP:    make(map[netip.Addr]int),
@@ -187,19 +218,9 @@ func New(cfg Config) (*Server, error) {
 	}, nil
 }
 
-// Start locks the data directories, recovers the data from disk, listens
-// on the client address and starts the loop. If another process (or
-// server) holds a data directory, Start fails before it reads anything,
-// with an error matching vfs.ErrLocked.
-func (s *Server) Start() (err error) {
-	if err := s.lockDirs(); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			s.abortStart()
-		}
-	}()
+// Start recovers the data from disk, listens on the client address and
+// starts the loop.
+func (s *Server) Start() error {
 	s.start = time.Now()
 	s.started = s.start
 	_, s.startMono = s.readClock()
@@ -259,9 +280,6 @@ func (s *Server) Close() error {
 	}
 	if qerr := s.stopQuorum(); err == nil {
 		err = qerr
-	}
-	if uerr := s.unlockDirs(); err == nil {
-		err = uerr
 	}
 	return err
 }
@@ -407,6 +425,8 @@ func (s *Server) loop(ctx context.Context) {
 		case fn := <-s.inbox:
 			fn()
 			s.drainInbox()
+		case <-s.notes.wake:
+			s.takeNotes()
 		case m := <-quorumIn:
 			s.quorumStep(m)
 		case r := <-fromDisk:
@@ -519,16 +539,10 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	ip := ap.Addr().Unmap()
-	s.ipMu.Lock()
-	if s.cfg.MaxClientCnxns > 0 && s.perIP[ip] >= s.cfg.MaxClientCnxns {
-		s.ipMu.Unlock()
-		s.log.Warn("too many connections from client", "ip", ip.String(), "max", s.cfg.MaxClientCnxns)
+	if !s.takeSlot(ap) {
 		nc.Close()
 		return
 	}
-	s.perIP[ip]++
-	s.ipMu.Unlock()
 	ok := s.post(func() {
 		s.nextID++
 		c := clientconn.New(s.nextID, nc, s.cfg.Conn, handler{s})
@@ -537,6 +551,7 @@ func (s *Server) admit(nc net.Conn) {
 		c.Start()
 	})
 	if !ok {
+		s.releaseSlot(ap)
 		nc.Close()
 	}
 }
@@ -552,21 +567,19 @@ func (h handler) Request(c *clientconn.Conn, r zkcore.Request) {
 	h.s.post(func() { h.s.core.Request(c.ID(), r, h.s.now()) })
 }
 
+// Closed is called by whichever goroutine closes the connection, the loop
+// among them (a Send past the output cap), so it must not wait for the
+// loop: it leaves a note the loop picks up.
 func (h handler) Closed(c *clientconn.Conn, err error) {
 	if err != nil {
 		h.s.log.Debug("connection closed", "conn", c.ID(), "remote", c.Remote().String(), "err", err)
 	}
-	ip := c.Remote().Addr().Unmap()
-	h.s.ipMu.Lock()
-	if h.s.perIP[ip]--; h.s.perIP[ip] <= 0 {
-		delete(h.s.perIP, ip)
-	}
-	h.s.ipMu.Unlock()
-	h.s.post(func() {
-		delete(h.s.conns, c.ID())
-		h.s.core.Disconnect(c.ID())
-	})
+	h.s.releaseSlot(c.Remote())
+	h.s.notes.closed(c.ID())
 }
+
+// Written is called by the connection's writer; see Closed.
+func (h handler) Written(c *clientconn.Conn, n int) { h.s.notes.written(c.ID(), n) }
 
 func (h handler) FourLetter(c *clientconn.Conn, cmd string, arg int64) []byte {
 	return h.s.fourLetter(c.ID(), cmd, arg)

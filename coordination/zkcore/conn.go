@@ -62,6 +62,13 @@ type conn struct {
 	closeAfter bool   // close once out is sent
 	closing    bool   // ignore further requests: a closing reply is queued
 
+	// heldBytes is the output emitted for c that its driver has not yet
+	// reported written (Written): in out, or handed out in Ready.Sends.
+	heldBytes int
+	// blocked: pump stopped running c's requests because its output, or
+	// all connections' output, was over budget; Written resumes it.
+	blocked bool
+
 	stats connStats
 }
 
@@ -85,12 +92,21 @@ func (s *Server) classify(op zkproto.Op) kind {
 }
 
 // pump runs whatever c's queue allows, then moves finished replies at the
-// head of the queue to the connection's output.
+// head of the queue to the connection's output. It runs nothing new while
+// the connection's output is over budget (see outputBlocked): the request
+// waits in the queue, and Written pumps again once the client has read.
 func (s *Server) pump(c *conn, now Now) {
 	pendingWrites := 0
+	produced := 0 // bytes of replies made by this pump, not yet emitted
+	c.blocked = false
+queue:
 	for _, e := range c.queue {
 		if c.closing && !e.executed {
 			break
+		}
+		if !e.executed && s.outputBlocked(c, produced) {
+			s.block(c)
+			break queue
 		}
 		switch {
 		case e.done:
@@ -107,8 +123,10 @@ func (s *Server) pump(c *conn, now Now) {
 			}
 		case e.kind == kindEager:
 			s.runEager(c, e, now)
+			produced += len(e.reply)
 		case pendingWrites == 0:
 			s.runRead(c, e, now)
+			produced += len(e.reply)
 		}
 	}
 	s.flush(c, now)
@@ -151,6 +169,8 @@ func (s *Server) emit(c *conn, frame []byte) {
 		return
 	}
 	c.out = append(c.out, frame...)
+	c.heldBytes += len(frame)
+	s.heldBytes += len(frame)
 	c.stats.sent++
 	s.stats.packetsSent++
 	s.markDirty(c)

@@ -49,6 +49,12 @@ type Config struct {
 	// MaxOutstanding bounds the requests a connection may have queued;
 	// beyond it the driver should stop reading from that connection.
 	MaxOutstanding int
+	// MaxConnOutputBytes and MaxOutputBytes bound the output emitted and
+	// not yet written, for one connection and for all of them: above them
+	// the core runs no more of a connection's requests until the driver
+	// reports bytes written (see Written). 0 means no bound.
+	MaxConnOutputBytes int
+	MaxOutputBytes     int
 	// ContainerCheckMs is how often containers and TTL nodes are checked
 	// (znode.container.checkIntervalMs).
 	ContainerCheckMs int64
@@ -74,6 +80,8 @@ func DefaultConfig() Config {
 		MaxSessionTimeoutMs:     40000,
 		MaxBuffer:               jute.DefaultMaxBuffer,
 		MaxOutstanding:          1000,
+		MaxConnOutputBytes:      DefaultMaxConnOutputBytes,
+		MaxOutputBytes:          DefaultMaxOutputBytes,
 		ContainerCheckMs:        60000,
 		ContainerMaxPerMinute:   10000,
 		ContainerMaxNeverUsedMs: 0,
@@ -96,6 +104,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("zkcore: max buffer %d must be positive", c.MaxBuffer)
 	case c.MaxOutstanding <= 0:
 		return fmt.Errorf("zkcore: max outstanding %d must be positive", c.MaxOutstanding)
+	case c.MaxConnOutputBytes < 0 || c.MaxOutputBytes < 0:
+		return fmt.Errorf("zkcore: output budgets %d/%d must not be negative", c.MaxConnOutputBytes, c.MaxOutputBytes)
 	case c.ContainerCheckMs <= 0 || c.ContainerMaxPerMinute <= 0 || c.ContainerMaxNeverUsedMs < 0:
 		return errors.New("zkcore: container reaper settings must be positive")
 	}
@@ -160,6 +170,8 @@ type Server struct {
 	conns       map[ConnID]*conn
 	sessionConn map[int64]ConnID // the connection a live session is attached to
 	dirty       []ConnID         // connections with output, in the order they got it
+	heldBytes   int              // output emitted and not reported written (Written)
+	blocked     []ConnID         // connections waiting for output to drain, in order
 
 	lastProposed zxid.ID // the zxid of the last prepared txn
 	proposals    []*txn.Txn
@@ -257,6 +269,7 @@ func (s *Server) Disconnect(id ConnID) {
 
 // dropConn removes every trace of c. Output not yet taken by Ready is lost.
 func (s *Server) dropConn(c *conn) {
+	s.releaseOutput(c)
 	delete(s.conns, c.id)
 	s.watches.RemoveConn(c.id)
 	if c.session != 0 && s.sessionConn[c.session] == c.id {

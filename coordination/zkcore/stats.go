@@ -54,12 +54,18 @@ type Stats struct {
 	Txns            int64
 	ExpiredSessions int64
 	AuthFailed      int64
+	// OutputThrottled counts the times a connection's requests stopped
+	// running because its output, or all output, was over budget.
+	OutputThrottled int64
+	// HeldOutputBytes is the output emitted and not yet written.
+	HeldOutputBytes int64
 }
 
 type serverStats struct {
 	packetsReceived, packetsSent int64
 	txns, expiredSessions        int64
 	authFailed                   int64
+	throttled                    int64
 	lat                          latency
 }
 
@@ -96,6 +102,8 @@ func (s *Server) Stats() Stats {
 		Txns:            s.stats.txns,
 		ExpiredSessions: s.stats.expiredSessions,
 		AuthFailed:      s.stats.authFailed,
+		OutputThrottled: s.stats.throttled,
+		HeldOutputBytes: int64(s.heldBytes),
 	}
 	if s.stats.lat.count > 0 {
 		st.MinLatencyMs = s.stats.lat.min

@@ -38,6 +38,11 @@ func (k clientSink) Send(snd zkcore.Send) {
 		payload: append([]byte(nil), snd.Data...), close: snd.Close})
 	if snd.Close {
 		delete(s.conns, snd.Conn)
+	} else if len(snd.Data) > 0 {
+		// The socket takes the bytes at once; the core learns it on its
+		// next step, as a real server's writer reports them.
+		c.schedule(c.nowMs, event{kind: evToServer, server: int(k.id), inc: k.inc, conn: snd.Conn,
+			frame: frameWritten, written: len(snd.Data)})
 	}
 }
 
@@ -100,6 +105,8 @@ func (c *Cluster) deliverToServer(e *event) {
 		case frameClose:
 			zk.Disconnect(e.conn)
 			delete(s.conns, e.conn)
+		case frameWritten:
+			zk.Written(e.conn, e.written, now)
 		}
 	})
 }

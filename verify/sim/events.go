@@ -35,6 +35,9 @@ const (
 	frameConnect frameKind = iota
 	frameRequest
 	frameClose // the client closed the socket
+	// frameWritten is not from the client: the server's socket took
+	// `written` bytes of its output (a real server's writer reports it).
+	frameWritten
 )
 
 // event is one thing that happens at a virtual time. Events at the same
@@ -57,6 +60,7 @@ type event struct {
 	payload []byte // a request frame (client to server) or reply frames (server to client)
 	close   bool   // server to client: the server closed the connection after payload
 	lost    bool   // server to client: the connection broke (server crash, refused connect)
+	written int    // frameWritten: bytes the server's socket took
 
 	held bool // kept by a paused server; not to be recycled
 }
