@@ -164,6 +164,9 @@ type Server struct {
 	// purge counting snapshots a truncation is about to remove could delete
 	// the one the truncation rebuilds from.
 	storageMu sync.Mutex
+	// dirLock is the data directories' lock, held from Start to Close (see
+	// lockDirs); nil without storage.
+	dirLock *vfs.DirLock
 
 	quorum *quorumState // nil when standalone
 }
@@ -218,9 +221,19 @@ func New(cfg Config) (*Server, error) {
 	}, nil
 }
 
-// Start recovers the data from disk, listens on the client address and
-// starts the loop.
-func (s *Server) Start() error {
+// Start locks the data directories, recovers the data from disk, listens
+// on the client address and starts the loop. If another process (or
+// server) holds a data directory, Start fails before it reads anything,
+// with an error matching vfs.ErrLocked.
+func (s *Server) Start() (err error) {
+	if err := s.lockDirs(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			s.abortStart()
+		}
+	}()
 	s.start = time.Now()
 	s.started = s.start
 	_, s.startMono = s.readClock()
@@ -280,6 +293,9 @@ func (s *Server) Close() error {
 	}
 	if qerr := s.stopQuorum(); err == nil {
 		err = qerr
+	}
+	if uerr := s.unlockDirs(); err == nil {
+		err = uerr
 	}
 	return err
 }
