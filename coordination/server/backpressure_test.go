@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"keeper/coordination/jute"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
 )
@@ -201,4 +204,25 @@ func TestThrottledServerServesEveryone(t *testing.T) {
 	if len(lat) > 0 {
 		t.Logf("healthy creates under throttling: p50 %v, max %v", lat[len(lat)/2], lat[len(lat)-1])
 	}
+}
+
+// TestMaxCnxns: maxCnxns bounds the connections of all clients together.
+func TestMaxCnxns(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.MaxCnxns = 2 })
+	a := rawSession(t, s.Addr().String())
+	rawSession(t, s.Addr().String())
+	extra := rawDial(t, s.Addr().String())
+	extra.writeFrame(jute.Marshal(newSessionRequest(30000)))
+	extra.expectClosed()
+	a.nc.Close()
+	eventually(t, waitTimeout, func() bool {
+		c, err := net.DialTimeout("tcp", s.Addr().String(), waitTimeout)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		r := &rawClient{t: t, nc: c, r: bufio.NewReader(c)}
+		resp, err := r.connect(newSessionRequest(30000))
+		return err == nil && resp.SessionID != 0
+	}, "a free connection slot")
 }

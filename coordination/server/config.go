@@ -33,6 +33,7 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 	conn := clientconn.DefaultConfig()
 	conn.MaxBuffer = zc.JuteMaxBufferBytes
 	conn.MaxOutstanding = core.MaxOutstanding
+	conn.WriteTimeout = zc.MaxSessionTimeout
 	conn.Logger = logger
 	var whitelist []string
 	for _, w := range []string{"ruok", "srvr", "stat", "mntr", "cons", "crst", "srst", "envi",
@@ -42,13 +43,19 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		}
 	}
 	cfg := Config{
-		ClientAddr:          zc.ClientAddress(),
-		Core:                core,
-		Conn:                conn,
-		MaxClientCnxns:      zc.MaxClientCnxns,
-		FourLetterWhitelist: whitelist,
-		DataDir:             zc.DataDir,
-		DataLogDir:          zc.TxnLogDir(),
+		ClientAddr:     zc.ClientAddress(),
+		Core:           core,
+		Conn:           conn,
+		MaxClientCnxns: zc.MaxClientCnxns,
+		MaxCnxns:       zc.MaxCnxns,
+		// ZooKeeper has no value for "no limit": 0 or less throttles every
+		// connection to one request in flight, as 1 does.
+		GlobalOutstandingLimit:     max(zc.GlobalOutstandingLimit, 1),
+		RequestThrottleMaxRequests: zc.RequestThrottleMaxRequests,
+		RequestThrottleStall:       zc.RequestThrottleStallTime,
+		FourLetterWhitelist:        whitelist,
+		DataDir:                    zc.DataDir,
+		DataLogDir:                 zc.TxnLogDir(),
 		Storage: StorageConfig{
 			DataDir:           zc.DataDir,
 			DataLogDir:        zc.TxnLogDir(),

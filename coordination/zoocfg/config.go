@@ -16,6 +16,11 @@ const (
 	DefaultTickTime = 3000 * time.Millisecond
 	// DefaultMaxClientCnxns bounds connections from one IP address.
 	DefaultMaxClientCnxns = 60
+	// DefaultGlobalOutstandingLimit is ZooKeeper's globalOutstandingLimit.
+	DefaultGlobalOutstandingLimit = 1000
+	// DefaultRequestThrottleStallTime is ZooKeeper's
+	// request_throttle_stall_time.
+	DefaultRequestThrottleStallTime = 100 * time.Millisecond
 	// DefaultAdminServerPort is the admin HTTP server's port.
 	DefaultAdminServerPort = 8080
 	// DefaultAdminServerAddress is the admin HTTP server's listen address.
@@ -66,6 +71,23 @@ type Config struct {
 	// MaxClientCnxns bounds concurrent connections from one IP address
 	// (maxClientCnxns); 0 means no limit.
 	MaxClientCnxns int
+	// MaxCnxns bounds concurrent client connections from all addresses
+	// together (maxCnxns); 0 means no limit.
+	MaxCnxns int
+	// GlobalOutstandingLimit bounds the requests read and not yet answered
+	// over all connections (globalOutstandingLimit); above it, connections
+	// with a request in flight stop being read.
+	GlobalOutstandingLimit int
+	// RequestThrottleMaxRequests is a second such bound
+	// (request_throttle_max_requests); 0 disables it.
+	RequestThrottleMaxRequests int
+	// RequestThrottleStallTime is how often a throttled connection checks
+	// again (request_throttle_stall_time, ms).
+	RequestThrottleStallTime time.Duration
+	// RequestThrottleDropStale: requests of closed connections are dropped
+	// (request_throttle_drop_stale). keeper always drops them; false is
+	// accepted with a warning.
+	RequestThrottleDropStale bool
 	// MinSessionTimeout is the smallest session timeout the server grants
 	// (minSessionTimeout, ms). Parse defaults it to 2*TickTime.
 	MinSessionTimeout time.Duration
@@ -126,6 +148,9 @@ func defaults() *Config {
 	return &Config{
 		TickTime:                 DefaultTickTime,
 		MaxClientCnxns:           DefaultMaxClientCnxns,
+		GlobalOutstandingLimit:   DefaultGlobalOutstandingLimit,
+		RequestThrottleStallTime: DefaultRequestThrottleStallTime,
+		RequestThrottleDropStale: true,
 		FourLetterWhitelist:      []string{"srvr"},
 		AdminEnableServer:        true,
 		AdminServerPort:          DefaultAdminServerPort,
@@ -252,6 +277,9 @@ func (c *Config) Validate() error {
 	check(c.AdminServerPort >= 0 && c.AdminServerPort <= 65535,
 		"admin.serverPort %d out of range 0-65535", c.AdminServerPort)
 	check(c.MaxClientCnxns >= 0, "maxClientCnxns must not be negative, got %d", c.MaxClientCnxns)
+	check(c.MaxCnxns >= 0, "maxCnxns must not be negative, got %d", c.MaxCnxns)
+	check(c.RequestThrottleMaxRequests >= 0, "request_throttle_max_requests must not be negative, got %d", c.RequestThrottleMaxRequests)
+	check(c.RequestThrottleStallTime >= 0, "request_throttle_stall_time must not be negative, got %v", c.RequestThrottleStallTime)
 	check(c.JuteMaxBufferBytes > 0, "jute.maxbuffer must be positive, got %d", c.JuteMaxBufferBytes)
 	check(c.SnapCount >= MinSnapCount, "snapCount must be at least %d, got %d", MinSnapCount, c.SnapCount)
 	check(c.AutopurgeSnapRetainCount >= MinAutopurgeSnapRetainCount,

@@ -31,6 +31,11 @@
 //	ClientPort                clientPort
 //	ClientPortAddress         clientPortAddress
 //	MaxClientCnxns            maxClientCnxns
+//	MaxCnxns                  maxCnxns
+//	GlobalOutstandingLimit    globalOutstandingLimit                 zookeeper.globalOutstandingLimit
+//	RequestThrottle*          request_throttle_max_requests,         zookeeper.request_throttle_max_requests, ...
+//	                          request_throttle_stall_time (ms),
+//	                          request_throttle_drop_stale
 //	Min/MaxSessionTimeout     minSessionTimeout, maxSessionTimeout (ms)
 //	StandaloneEnabled         standaloneEnabled
 //	ReconfigEnabled           reconfigEnabled

@@ -224,8 +224,18 @@ var settings = map[string]setter{
 	"zookeeper.DigestAuthenticationProvider.superDigest": setSuperDigest,
 	"superDigest": setSuperDigest,
 
-	"jute.maxbuffer":       intField(func(c *Config) *int { return &c.JuteMaxBufferBytes }),
-	"readonlymode.enabled": boolField(func(c *Config) *bool { return &c.ReadOnlyModeEnabled }),
+	"jute.maxbuffer": intField(func(c *Config) *int { return &c.JuteMaxBufferBytes }),
+
+	"maxCnxns":                                intField(func(c *Config) *int { return &c.MaxCnxns }),
+	"globalOutstandingLimit":                  intField(func(c *Config) *int { return &c.GlobalOutstandingLimit }),
+	"zookeeper.globalOutstandingLimit":        intField(func(c *Config) *int { return &c.GlobalOutstandingLimit }),
+	"request_throttle_max_requests":           intField(func(c *Config) *int { return &c.RequestThrottleMaxRequests }),
+	"zookeeper.request_throttle_max_requests": intField(func(c *Config) *int { return &c.RequestThrottleMaxRequests }),
+	"request_throttle_stall_time":             millisField(func(c *Config) *time.Duration { return &c.RequestThrottleStallTime }),
+	"zookeeper.request_throttle_stall_time":   millisField(func(c *Config) *time.Duration { return &c.RequestThrottleStallTime }),
+	"request_throttle_drop_stale":             setDropStale,
+	"zookeeper.request_throttle_drop_stale":   setDropStale,
+	"readonlymode.enabled":                    boolField(func(c *Config) *bool { return &c.ReadOnlyModeEnabled }),
 }
 
 // parseInt parses a Java int: optional sign, decimal digits, 32 bits.
@@ -376,6 +386,19 @@ func setElectionAlg(_ *parser, v string) error {
 	return nil
 }
 
+// setDropStale reads request_throttle_drop_stale. keeper drops the
+// requests of a closed connection whatever it says (they wait in the
+// connection, not in a queue of the server's), so false only warns.
+func setDropStale(p *parser, v string) error {
+	if err := boolField(func(c *Config) *bool { return &c.RequestThrottleDropStale })(p, v); err != nil {
+		return err
+	}
+	if !p.c.RequestThrottleDropStale {
+		p.warn("keeper always drops the requests of closed connections")
+	}
+	return nil
+}
+
 // setPeerType checks the value; as in ZooKeeper the server list decides
 // the role, so the value is not kept.
 func setPeerType(_ *parser, v string) error {
@@ -395,8 +418,6 @@ var ignoredKeys = map[string]bool{
 	"syncEnabled":                     true,
 	"quorum.cnxn.threads.size":        true,
 	"oraclePath":                      true,
-	"globalOutstandingLimit":          true,
-	"maxCnxns":                        true,
 	"commitLogCount":                  true,
 	"snapSizeLimitInKb":               true,
 	"txnLogSizeLimitInKb":             true,

@@ -39,6 +39,9 @@ func TestParseDefaults(t *testing.T) {
 		DataDir:                  "/var/lib/zk",
 		DataLogDir:               "/var/lib/zk",
 		MaxClientCnxns:           60,
+		GlobalOutstandingLimit:   1000,
+		RequestThrottleStallTime: 100 * time.Millisecond,
+		RequestThrottleDropStale: true,
 		MinSessionTimeout:        6000 * time.Millisecond,
 		MaxSessionTimeout:        60000 * time.Millisecond,
 		FourLetterWhitelist:      []string{"srvr"},
@@ -72,6 +75,11 @@ func TestParseKeys(t *testing.T) {
 		{"dataLogDir=/logs", func(c *Config) { c.DataLogDir = "/logs" }},
 		{"clientPort=2181\nclientPortAddress=127.0.0.1", func(c *Config) { c.ClientPort, c.ClientPortAddress = 2181, "127.0.0.1" }},
 		{"maxClientCnxns=0", func(c *Config) { c.MaxClientCnxns = 0 }},
+		{"maxCnxns=500", func(c *Config) { c.MaxCnxns = 500 }},
+		{"globalOutstandingLimit=50", func(c *Config) { c.GlobalOutstandingLimit = 50 }},
+		{"zookeeper.globalOutstandingLimit=70", func(c *Config) { c.GlobalOutstandingLimit = 70 }},
+		{"request_throttle_max_requests=20", func(c *Config) { c.RequestThrottleMaxRequests = 20 }},
+		{"zookeeper.request_throttle_stall_time=250", func(c *Config) { c.RequestThrottleStallTime = 250 * time.Millisecond }},
 		{"minSessionTimeout=1000\nmaxSessionTimeout=5000", func(c *Config) {
 			c.MinSessionTimeout, c.MaxSessionTimeout = time.Second, 5*time.Second
 		}},
