@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookie/journal"
@@ -41,6 +42,9 @@ type Bookie struct {
 	journals []*journaler
 	ln       net.Listener
 	advAddr  string // host:port clients dial
+	// dirLock is the lock of the journal, ledger and index directories,
+	// held from Start until the bookie stops (see lockDirs).
+	dirLock *vfs.DirLock
 
 	// The metadata store; all nil without metadata servers. reg is set
 	// once Start registers (modeMu guards it); md and mdSession before the
@@ -122,10 +126,16 @@ func New(cfg Config) (*Bookie, error) {
 // store, open ledger storage, replay the journals from the last
 // checkpoint, checkpoint, start serving, and register (spec §8.1). A
 // bookie whose disks or metadata do not match refuses to start with an
-// error matching ErrInvalidCookie.
+// error matching ErrInvalidCookie. Before all of it Start locks the
+// directories (lockDirs): if another process or bookie holds one, Start
+// fails with an error matching vfs.ErrLocked, having touched nothing.
 func (b *Bookie) Start(ctx context.Context) (err error) {
+	if err := b.lockDirs(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", b.cfg.ListenAddr)
 	if err != nil {
+		_ = b.unlockDirs() // the listen error is the one to report
 		return fmt.Errorf("bookie: listen on %s: %w", b.cfg.ListenAddr, err)
 	}
 	b.ln = ln
@@ -195,6 +205,7 @@ func (b *Bookie) abortStart(loopsStarted bool) {
 		_ = b.metricsSrv.Close()
 	}
 	_ = b.ln.Close()
+	_ = b.unlockDirs() // last: every file of the directories is closed
 	close(b.done)
 }
 
@@ -424,6 +435,7 @@ func (b *Bookie) shutdown() error {
 	if b.metricsSrv != nil {
 		errs = append(errs, b.metricsSrv.Close())
 	}
+	errs = append(errs, b.unlockDirs()) // last: every file of the directories is closed
 	close(b.done)
 	b.log.Info("bookie stopped")
 	return errors.Join(errs...)
