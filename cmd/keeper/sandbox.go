@@ -35,7 +35,9 @@ func newSandboxCmd() *cobra.Command {
 		Long: `Run the whole system in one process: a standalone coordination server and
 bookies registered with it, all on 127.0.0.1, data under --data-dir (the
 coordination server's in its version-2 directory, bookie N's in bookie-N).
-Ctrl-C stops everything cleanly; running it again keeps the data.`,
+Ctrl-C stops everything cleanly; running it again keeps the data. While it
+runs, the data directory is locked: a second sandbox (or server, or bookie)
+on it refuses to start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
@@ -72,6 +74,9 @@ func runSandbox(ctx context.Context, sc sandboxConfig, logger *slog.Logger, out 
 	if err := os.MkdirAll(zc.DataDir, 0o755); err != nil {
 		return err
 	}
+	// The root is the coordination server's dataDir, and its Start locks
+	// it (keeper.lock) before it reads anything or binds a port: a second
+	// sandbox on the same --data-dir stops there, before any bookie starts.
 	srv, err := server.New(server.ConfigFromZoo(zc, logger))
 	if err != nil {
 		return err

@@ -54,8 +54,10 @@ func newToolCmd() *cobra.Command {
 		Use:   "tool",
 		Short: "Inspect and repair a data directory (transaction logs, snapshots, purge)",
 		Long: `Offline tools for the files of a keeper or Apache ZooKeeper data directory.
-Run them only while no server uses the directory. A directory argument may be
-the dataDir or dataLogDir of zoo.cfg, or the version-2 directory inside it.`,
+The tools that change files (purge, txnlog truncate --yes) take the directory's
+lock (keeper.lock) as a server does, and refuse to run while a keeper process
+uses it; the others only read. A directory argument may be the dataDir or
+dataLogDir of zoo.cfg, or the version-2 directory inside it.`,
 	}
 	cmd.PersistentFlags().BoolVar(&flags.utc, "utc", false, "print times in UTC instead of the local zone")
 	cmd.PersistentFlags().IntVar(&flags.juteMaxBuffer, "jute-maxbuffer", jute.DefaultMaxBuffer,

@@ -9,6 +9,7 @@ import (
 	"keeper/coordination/server"
 	"keeper/coordination/snap"
 	"keeper/coordination/txnlog"
+	"keeper/internal/vfs"
 )
 
 func newToolPurgeCmd(flags *toolFlags) *cobra.Command {
@@ -19,7 +20,8 @@ func newToolPurgeCmd(flags *toolFlags) *cobra.Command {
 		Long: `Remove old snapshots and transaction logs, as Apache ZooKeeper's PurgeTxnLog
 does: keep the newest N (at least 3) valid snapshots and every log file a
 restore from the oldest of them reads. Snapshots that fail to read do not count
-towards N. dataLogDir defaults to dataDir.`,
+towards N. dataLogDir defaults to dataDir. It locks the directories as a server
+does, so it refuses to run while a server uses them.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logArg := ""
@@ -47,6 +49,11 @@ func (e *toolEnv) purge(dataArg, logArg string, retain int) error {
 			return err
 		}
 	}
+	lock, err := vfs.LockDirs(e.fs, dataDir, logDir) // a running server purges its own files
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // releasing the lock loses nothing
 	res, err := server.Purge(e.fs, dataDir, logDir, retain, e.maxRecordBytes, nil)
 	for _, p := range res.Snapshots {
 		e.printf("removed %s\n", p)

@@ -17,6 +17,7 @@ import (
 	"keeper/coordination/txnlog"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
+	"keeper/internal/vfs"
 )
 
 func newToolTxnlogCmd(flags *toolFlags) *cobra.Command {
@@ -43,7 +44,9 @@ func newToolTxnlogCmd(flags *toolFlags) *cobra.Command {
 		Long: `Remove every txn with a zxid above Z from the log, as a follower does when its
 leader sends TRUNC. Snapshots in the data directory (--data-dir, by default the
 log's directory) that hold effects of txns above Z are removed too, since a
-restart would otherwise restore them. Without --yes it only prints the plan.`,
+restart would otherwise restore them. Without --yes it only prints the plan;
+with it, it locks the directories as a server does, so it refuses to run while a
+server uses them.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if z == "" {
@@ -371,6 +374,13 @@ func (e *toolEnv) truncateLog(arg, dataDirArg, zArg string, yes bool) error {
 		if dataDir, err = dataDirOf(e.fs, dataDirArg); err != nil {
 			return err
 		}
+	}
+	if yes { // locked before the plan is made, so that the plan is what runs
+		lock, err := vfs.LockDirs(e.fs, dir, dataDir)
+		if err != nil {
+			return err
+		}
+		defer lock.Close() // releasing the lock loses nothing
 	}
 	files, err := txnlog.Files(e.fs, dir)
 	if err != nil {
