@@ -11,9 +11,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"keeper/coordination/zoocfg"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/entrystore"
 )
+
+// bookieExtraOptsEnv is where BookKeeper's bin/bookkeeper takes extra java
+// flags for the bookie, whose ZooKeeper client reads ZooKeeper's system
+// properties (zookeeper.client.secure, java.security.auth.login.config, ...).
+const bookieExtraOptsEnv = "BOOKIE_EXTRA_OPTS"
 
 // bookieFlags are `keeper bookie`'s flags for the common settings; a flag
 // that is set overrides the configuration file.
@@ -47,14 +53,21 @@ apply (bookiePort, journalDirectories, ledgerDirectories, metadataServiceUri or
 zkServers, zkLedgersRootPath, journalSyncData, journalMaxGroupWaitMSec,
 journalBufferedWritesThreshold, diskUsageThreshold, diskUsageWarnThreshold,
 gcWaitTime, minor/majorCompactionThreshold and Interval, readOnlyModeEnabled,
-and more; see the bookie package); other keys are ignored. Flags override the
-file. Defaults: port 3181, ledgers root /ledgers. An invalid value stops the
-start with a message naming its key.
+and more; see the bookie package). A key that protects data or access which
+keeper does not implement yet (tls*, bookieAuthProviderFactoryClass,
+zkEnableSecurity=true, ...) stops the start with a message naming it, and so
+does a -D flag in BOOKIE_EXTRA_OPTS asking the metadata client for TLS or
+SASL; other keys are ignored. Flags override the file. Defaults: port 3181,
+ledgers root /ledgers. An invalid value stops the start with a message naming
+its key.
 
 The metadata servers are ZooKeeper or keeper servers. If the ledgers tree does
 not exist it is created, as 'bookkeeper shell metaformat' would.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := zoocfg.CheckClientEnv(os.Getenv, bookieExtraOptsEnv); err != nil {
+				return err
+			}
 			logger := newLogger()
 			cfg, err := loadBookieConfig(cmd, args, f, logger)
 			if err != nil {

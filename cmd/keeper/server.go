@@ -24,9 +24,18 @@ func newServerCmd() *cobra.Command {
 		Short: "Run a coordination server (Apache ZooKeeper's zoo.cfg format)",
 		Long: `Run a coordination server. With a zoo.cfg it reads Apache ZooKeeper's
 configuration format; without one it runs standalone on 127.0.0.1:2181 with
-data under ./keeper-data.`,
+data under ./keeper-data.
+
+A setting that protects data or access which keeper does not implement yet
+(TLS, SASL, Kerberos, enforced authentication, skipACL=yes, ...) stops the
+start with an error naming it, whether it is in zoo.cfg or a -D flag in
+SERVER_JVMFLAGS or JVMFLAGS; keeper reads its settings only from zoo.cfg.
+docs/configuration.md lists the keys.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := zoocfg.CheckServerEnv(os.Getenv); err != nil {
+				return err
+			}
 			logger := newLogger()
 			zc, err := loadZooConfig(args, logger)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zoocfg"
 )
 
 // This file is `keeper shell`, a zkCli-like shell on zkclient. Commands,
@@ -42,6 +43,10 @@ it runs that command and exits, non-zero on error. Without one it reads
 commands from stdin, one per line; type help for the list.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// zkCli.sh passes these to the Java client; keeper's has no TLS or SASL yet.
+			if err := zoocfg.CheckClientEnv(os.Getenv, zoocfg.ClientJVMFlagsEnv, zoocfg.JVMFlagsEnv); err != nil {
+				return err
+			}
 			code := runShell(cmd.Context(), o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if code != 0 {
 				os.Exit(code) // the shell has printed its error, as zkCli does

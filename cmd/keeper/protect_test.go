@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRefuseUnsupportedProtection checks that `keeper server`, `keeper
+// bookie` and `keeper shell` refuse to start on a setting that protects data
+// or access keeper does not implement, from the configuration file or from
+// the environment ZooKeeper's and BookKeeper's scripts pass to java, and
+// that the error names the setting (and the file where there is one).
+func TestRefuseUnsupportedProtection(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	zooCfg := "dataDir=" + filepath.Join(dir, "data") + "\nclientPort=0\nadmin.enableServer=false\n"
+	plainZoo := write("zoo.cfg", zooCfg)
+	sslZoo := write("ssl-zoo.cfg", zooCfg+"sslQuorum=true\n")
+	aclZoo := write("acl-zoo.cfg", zooCfg+"zookeeper.skipACL=yes\n")
+	// Neither file is enough to start on (no client port, no journal): a
+	// check that let a setting through would fail, not serve.
+	bkConf := "bookiePort=0\n"
+	plainBookie := write("bookkeeper.conf", bkConf)
+
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string // substrings of the error
+	}{
+		{"zoo.cfg tls", nil, []string{"server", sslZoo},
+			[]string{sslZoo, "zoo.cfg:4: sslQuorum: keeper does not support TLS between servers yet"}},
+		{"zoo.cfg skipACL", nil, []string{"server", aclZoo},
+			[]string{aclZoo, "zoo.cfg:4: zookeeper.skipACL: keeper does not support skipping ACL checks yet"}},
+		{"server jaas", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Djava.security.auth.login.config=/etc/zk/jaas.conf"},
+			[]string{"server", plainZoo},
+			[]string{"SERVER_JVMFLAGS: java.security.auth.login.config: keeper does not support SASL"}},
+		{"server sasl provider", map[string]string{"JVMFLAGS": "-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
+			[]string{"server", plainZoo},
+			[]string{"JVMFLAGS: zookeeper.authProvider.1: keeper does not support authentication providers other than digest and ip yet"}},
+		{"server setting in flags", map[string]string{"SERVER_JVMFLAGS": "-Djute.maxbuffer=4194304"},
+			[]string{"server", plainZoo},
+			[]string{"SERVER_JVMFLAGS: jute.maxbuffer: keeper reads its settings only from zoo.cfg"}},
+		{"datadir autocreate", map[string]string{"ZOO_DATADIR_AUTOCREATE_DISABLE": "1"},
+			[]string{"server", plainZoo},
+			[]string{"ZOO_DATADIR_AUTOCREATE_DISABLE: keeper does not support refusing to create a missing data directory yet"}},
+		{"bookie metadata client tls", map[string]string{"BOOKIE_EXTRA_OPTS": "-Dzookeeper.client.secure=true"},
+			[]string{"bookie", plainBookie},
+			[]string{"BOOKIE_EXTRA_OPTS: zookeeper.client.secure: keeper does not support TLS for client connections yet"}},
+		{"shell client tls", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.client.secure=true"},
+			[]string{"shell", "--server", "127.0.0.1:1", "ls", "/"},
+			[]string{"CLIENT_JVMFLAGS: zookeeper.client.secure: keeper does not support TLS for client connections yet"}},
+		{"shell sasl", map[string]string{"JVMFLAGS": "-Dzookeeper.sasl.clientconfig=Client"},
+			[]string{"shell", "--server", "127.0.0.1:1", "ls", "/"},
+			[]string{"JVMFLAGS: zookeeper.sasl.clientconfig: keeper does not support SASL authentication of clients yet"}},
+	}
+	vars := []string{"SERVER_JVMFLAGS", "JVMFLAGS", "CLIENT_JVMFLAGS", "BOOKIE_EXTRA_OPTS", "ZOO_DATADIR_AUTOCREATE_DISABLE"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, v := range vars {
+				t.Setenv(v, tt.env[v])
+			}
+			_, err := runKeeper(t, context.Background(), tt.args...)
+			if err == nil {
+				t.Fatalf("keeper %v started", tt.args)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+}
