@@ -218,5 +218,6 @@ func (t *Tree) checkInvariants(z zxid.ID) {
 	for path, n := range t.nodes {
 		size += sizeOf(path, n.data)
 	}
-	invariants.Assertf(size == t.dataSize, "datatree: after zxid %v data size is %d, recomputed %d", z, t.dataSize, size)
+	invariants.Assertf(size+t.quotaDrift == t.dataSize, "datatree: after zxid %v data size is %d, recomputed %d + quota drift %d",
+		z, t.dataSize, size, t.quotaDrift)
 }

@@ -62,4 +62,12 @@
 // approximate data size count it twice; NodeCount and ApproximateDataSize
 // report the same numbers (5 and 44 on a fresh tree). The tree itself keys
 // the root once, under "/".
+//
+// # Quotas
+//
+// Quota nodes under /zookeeper/quota are ordinary znodes in snapshots and
+// logs. The tree keeps their zookeeper_stats current as it applies txns
+// and rebuilds what it tracks when it loads a snapshot, as ZooKeeper 3.8's
+// DataTree does; quota.go describes how, and where the approximate data
+// size then drifts from the sum it stands for, as Java's does.
 package datatree

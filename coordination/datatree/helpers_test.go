@@ -97,8 +97,8 @@ func checkTree(t *Tree) string {
 	for path, n := range t.nodes {
 		size += sizeOf(path, n.data)
 	}
-	if size != t.dataSize {
-		return fmt.Sprintf("data size %d, recomputed %d", t.dataSize, size)
+	if size+t.quotaDrift != t.dataSize {
+		return fmt.Sprintf("data size %d, recomputed %d + quota drift %d", t.dataSize, size, t.quotaDrift)
 	}
 	return ""
 }

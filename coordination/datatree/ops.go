@@ -39,6 +39,7 @@ func (t *Tree) create(path string, data []byte, acl []zkproto.ACL, owner int64,
 		Czxid: z, Mzxid: z, Pzxid: z, Ctime: h.Time, Mtime: h.Time, EphemeralOwner: owner,
 	}}
 	t.insert(path, name, parent, n)
+	t.quotaCreated(parentPath, name, path, len(data))
 	*ch = append(*ch, Change{zkproto.EventNodeCreated, path, t.acl.get(ref)},
 		Change{zkproto.EventNodeChildrenChanged, parentPath, t.acl.get(parent.aclRef)})
 	return n.Stat(), nil
@@ -126,6 +127,7 @@ func (t *Tree) unlink(path, parentPath, name string, parent, n *Node, ch *[]Chan
 	t.dataSize -= sizeOf(path, n.data)
 	t.acl.release(n.aclRef)
 	t.untrack(path, n.stat.EphemeralOwner)
+	t.quotaDeleted(parentPath, name, path, len(n.data))
 }
 
 // setData replaces a node's data; version is the new version from the txn.
@@ -136,11 +138,13 @@ func (t *Tree) setData(path string, data []byte, version int32, h txn.Header, ch
 		return zkproto.Stat{}, zkproto.Errorf(zkproto.CodeNoNode, path)
 	}
 	t.dataSize += sizeOf(path, data) - sizeOf(path, n.data)
+	diff := len(data) - len(n.data)
 	n.data = data
 	n.stat.Mtime = h.Time
 	n.stat.Mzxid = int64(h.Zxid)
 	n.stat.Version = version
 	t.rehash(path, n)
+	t.quotaDataChanged(path, diff)
 	*ch = append(*ch, Change{zkproto.EventNodeDataChanged, path, t.acl.get(n.aclRef)})
 	return n.Stat(), nil
 }

@@ -162,6 +162,7 @@ func ReadBodySized(r io.Reader, maxLen int, size int64) (*Tree, error) {
 		return nil, err
 	}
 	t.acl.purgeUnused()
+	t.setupQuota()
 	return t, nil
 }
 

@@ -33,6 +33,11 @@ type Tree struct {
 	ttls       map[string]struct{}
 	digest     int64 // sum of every node's digest term, kept current by every change
 	dataSize   int64 // ApproximateDataSize, kept current by every change
+	// quotas are the paths with a zookeeper_limits node, by PathTrie key
+	// (quota.go); quotaDrift is how far dataSize is from the sum it
+	// stands for, because quota stats rewrites do not move it.
+	quotas     map[string]struct{}
+	quotaDrift int64
 	lastZxid   zxid.ID
 	dg         digester
 }
@@ -45,6 +50,7 @@ func newEmpty() *Tree {
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
+		quotas:     make(map[string]struct{}),
 	}
 }
 
