@@ -156,6 +156,9 @@ func (p *prep) create(op zkproto.Op, path string, data []byte, acls []zkproto.AC
 	if isNormalEphemeral(parent.stat.EphemeralOwner) {
 		return nil, zkproto.Errorf(zkproto.CodeNoChildrenForEphemerals, path)
 	}
+	if err := p.checkQuota(path, int64(len(data)), 1); err != nil {
+		return nil, err
+	}
 	newCversion := parent.stat.Cversion + 1
 	var rec jute.Record
 	var owner int64
@@ -177,7 +180,7 @@ func (p *prep) create(op zkproto.Op, path string, data []byte, acls []zkproto.AC
 	parent.stat.Cversion = newCversion
 	parent.stat.Pzxid = int64(p.zxid)
 	p.put(parentPath, parent)
-	p.put(path, record{exists: true, acl: fixed, stat: zkproto.StatPersisted{
+	p.put(path, record{exists: true, acl: fixed, dataLen: len(data), stat: zkproto.StatPersisted{
 		Czxid: int64(p.zxid), Mzxid: int64(p.zxid), Pzxid: int64(p.zxid),
 		Ctime: p.timeMs, Mtime: p.timeMs, EphemeralOwner: owner,
 	}})
@@ -248,12 +251,16 @@ func (p *prep) setData(path string, data []byte, version int32) (jute.Record, er
 	if err := p.checkACL(node, zkproto.PermWrite, path); err != nil {
 		return nil, err
 	}
+	if err := p.checkQuota(path, int64(len(data)-node.dataLen), 0); err != nil {
+		return nil, err
+	}
 	if version != -1 && version != node.stat.Version {
 		return nil, zkproto.Errorf(zkproto.CodeBadVersion, path)
 	}
 	node.stat.Version = nextVersion(node.stat.Version)
 	node.stat.Mzxid = int64(p.zxid)
 	node.stat.Mtime = p.timeMs
+	node.dataLen = len(data)
 	p.put(path, node)
 	return &txn.SetData{Path: path, Data: data, Version: node.stat.Version}, nil
 }
@@ -309,8 +316,9 @@ func (p *prep) check(path string, version int32) (jute.Record, error) {
 // fails, nothing changes and every sub-txn becomes an error txn: 0 before
 // the failure, its code at it, RuntimeInconsistency after (spec §2.3).
 //
-// A create op with TTL flags that is not a createTTL is a request Apache
-// ZooKeeper fails as a whole when prep reaches it (MarshallingError).
+// A create op with TTL flags that is not a createTTL, and an op whose quota
+// check cannot parse the quota's nodes, are requests Apache ZooKeeper fails
+// as a whole when prep reaches them (MarshallingError).
 func (p *prep) multi(m *zkproto.MultiRequest) (*txn.Multi, error) {
 	ops := make([]txn.Op, len(m.Ops))
 	for i, sub := range m.Ops {
@@ -325,6 +333,9 @@ func (p *prep) multi(m *zkproto.MultiRequest) (*txn.Multi, error) {
 			continue
 		}
 		p.reset()
+		if isQuotaData(err) {
+			return nil, err
+		}
 		for j := range ops {
 			code := zkproto.CodeOK
 			switch {

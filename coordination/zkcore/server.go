@@ -41,6 +41,10 @@ type Config struct {
 	MaxSessionTimeoutMs int32
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
+	// EnforceQuota refuses a create or setData that would pass a quota's
+	// hard limit with QuotaExceeded (zookeeper.enforceQuota); soft limits
+	// are only logged.
+	EnforceQuota bool
 	// SuperDigest is "user:base64(sha1)" of the super user, or empty.
 	SuperDigest string
 	// MaxBuffer is jute.maxbuffer: the largest request and the largest

@@ -14,6 +14,7 @@ type record struct {
 	stat        zkproto.StatPersisted
 	numChildren int32
 	acl         []zkproto.ACL
+	dataLen     int // the length of the node's data, for quota checks
 }
 
 // change is one pending record, stamped with the txn that produced it.
@@ -50,6 +51,7 @@ func (v *view) get(path string) (record, bool) {
 		stat:        n.Persisted(),
 		numChildren: int32(n.NumChildren()),
 		acl:         v.tree.ACL(n),
+		dataLen:     len(n.Data()),
 	}, true
 }
 
