@@ -26,6 +26,7 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 	core.MinSessionTimeoutMs = int32(zc.MinSessionTimeout.Milliseconds())
 	core.MaxSessionTimeoutMs = int32(zc.MaxSessionTimeout.Milliseconds())
 	core.ExtendedTypes = zc.ExtendedTypesEnabled
+	core.EnforceQuota = zc.EnforceQuota
 	core.SuperDigest = zc.SuperDigest
 	core.MaxBuffer = zc.JuteMaxBufferBytes
 	core.StartWallMs = time.Now().UnixMilli()

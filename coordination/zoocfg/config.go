@@ -118,6 +118,9 @@ type Config struct {
 	AutopurgePurgeInterval time.Duration
 	// ExtendedTypesEnabled allows TTL nodes (extendedTypesEnabled).
 	ExtendedTypesEnabled bool
+	// EnforceQuota refuses writes past a quota's hard limits
+	// (enforceQuota).
+	EnforceQuota bool
 	// SuperDigest is "user:base64(sha1(user:password))"; a client that
 	// authenticates with digest as that user bypasses ACLs. Empty disables.
 	SuperDigest string

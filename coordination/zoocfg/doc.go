@@ -49,6 +49,7 @@
 //	PreAllocSizeKB            preAllocSize (KiB)                     zookeeper.preAllocSize
 //	ForceSync                 forceSync (yes|no)                     zookeeper.forceSync
 //	ExtendedTypesEnabled      extendedTypesEnabled                   zookeeper.extendedTypesEnabled
+//	EnforceQuota              enforceQuota                           zookeeper.enforceQuota
 //	SuperDigest               DigestAuthenticationProvider.superDigest
 //	                                                                 zookeeper.DigestAuthenticationProvider.superDigest,
 //	                                                                 superDigest (keeper only)

@@ -219,6 +219,8 @@ var settings = map[string]setter{
 	"zookeeper.forceSync":              setForceSync,
 	"extendedTypesEnabled":             boolField(func(c *Config) *bool { return &c.ExtendedTypesEnabled }),
 	"zookeeper.extendedTypesEnabled":   boolField(func(c *Config) *bool { return &c.ExtendedTypesEnabled }),
+	"enforceQuota":                     boolField(func(c *Config) *bool { return &c.EnforceQuota }),
+	"zookeeper.enforceQuota":           boolField(func(c *Config) *bool { return &c.EnforceQuota }),
 
 	"DigestAuthenticationProvider.superDigest":           setSuperDigest,
 	"zookeeper.DigestAuthenticationProvider.superDigest": setSuperDigest,
@@ -430,7 +432,6 @@ var ignoredKeys = map[string]bool{
 	"maxGetChildrenResponseCacheSize": true,
 	"electionPortBindRetry":           true,
 	"fsync.warningthresholdms":        true,
-	"enforceQuota":                    true,
 }
 
 // ignoredPrefixes are families of ZooKeeper settings keeper ignores.
