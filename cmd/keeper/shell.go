@@ -108,6 +108,7 @@ type shell struct {
 	events      <-chan zkproto.WatcherEvent // nil once closed and reported
 	loc         *time.Location              // for stat dates, as the JVM's default zone
 	status      int                         // exit status of the last command
+	tokens      []string                    // the arguments of the command being run, as typed
 	count       int                         // commands run, for the prompt
 	closed      bool                        // the session was closed by quit
 	endReported bool                        // the connection's end was printed
@@ -214,6 +215,7 @@ func (s *shell) execute(tokens []string) (quit bool) {
 		return false
 	}
 	flags, args, err := parseFlags(tokens[1:], c.flags)
+	s.tokens = tokens[1:]
 	if err == nil {
 		err = c.run(s, flags, args)
 		if errors.Is(err, errUsage) {
@@ -364,15 +366,18 @@ var commands = []command{
 	{"create", "[-s] [-e] [-c] [-t ttl] path [data] [acl]", "sect:", (*shell).create},
 	{"delete", "[-v version] path", "v:", (*shell).delete},
 	{"deleteall", "path [-b batch size]", "b:", (*shell).deleteAll},
+	{"delquota", "[-n|-b|-N|-B] path", "nbNB", (*shell).delQuota},
 	{"get", "[-s] [-w] path", "sw", (*shell).get},
 	{"getAcl", "[-s] path", "s", (*shell).getACL},
 	{"getAllChildrenNumber", "path", "", (*shell).getAllChildrenNumber},
 	{"getEphemerals", "path", "", (*shell).getEphemerals},
 	{"help", "", "", nil},
+	{"listquota", "path", "", (*shell).listQuota},
 	{"ls", "[-s] [-w] [-R] path", "swR", (*shell).ls},
 	{"quit", "", "", nil},
 	{"set", "[-s] [-v version] path data", "sv:", (*shell).set},
 	{"setAcl", "[-s] [-v version] [-R] path acl", "sv:R", (*shell).setACL},
+	{"setquota", "-n|-b|-N|-B val path", "n:b:N:B:", (*shell).setQuota},
 	{"stat", "[-w] path", "w", (*shell).stat},
 	{"sync", "path", "", (*shell).sync},
 	{"whoami", "", "", (*shell).whoAmI},

@@ -29,6 +29,7 @@ func startShellServer(t *testing.T) string {
 	t.Helper()
 	cfg := server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()}
 	cfg.Core.ExtendedTypes = true
+	cfg.Core.EnforceQuota = true
 	cfg.Core.StartWallMs = 1_700_000_000_000
 	s, err := server.New(cfg)
 	if err != nil {
@@ -130,6 +131,10 @@ var zkcliDeviations = []struct{ old, new, why string }{
 		"the Java exception class of a bad option is noise"},
 	{"org.apache.commons.cli.MissingArgumentException: ", "",
 		"the Java exception class of a missing option value is noise"},
+	{"org.apache.commons.cli.MissingOptionException: ", "",
+		"the Java exception class of a missing setquota limit is noise"},
+	{"org.apache.commons.cli.AlreadySelectedException: ", "",
+		"the Java exception class of a second quota limit option is noise"},
 }
 
 func applyDeviations(s string) string {
@@ -198,15 +203,18 @@ const usageText = `keeper shell --server host:port [cmd args]
 	create [-s] [-e] [-c] [-t ttl] path [data] [acl]
 	delete [-v version] path
 	deleteall path [-b batch size]
+	delquota [-n|-b|-N|-B] path
 	get [-s] [-w] path
 	getAcl [-s] path
 	getAllChildrenNumber path
 	getEphemerals path
 	help 
+	listquota path
 	ls [-s] [-w] [-R] path
 	quit 
 	set [-s] [-v version] path data
 	setAcl [-s] [-v version] [-R] path acl
+	setquota -n|-b|-N|-B val path
 	stat [-w] path
 	sync path
 	whoami 
