@@ -120,6 +120,12 @@ func (p *prep) create(op zkproto.Op, path string, data []byte, acls []zkproto.AC
 	if (ttlMode && (ttl <= 0 || ttl > maxTTLMs)) || (!ttlMode && ttl >= 0) {
 		return nil, zkproto.Errorf(zkproto.CodeBadArguments, path)
 	}
+	if op == zkproto.OpCreateTTL && !ttlMode {
+		// ZooKeeper 3.8 logs such a request as a CreateTTL txn whose ttl
+		// no server can apply (its own apply throws and the server
+		// exits). Refused here, it never reaches the log.
+		return nil, zkproto.Errorf(zkproto.CodeBadArguments, path)
+	}
 	if err := p.checkSession(); err != nil {
 		return nil, err
 	}

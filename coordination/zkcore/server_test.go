@@ -2,6 +2,7 @@ package zkcore
 
 import (
 	"errors"
+	"keeper/coordination/txn"
 	"net/netip"
 	"testing"
 
@@ -334,5 +335,33 @@ func TestFailWrites(t *testing.T) {
 	h.drive()
 	if len(h.pending) != 0 {
 		t.Fatal("expiry proposed a txn after the failure")
+	}
+}
+
+// TestCreateTTLWithoutTTLMode: a createTTL whose flags are not a TTL mode
+// is refused before it becomes a txn, whatever its ttl (ZooKeeper 3.8 logs
+// it and then cannot apply it).
+func TestCreateTTLWithoutTTLMode(t *testing.T) {
+	for _, ttl := range []int64{-1, -5} {
+		for _, flags := range []int32{zkproto.FlagPersistent, zkproto.FlagEphemeral, zkproto.FlagPersistentSequential} {
+			h := newHarness(t)
+			h.open(1)
+			h.autoApply = false
+			x := h.send(1, zkproto.OpCreateTTL, &zkproto.CreateTTLRequest{Path: "/t", ACL: zkproto.OpenACLUnsafe, Flags: flags, TTLMs: ttl})
+			if len(h.pending) != 1 {
+				t.Fatalf("flags %d ttl %d: %d txns, want 1", flags, ttl, len(h.pending))
+			}
+			if _, ok := h.pending[0].Record.(*txn.Error); !ok {
+				t.Errorf("flags %d ttl %d: logged as %T, want an error txn", flags, ttl, h.pending[0].Record)
+			}
+			h.applyN(1)
+			got := h.take(1)
+			if len(got) != 1 || got[0].hdr.Xid != x || got[0].hdr.Err != zkproto.CodeBadArguments {
+				t.Errorf("flags %d ttl %d: replies %+v, want BadArguments", flags, ttl, headers(got))
+			}
+			if h.s.Tree().Node("/t") != nil {
+				t.Errorf("flags %d ttl %d: /t exists", flags, ttl)
+			}
+		}
 	}
 }
