@@ -163,7 +163,7 @@ func histogram(m map[string]int) string {
 func runSeed(t *testing.T, seed uint64, ops int, res *seedResult) {
 	res.norm = normalizer{counts: map[string]int{}}
 	res.byKind, res.byCode = map[string]int{}, map[string]int{}
-	p := startPair(t, slots, serverOptions{extendedTypes: true})
+	p := startPair(t, slots, serverOptions{extendedTypes: true, enforceQuota: true})
 	g := newGen(seed, slots, gated())
 	var history []string
 	began := time.Now()

@@ -18,8 +18,12 @@
 // multiRead, sync, addWatch, checkWatches, removeWatches,
 // getAllChildrenNumber, getEphemerals, whoAmI, closeSession followed by a
 // new session, dropping a connection and reattaching with setWatches(2),
-// refused reattaches, and requests the server answers by closing the
-// connection. Paths come from a small space (three names, depth three, plus
+// refused reattaches, requests the server answers by closing the
+// connection, and quotas: both servers run with enforceQuota=true, and
+// quota nodes are made, changed, read and removed with the requests zkCli's
+// setquota and delquota send (genquota_test.go), so creates, setDatas and
+// multis below a quota meet its limits and every zookeeper_stats read is
+// compared. Paths come from a small space (three names, depth three, plus
 // the sequential nodes made so far and a few system and invalid paths), so
 // NodeExists, NoNode, NotEmpty and NoChildrenForEphemerals are common.
 //

@@ -65,6 +65,9 @@ var opKinds = []opKind{
 	{"reconnect", 10, (*gen).reconnect},
 	{"badReattach", 5, (*gen).badReattach},
 	{"refused", 3, (*gen).refused},
+	{"setQuota", 30, (*gen).setQuota},
+	{"delQuota", 8, (*gen).delQuota},
+	{"readQuota", 20, (*gen).readQuota},
 }
 
 // gen makes a reproducible sequence of steps from a seed. What it knows of
@@ -81,6 +84,8 @@ type gen struct {
 	sorted   []string         // sortedKeys(known), nil when stale
 	lastZxid int64            // the latest rebased zxid ZooKeeper reported
 	regs     []slotWatches    // per slot: watch registrations (genwatch_test.go)
+	queue    []*step          // steps of an operation begun earlier, sent first (genquota_test.go)
+	quotas   []string         // paths the generator set quotas on
 }
 
 func newGen(seed uint64, slots int, skip map[string]string) *gen {
@@ -97,6 +102,11 @@ func newGen(seed uint64, slots int, skip map[string]string) *gen {
 
 // next makes the next step.
 func (g *gen) next() *step {
+	if len(g.queue) > 0 {
+		st := g.queue[0]
+		g.queue = g.queue[1:]
+		return st
+	}
 	st := &step{slot: g.r.IntN(g.slots)}
 	n := g.r.IntN(g.total + g.deleteBoost())
 	for _, k := range g.kinds {

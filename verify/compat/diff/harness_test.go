@@ -61,17 +61,24 @@ var diskFlag = flag.Bool("diff.disk", false, "keeper keeps its txn log and snaps
 // serverOptions configures one pair of servers.
 type serverOptions struct {
 	extendedTypes bool
+	enforceQuota  bool // refuse writes past quota hard limits (enforceQuota=true)
 }
 
 // startZooKeeper starts Apache ZooKeeper and returns its address.
 func startZooKeeper(t *testing.T, o serverOptions) string {
 	t.Helper()
 	t.Setenv("JAVA_TOOL_OPTIONS", containerCheckJavaOpts)
-	zk := zkreal.Start(t, zkreal.Options{
+	opts := zkreal.Options{
 		ExtendedTypes: o.extendedTypes,
 		SuperDigest:   digestID(superUser, superPass),
 		TickTime:      tickTime,
-	})
+	}
+	if o.enforceQuota {
+		// ZooKeeper turns the unknown zoo.cfg key into the system property
+		// zookeeper.enforceQuota, read when the server class loads.
+		opts.ExtraConfig = map[string]string{"enforceQuota": "true"}
+	}
+	zk := zkreal.Start(t, opts)
 	return zk.Addr()
 }
 
@@ -507,14 +514,16 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // zkserverConfig is keeper's core configuration matching startZooKeeper's
-// zoo.cfg: the tick, session bounds, super digest and extended types, and
-// a reaper that never runs during a test (see containerCheckJavaOpts).
+// zoo.cfg: the tick, session bounds, super digest, extended types and quota
+// enforcement, and a reaper that never runs during a test (see
+// containerCheckJavaOpts).
 func zkserverConfig(o serverOptions) zkcore.Config {
 	c := zkcore.DefaultConfig()
 	c.TickMs = tickTime.Milliseconds()
 	c.MinSessionTimeoutMs = minSessionMs
 	c.MaxSessionTimeoutMs = maxSessionMs
 	c.ExtendedTypes = o.extendedTypes
+	c.EnforceQuota = o.enforceQuota
 	c.SuperDigest = digestID(superUser, superPass)
 	c.ContainerCheckMs = 1 << 40
 	c.StartWallMs = time.Now().UnixMilli()
