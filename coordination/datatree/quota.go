@@ -31,7 +31,11 @@ import (
 //
 // Loading a snapshot rebuilds the tracking (Java's setupQuota): every
 // childless node named zookeeper_limits below /zookeeper/quota marks its
-// path, whose stats node is recounted from the tree.
+// path, whose stats node is recounted from the tree. A recount covers the
+// whole subtree, the subtrees of quotas nested in it included, while
+// applying counts a node only towards the deepest quota above it: after a
+// restart an outer quota's stats include its nested quotas' nodes, as in
+// ZooKeeper.
 //
 // Where Java throws while applying a txn (a limits node directly under
 // /zookeeper/quota, a stats node whose data does not parse, deleting a

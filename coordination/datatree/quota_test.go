@@ -265,6 +265,7 @@ func TestQuotaAfterSnapshot(t *testing.T) {
 	e.setQuota("/x/y", "count=1,bytes=1")
 	e.setQuota("/z", "count=1,bytes=1")
 	e.create("/x/a", []byte("1"))
+	e.create("/x/y/c", nil) // counts towards /x/y alone, until a recount of /x
 	e.setData(QuotaStatPath("/x"), "count=100,bytes=100") // a client's edit
 	e.setData(QuotaStatPath("/z"), "garbage")
 	e.remove(QuotaLimitPath("/z"))
@@ -275,13 +276,13 @@ func TestQuotaAfterSnapshot(t *testing.T) {
 	if got, want := back.QuotaPaths(), []string{"/x"}; len(got) != 1 || got[0] != want[0] {
 		t.Fatalf("quotas after load %v, want %v", got, want)
 	}
-	// Live, /x/y was still tracked (the child came after its limits node).
+	// Live, /x/y is still tracked (the child came after its limits node).
 	if got := e.tree.QuotaPaths(); len(got) != 2 {
 		t.Fatalf("live quotas %v, want /x and /x/y", got)
 	}
 	for path, want := range map[string]string{
-		"/x":   "count=3,bytes=4", // recounted: /x, /x/y, /x/a
-		"/x/y": "count=1,bytes=0", // not tracked, not recounted
+		"/x":   "count=4,bytes=4", // recounted: /x, /x/y, /x/a, /x/y/c
+		"/x/y": "count=2,bytes=0", // not tracked, not recounted
 		"/z":   "garbage",         // no limits node: not recounted
 	} {
 		if got := string(back.Node(QuotaStatPath(path)).Data()); got != want {
@@ -300,7 +301,7 @@ func TestQuotaAfterSnapshot(t *testing.T) {
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	if got := string(back.Node(QuotaStatPath("/x")).Data()); got != "count=4,bytes=6" {
+	if got := string(back.Node(QuotaStatPath("/x")).Data()); got != "count=5,bytes=6" {
 		t.Errorf("stats of /x after a create %q", got)
 	}
 }
