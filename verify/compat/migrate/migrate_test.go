@@ -202,6 +202,8 @@ func TestKeeperStartsOnZooKeeperData(t *testing.T) {
 	if d := diffTrees(want, got); len(d) > 0 {
 		t.Errorf("keeper serves a different tree than ZooKeeper did: %d nodes differ, e.g.\n%s", len(d), strings.Join(d[:min(20, len(d))], "\n"))
 	}
+	checkQuotaStats(t, "ZooKeeper", want)
+	checkQuotaStats(t, "keeper", got)
 
 	// keeper goes on writing to ZooKeeper's directory, and starts on it again.
 	c := dial(t, ks.Addr().String())
@@ -328,6 +330,8 @@ func TestZooKeeperStartsOnKeeperData(t *testing.T) {
 	if d := diffTrees(want, got); len(d) > 0 {
 		t.Errorf("ZooKeeper serves a different tree than keeper did: %d nodes differ, e.g.\n%s", len(d), strings.Join(d[:min(20, len(d))], "\n"))
 	}
+	checkQuotaStats(t, "keeper", want)
+	checkQuotaStats(t, "ZooKeeper", got)
 	// ZooKeeper logs digest mismatches and unreadable records without
 	// failing to start; any such line is an incompatibility.
 	if bad := complaints(zs.LogTail(1 << 20)); bad != "" {

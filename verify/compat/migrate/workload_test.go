@@ -171,6 +171,20 @@ func populate(t *testing.T, addr string, rng *rand.Rand) (keepOpen []*zk.Conn) {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
+	// Quotas (not enforced) whose stats every later write below them
+	// updates: ephemerals and a closed session's deletes, multis, and a
+	// quota set before its path exists. None is nested in another: live,
+	// a nested quota's nodes count only towards it, but loading a
+	// snapshot recounts the outer one over its whole subtree, on both
+	// servers alike.
+	for _, q := range []struct{ path, limits string }{
+		{"/p", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=100000"},
+		{"/eph", "count=-1,bytes=1000000=;byteHardLimit=-1;countHardLimit=-1"},
+		{"/multi", "count=10,bytes=100"},
+		{"/deep/d0/d1/d2", "count=5,bytes=-1"},
+	} {
+		setQuota(t, setup, q.path, q.limits)
+	}
 
 	var ops []op
 	for i := range 2000 {
@@ -221,6 +235,25 @@ func populate(t *testing.T, addr string, rng *rand.Rand) (keepOpen []*zk.Conn) {
 	runParallel(t, writers, mutations(rng))
 	closedSession(t, addr)
 	return ephemerals(t, addr, rng)
+}
+
+// setQuota creates the quota nodes of path with the znode requests zkCli's
+// setquota sends: the quota directories with null data, the limits, then
+// the stats at zero. The quota's own path need not exist yet.
+func setQuota(t *testing.T, c *zk.Conn, path, limits string) {
+	t.Helper()
+	dir := "/zookeeper/quota"
+	for _, name := range strings.Split(path, "/")[1:] {
+		dir += "/" + name
+		if _, err := c.Create(dir, nil, 0, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", dir, err)
+		}
+	}
+	for _, n := range []struct{ name, data string }{{"zookeeper_limits", limits}, {"zookeeper_stats", "count=0,bytes=0"}} {
+		if _, err := c.Create(dir+"/"+n.name, []byte(n.data), 0, openACL); err != nil {
+			t.Fatalf("create %s/%s: %v", dir, n.name, err)
+		}
+	}
 }
 
 // mutations change existing nodes: data (versions), ACLs (aversion),
@@ -441,6 +474,44 @@ func dataText(b []byte) string {
 		return fmt.Sprintf("%d bytes %q...", len(b), b[:32])
 	}
 	return fmt.Sprintf("%q", b)
+}
+
+// checkQuotaStats checks that each quota's zookeeper_stats in tree holds
+// the node count and data bytes of the quota's subtree, less the subtrees
+// of the quotas nested in it.
+func checkQuotaStats(t *testing.T, who string, tree map[string]znode) {
+	t.Helper()
+	const quotaDir, statsSuffix = "/zookeeper/quota", "/zookeeper_stats"
+	want := map[string][2]int{} // quota path -> count, bytes
+	for p := range tree {
+		if q, ok := strings.CutPrefix(p, quotaDir); ok && strings.HasSuffix(q, "/zookeeper_limits") {
+			want[strings.TrimSuffix(q, "/zookeeper_limits")] = [2]int{}
+		}
+	}
+	for p, n := range tree {
+		if p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
+			continue
+		}
+		deepest := ""
+		for q := range want {
+			if (p == q || strings.HasPrefix(p, q+"/")) && len(q) > len(deepest) {
+				deepest = q
+			}
+		}
+		if deepest != "" {
+			w := want[deepest]
+			want[deepest] = [2]int{w[0] + 1, w[1] + len(n.Data)}
+		}
+	}
+	if len(want) == 0 {
+		t.Errorf("%s: the tree has no quotas", who)
+	}
+	for q, w := range want {
+		stats := tree[quotaDir+q+statsSuffix]
+		if got := fmt.Sprintf("count=%d,bytes=%d", w[0], w[1]); string(stats.Data) != got {
+			t.Errorf("%s: stats of the quota on %s are %q, the tree holds %s", who, q, stats.Data, got)
+		}
+	}
 }
 
 // summarize counts a tree's nodes by kind, for the test log.
