@@ -265,7 +265,7 @@ func TestQuotaAfterSnapshot(t *testing.T) {
 	e.setQuota("/x/y", "count=1,bytes=1")
 	e.setQuota("/z", "count=1,bytes=1")
 	e.create("/x/a", []byte("1"))
-	e.create("/x/y/c", nil) // counts towards /x/y alone, until a recount of /x
+	e.create("/x/y/c", nil)                               // counts towards /x/y alone, until a recount of /x
 	e.setData(QuotaStatPath("/x"), "count=100,bytes=100") // a client's edit
 	e.setData(QuotaStatPath("/z"), "garbage")
 	e.remove(QuotaLimitPath("/z"))
