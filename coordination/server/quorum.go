@@ -119,8 +119,16 @@ func (s *Server) startQuorum() error {
 		maxRecent = 10000
 	}
 	recent := &recentTail{max: maxRecent}
-	if err := loadState(&s.cfg.Storage, s.core, maxRecord, s.now(), s.log, recent); err != nil {
+	// A member that loses its state rejoins through a leader's snapshot,
+	// unless it is the only voter: then no one has the state it lost.
+	fromLeader := !(len(q.Voters) == 1 && q.Voters[0] == q.MyID)
+	lost, err := loadState(&s.cfg.Storage, s.core, maxRecord, s.now(), s.log,
+		loadOptions{recent: recent, atStart: true, fromLeader: fromLeader})
+	if err != nil {
 		return err
+	}
+	if lost && fromLeader {
+		s.log.Warn("this member lost its state: it takes no part in elections until a leader sends it a snapshot")
 	}
 	lg, err := txnlog.Open(s.cfg.Storage.FS, s.cfg.Storage.logDir(), txnlogConfig(&s.cfg.Storage, maxRecord, s.log))
 	if err != nil {
@@ -137,6 +145,7 @@ func (s *Server) startQuorum() error {
 		InitLimitTicks: q.InitLimitTicks, SyncLimitTicks: q.SyncLimitTicks,
 		HardState: hs, LastZxid: s.core.LastZxid(), Recent: recent.tail(), MaxRecentEntries: maxRecent,
 		TruncateFloor: floor,
+		StateLost:     lost && fromLeader,
 		Rand:          rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
 	})
 	if err != nil {

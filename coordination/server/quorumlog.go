@@ -151,7 +151,7 @@ func (l *diskLog) Reload() (*datatree.Tree, []zkcore.SessionState, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := loadState(l.storage, core, l.maxRecord, l.now(), l.logger, nil); err != nil {
+	if _, err := loadState(l.storage, core, l.maxRecord, l.now(), l.logger, loadOptions{}); err != nil {
 		return nil, nil, err
 	}
 	return core.Tree(), core.SnapshotSessions(), nil

@@ -44,6 +44,15 @@ type StorageConfig struct {
 	// SnapshotStepNodes is how many nodes the loop serialises between
 	// requests while a snapshot is being taken; 0 means 1000.
 	SnapshotStepNodes int
+	// TrustEmptySnapshot is Apache ZooKeeper's
+	// zookeeper.snapshot.trust.empty (zoo.cfg snapshot.trust.empty). When
+	// start-up cannot account for the data in the directories, the server
+	// sets every snapshot and log file aside (into a set-aside-<time>
+	// directory next to version-2) and starts from an empty tree instead
+	// of refusing; an ensemble member then rejoins only through a
+	// leader's snapshot (zab.Config.StateLost). See
+	// docs/storage-recovery.md.
+	TrustEmptySnapshot bool
 }
 
 func (c *StorageConfig) enabled() bool { return c.DataDir != "" }
@@ -58,12 +67,12 @@ func (c *StorageConfig) logDir() string {
 func (c *StorageConfig) snapDir() string { return filepath.Join(c.DataDir, txnlog.DirName) }
 
 // recoverState loads the newest valid snapshot and replays the log after
-// it into core, and opens the log for appending. A checksum failure, or a
-// digest that does not match after replay, stops start-up with an error
-// that names the file; only a torn tail at the very end of the log is
-// repaired, since it can only hold txns never acknowledged.
+// it into core, and opens the log for appending. Data it cannot account
+// for stops start-up with an *UnaccountedError that names the files
+// (recovery.go); only a torn tail at the very end of the log is repaired,
+// since it can only hold txns never acknowledged.
 func recoverState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger) (*txnlog.Log, error) {
-	if err := loadState(cfg, core, maxRecord, now, logger, nil); err != nil {
+	if _, err := loadState(cfg, core, maxRecord, now, logger, loadOptions{atStart: true}); err != nil {
 		return nil, err
 	}
 	return txnlog.Open(cfg.FS, cfg.logDir(), txnlogConfig(cfg, maxRecord, logger))
@@ -73,34 +82,83 @@ func txnlogConfig(cfg *StorageConfig, maxRecord int, logger *slog.Logger) txnlog
 	return txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, Logger: logger}
 }
 
+// loadOptions says what kind of load loadState does.
+type loadOptions struct {
+	// recent, when not nil, keeps the tail of the log replayed (for Zab,
+	// which brings learners up to date from it).
+	recent *recentTail
+	// atStart is set for the load at start-up (not a learner's reload
+	// after a TRUNC or SNAP): only then does a fresh directory get its
+	// first snapshot, and TrustEmptySnapshot set data aside.
+	atStart bool
+	// fromLeader is set for an ensemble member that can get a leader's
+	// snapshot: one that starts empty in place of data it lost writes no
+	// snapshot of its own, so that it stays lost until the leader's.
+	fromLeader bool
+}
+
 // loadState restores core from the newest valid snapshot and the log after
-// it. When recent is not nil it also keeps the tail of the log it replays
-// (for Zab, which brings learners up to date from it).
-func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger, recent *recentTail) error {
+// it, after checking that they account for all the data the directories
+// show the server had (recovery.go). It reports whether the state was
+// lost: TrustEmptySnapshot replaced data that could not be accounted for
+// with an empty tree.
+func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger,
+	opts loadOptions) (lost bool, err error) {
 	fs := cfg.FS
 	snapDir := cfg.snapDir()
 	defer relaxGC(loadBudget(fs, snapDir))()
 	for _, dir := range []string{snapDir, filepath.Join(cfg.logDir(), txnlog.DirName)} {
 		if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
-			return fmt.Errorf("server: create %s: %w", dir, err)
+			return false, fmt.Errorf("server: create %s: %w", dir, err)
 		}
 	}
 	if removed, err := snap.RemoveTemp(fs, snapDir); err != nil {
-		return err
+		return false, err
 	} else if len(removed) > 0 {
 		logger.Warn("removed unfinished snapshots", "files", removed)
 	}
-	sn, skipped, err := snap.NewestValid(fs, snapDir, maxRecord)
+	found, err := survey(cfg, maxRecord)
 	if err != nil {
-		return err
+		return false, err
 	}
-	for _, sk := range skipped {
+	err = restore(cfg, found, core, maxRecord, now, logger, opts.recent)
+	var unaccounted *UnaccountedError
+	switch {
+	case err == nil:
+	case !opts.atStart || !cfg.TrustEmptySnapshot || !errors.As(err, &unaccounted):
+		return false, err
+	default:
+		if err := startEmpty(cfg, core, now, logger, unaccounted, opts.recent); err != nil {
+			return false, err
+		}
+		lost = true
+	}
+	if opts.atStart && (found.fresh() || (lost && !opts.fromLeader)) {
+		if err := writeFirstSnapshot(cfg, core, logger); err != nil {
+			return lost, err
+		}
+	}
+	return lost, nil
+}
+
+// restore loads what survey found into core: the newest valid snapshot (or
+// the empty tree where that accounts for the data) and the log after it,
+// repairing a torn tail first. Data it cannot account for gives an
+// *UnaccountedError.
+func restore(cfg *StorageConfig, found *dataFiles, core *zkcore.Server, maxRecord int, now zkcore.Now,
+	logger *slog.Logger, recent *recentTail) error {
+	for _, sk := range found.skipped {
 		logger.Warn("skipped unusable snapshot", "file", sk.Info.Name, "reason", sk.Err)
+	}
+	if found.newest == nil {
+		if reason := found.emptyTreeUnaccounted(); reason != "" {
+			return found.unaccounted(reason, nil)
+		}
 	}
 	tree := datatree.New()
 	var sessions []zkcore.SessionState
 	var pendingDigest *snap.Digest
-	if sn != nil {
+	if sn := found.newest; sn != nil {
 		tree = sn.Tree
 		tree.SetLastZxid(sn.Zxid)
 		for _, s := range sn.Sessions {
@@ -113,14 +171,17 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 	}
 	core.Restore(tree, sessions, now)
 	lcfg := txnlogConfig(cfg, maxRecord, logger)
-	if torn, err := txnlog.RepairTornTail(fs, cfg.logDir(), lcfg); err != nil {
-		return err
+	if torn, err := txnlog.RepairTornTail(cfg.FS, cfg.logDir(), lcfg); err != nil {
+		return found.damaged(err)
 	} else if torn != nil {
 		logger.Warn("truncated a torn record at the end of the log", "file", torn.File, "offset", torn.Offset)
 	}
-	replayed, err := replay(fs, cfg.logDir(), lcfg, core, pendingDigest, now, recent)
+	replayed, lastFile, err := replay(cfg.FS, cfg.logDir(), lcfg, core, pendingDigest, now, recent)
 	if err != nil {
-		return err
+		return found.damaged(err)
+	}
+	if reason := found.tailUnaccounted(core.LastZxid(), lastFile); reason != "" {
+		return found.unaccounted(reason, nil)
 	}
 	logger.Info("replayed transaction log", "txns", replayed, "last_zxid", core.LastZxid())
 	return nil
@@ -199,22 +260,22 @@ func (r *recentTail) tail() []zab.Entry {
 }
 
 // replay applies every txn after the tree's last zxid and checks a fuzzy
-// snapshot's digest when the replay reaches the zxid it names.
+// snapshot's digest when the replay reaches the zxid it names. It returns
+// how many txns it applied and the file of the last one.
 func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, digest *snap.Digest, now zkcore.Now,
-	recent *recentTail) (int, error) {
+	recent *recentTail) (n int, lastFile string, err error) {
 	it, err := txnlog.Read(fs, logDir, core.LastZxid()+1, lcfg)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer it.Close()
-	n := 0
 	for {
 		t, err := it.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return n, fmt.Errorf("server: replaying the transaction log: %w", err)
+			return n, lastFile, fmt.Errorf("server: replaying the transaction log: %w", err)
 		}
 		last := core.LastZxid()
 		if t.Header.Zxid <= last {
@@ -222,27 +283,27 @@ func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, d
 		}
 		if !follows(last, t.Header.Zxid) {
 			path, off := it.Position()
-			return n, fmt.Errorf("server: txns missing from the log: %s follows %s (%s at offset %d)",
-				t.Header.Zxid, last, path, off)
+			return n, lastFile, &gapError{last: last, next: t.Header.Zxid, file: path, offset: off}
 		}
 		core.Apply(t, now)
 		if recent != nil {
 			recent.add(t.Header.Zxid, it.Payload())
 		}
 		n++
+		lastFile, _ = it.Position()
 		if digest != nil && t.Header.Zxid == digest.Zxid {
 			if got := core.Tree().Digest(); got != digest.TreeDigest {
-				return n, fmt.Errorf("server: %w: after replaying to %s the tree digest is %d, the snapshot recorded %d",
-					snap.ErrDigestMismatch, digest.Zxid, got, digest.TreeDigest)
+				return n, lastFile, fmt.Errorf("server: %w: after replaying to %s (%s) the tree digest is %d, the snapshot recorded %d",
+					snap.ErrDigestMismatch, digest.Zxid, lastFile, got, digest.TreeDigest)
 			}
 			digest = nil
 		}
 	}
 	if digest != nil {
-		return n, fmt.Errorf("server: the log ends at %s, before %s where the snapshot's digest was taken: txns are missing",
-			core.LastZxid(), digest.Zxid)
+		return n, lastFile, fmt.Errorf("server: the log ends at %s, before %s where the snapshot's digest was taken: %w",
+			core.LastZxid(), digest.Zxid, errLogShort)
 	}
-	return n, nil
+	return n, lastFile, nil
 }
 
 // follows reports whether next may come right after last: the next counter

@@ -683,7 +683,8 @@ type gateFS struct {
 
 func (g *gateFS) Create(name string) (vfs.File, error) {
 	base := filepath.Base(name)
-	if strings.HasPrefix(base, ".snapshot.") && strings.HasSuffix(base, ".tmp") && !strings.HasSuffix(base, ".nodes.tmp") {
+	if strings.HasPrefix(base, ".snapshot.") && strings.HasSuffix(base, ".tmp") && !strings.HasSuffix(base, ".nodes.tmp") &&
+		base != ".snapshot.0.tmp" { // the one a fresh directory gets at start-up
 		g.inFlight.Store(true)
 		defer g.inFlight.Store(false)
 		g.once.Do(func() { close(g.entered) })
