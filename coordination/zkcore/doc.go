@@ -28,4 +28,7 @@
 // Writes are validated against the committed tree overlaid with the
 // effects of writes prepared but not yet applied (ZooKeeper's
 // "outstanding changes"), so that many writes can be in flight at once.
+// Quota limits (Config.EnforceQuota) are the exception: as in ZooKeeper,
+// they are checked against the committed tree and its zookeeper_stats
+// alone (quota.go).
 package zkcore
