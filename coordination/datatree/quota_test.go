@@ -333,3 +333,26 @@ func TestQuotaPrefix(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseStatsTrack feeds arbitrary node data to the quota parser: it
+// must not panic, and what it reads must format to text that reads back
+// the same.
+func FuzzParseStatsTrack(f *testing.F) {
+	for _, s := range []string{"count=0,bytes=0", zkCliLimits, "count==5;;=1", ",x", "count=\u0663", "\xff=1"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := ParseStatsTrack(data)
+		if err != nil {
+			return
+		}
+		text := st.String()
+		back, err := ParseStatsTrack([]byte(text))
+		if err != nil {
+			t.Fatalf("%q read, formatted %q, which does not read: %v", data, text, err)
+		}
+		if again := back.String(); again != text {
+			t.Fatalf("%q formatted %q, read back and formatted %q", data, text, again)
+		}
+	})
+}
