@@ -64,6 +64,9 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 			SnapCount:         zc.SnapCount,
 			SnapRetainCount:   zc.AutopurgeSnapRetainCount,
 			PurgeInterval:     zc.AutopurgePurgeInterval,
+			// A server that cannot account for its data refuses to start
+			// unless told to start empty (docs/storage-recovery.md).
+			TrustEmptySnapshot: zc.SnapshotTrustEmpty,
 		},
 		ConfLines: confLines(zc),
 		AdminAddr: adminAddr(zc),

@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/txn"
 	"keeper/coordination/txnlog"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zoocfg"
 	"keeper/coordination/zxid"
 	"keeper/internal/vfs"
 )
@@ -407,4 +408,24 @@ func slicesEqual(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+func TestConfigFromZooTrustEmpty(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  string
+		want bool
+	}{
+		{"", false},
+		{"snapshot.trust.empty=true\n", true},
+		{"snapshot.trust.empty=false\n", false},
+		{"zookeeper.snapshot.trust.empty=true\n", true},
+	} {
+		zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/zk\n" + tt.cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ConfigFromZoo(zc, nil).Storage.TrustEmptySnapshot; got != tt.want {
+			t.Errorf("%q: TrustEmptySnapshot %v, want %v", tt.cfg, got, tt.want)
+		}
+	}
 }

@@ -132,6 +132,11 @@ type Config struct {
 	// ReadOnlyModeEnabled lets a server partitioned from its quorum serve
 	// reads (readonlymode.enabled).
 	ReadOnlyModeEnabled bool
+	// SnapshotTrustEmpty starts the server with an empty tree when its data
+	// directories cannot account for their data, instead of refusing, after
+	// setting the files aside (snapshot.trust.empty, ZooKeeper's
+	// zookeeper.snapshot.trust.empty). See docs/storage-recovery.md.
+	SnapshotTrustEmpty bool
 	// PreAllocSizeKB is the transaction log preallocation step, in KiB
 	// (preAllocSize).
 	PreAllocSizeKB int64

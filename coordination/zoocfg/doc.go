@@ -50,6 +50,7 @@
 //	ForceSync                 forceSync (yes|no)                     zookeeper.forceSync
 //	ExtendedTypesEnabled      extendedTypesEnabled                   zookeeper.extendedTypesEnabled
 //	EnforceQuota              enforceQuota                           zookeeper.enforceQuota
+//	SnapshotTrustEmpty        snapshot.trust.empty                   zookeeper.snapshot.trust.empty
 //	SuperDigest               DigestAuthenticationProvider.superDigest
 //	                                                                 zookeeper.DigestAuthenticationProvider.superDigest,
 //	                                                                 superDigest (keeper only)

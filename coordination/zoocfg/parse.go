@@ -221,6 +221,8 @@ var settings = map[string]setter{
 	"zookeeper.extendedTypesEnabled":   boolField(func(c *Config) *bool { return &c.ExtendedTypesEnabled }),
 	"enforceQuota":                     boolField(func(c *Config) *bool { return &c.EnforceQuota }),
 	"zookeeper.enforceQuota":           boolField(func(c *Config) *bool { return &c.EnforceQuota }),
+	"snapshot.trust.empty":             boolField(func(c *Config) *bool { return &c.SnapshotTrustEmpty }),
+	"zookeeper.snapshot.trust.empty":   boolField(func(c *Config) *bool { return &c.SnapshotTrustEmpty }),
 
 	"DigestAuthenticationProvider.superDigest":           setSuperDigest,
 	"zookeeper.DigestAuthenticationProvider.superDigest": setSuperDigest,

@@ -329,6 +329,8 @@ func TestCheckServerEnv(t *testing.T) {
 			"SERVER_JVMFLAGS: jute.maxbuffer: keeper reads its settings only from zoo.cfg; set it there"},
 		{"implemented admin setting", map[string]string{"JVMFLAGS": "-Dzookeeper.admin.enableServer=false"},
 			"JVMFLAGS: zookeeper.admin.enableServer: keeper reads its settings only from zoo.cfg; set it there"},
+		{"trusting an empty snapshot", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.snapshot.trust.empty=true"},
+			"SERVER_JVMFLAGS: zookeeper.snapshot.trust.empty: keeper reads its settings only from zoo.cfg; set it there"},
 		{"datadir autocreate", map[string]string{"ZOO_DATADIR_AUTOCREATE_DISABLE": "1"},
 			"environment: ZOO_DATADIR_AUTOCREATE_DISABLE: keeper does not support refusing to create a missing data directory yet"},
 	}
