@@ -120,9 +120,19 @@ func TestQuotaEnforced(t *testing.T) {
 			qSet("/b", "12345678901", 7, qExceeded), // the quota is checked before the version
 			qCreate("/b/empty", "", qOK),            // no bytes: not checked
 			qCreate("/b/one", "1", qExceeded),
-			qSet("/b", "123", -1, qOK), // shrinking is never checked
+			qSet("/b", "123", -1, qOK),
 			qCreate("/b/one", "1", qOK),
 		), map[string]string{"/b": "count=3,bytes=4"}},
+		{"a node over the byte hard limit cannot shrink while still over it", true, steps(
+			qCreate("/b", "12345678901234567890", qOK), qQuota("/b", limits(-1, -1, -1, 10)),
+			qSet("/b", "1234567890123456789", -1, qExceeded),
+			qSet("/b", "123456789", -1, qOK),
+		), map[string]string{"/b": "count=1,bytes=9"}},
+		{"a limit of 0 is a limit", true, steps(
+			qCreate("/z", "", qOK), qQuota("/z", limits(-1, -1, 0, -1)),
+			qCreate("/z/a", "", qExceeded),
+			qSet("/z", "x", -1, qOK),
+		), map[string]string{"/z": "count=1,bytes=1"}},
 		{"soft limits are only logged", true, steps(
 			qCreate("/s", "", qOK), qQuota("/s", limits(2, 1, -1, -1)),
 			qCreate("/s/a", "xx", qOK), qCreate("/s/b", "xx", qOK), qSet("/s/a", "xxxxxxx", -1, qOK),
