@@ -111,6 +111,17 @@ func TestQuota(t *testing.T) {
 			q.want(exceeded, createData(0, "/x/one", []byte("1")))
 			q.add(getData(0, statsX, false))
 		}},
+		{"over the byte limit, a setData that shrinks but stays over is refused", func(q *quotaScript) {
+			q.add(createData(0, "/x", []byte("12345678901234567890")), setQuotaSteps(0, "/x", zkLimits(-1, -1, -1, 10)))
+			q.want(exceeded, setDataTo(0, "/x", []byte("1234567890123456789"), -1))
+			q.want(ok, setDataTo(0, "/x", []byte("123456789"), -1))
+			q.add(getData(0, statsX, false))
+		}},
+		{"a limit of 0 is a limit", func(q *quotaScript) {
+			q.add(create(0, "/x", 0), setQuotaSteps(0, "/x", zkLimits(-1, -1, 0, -1)))
+			q.want(exceeded, create(0, "/x/a", 0))
+			q.want(ok, setData(0, "/x"))
+		}},
 		{"soft limits and the 3.4 form only log", func(q *quotaScript) {
 			q.add(create(0, "/x", 0), setQuotaSteps(0, "/x", "count=1,bytes=1"))
 			q.want(ok, createData(0, "/x/a", []byte("abc")))
