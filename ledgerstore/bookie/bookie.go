@@ -84,6 +84,7 @@ type Bookie struct {
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
+	mem    *memBudget // what all connections hold (MaxPendingBytes)
 
 	stopping chan struct{}
 	life     context.Context // cancelled when stopping closes; bounds metadata calls
@@ -106,7 +107,7 @@ func New(cfg Config) (*Bookie, error) {
 	}
 	cfg = cfg.withDefaults()
 	life, endLife := context.WithCancel(context.Background())
-	return &Bookie{
+	b := &Bookie{
 		life:     life,
 		endLife:  endLife,
 		cfg:      cfg,
@@ -118,7 +119,10 @@ func New(cfg Config) (*Bookie, error) {
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
 		lacs:     lacWatch{waiters: make(map[int64][]*lacWaiter)},
-	}, nil
+		mem:      newMemBudget(cfg.MaxPendingBytes),
+	}
+	b.m.watchConnBytes(b.mem)
+	return b, nil
 }
 
 // Start brings the bookie up, in BookKeeper's order: listen (to learn the

@@ -251,6 +251,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	p.journal(&c)
 	p.disks(&c)
 	p.compaction(&c)
+	p.limits(&c)
 	p.metadata(&c)
 	if p.err != nil {
 		return Config{}, nil, p.err
@@ -387,6 +388,38 @@ func (p *confParser) compaction(c *Config) {
 	}
 	if p.duration("majorCompactionInterval", time.Second, &c.MajorCompactionInterval) {
 		disableD(&c.MajorCompactionInterval)
+	}
+}
+
+// limits reads the connection limits. BookKeeper's per-thread request
+// queues become keeper's per-connection counts, with BookKeeper's zero or
+// negative meaning no count bound; the byte limits are keeper's own keys.
+// waitTimeoutOnResponseBackpressureMs must be positive: keeper neither
+// waits forever for a client that stops reading (BookKeeper's -1) nor
+// drops responses (its 0 and closeChannelOnResponseTimeout=false); it
+// closes the connection.
+func (p *confParser) limits(c *Config) {
+	count := func(key string, dst *int) {
+		var n int64
+		if p.int64(key, math.MinInt32, math.MaxInt32, &n) {
+			*dst = int(n)
+			if n <= 0 {
+				*dst = -1
+			}
+		}
+	}
+	count("maxPendingAddRequestsPerThread", &c.MaxPendingAddsPerConn)
+	count("maxPendingReadRequestsPerThread", &c.MaxPendingReadsPerConn)
+	p.int64("maxPendingRequestBytesPerConnection", 1, 1<<40, &c.MaxPendingRequestBytesPerConn)
+	p.int64("maxUnsentResponseBytesPerConnection", 1, 1<<40, &c.MaxUnsentBytesPerConn)
+	p.int64("maxPendingConnectionBytes", 1, 1<<50, &c.MaxPendingBytes)
+	const key = "waitTimeoutOnResponseBackpressureMs"
+	var ms int64
+	if p.int64(key, math.MinInt64, math.MaxInt64/int64(time.Millisecond), &ms) {
+		if ms <= 0 {
+			p.fail(key, p.props[key], "a positive number of milliseconds (keeper closes a client that stops reading)")
+		}
+		c.StuckClientTimeout = time.Duration(ms) * time.Millisecond
 	}
 }
 

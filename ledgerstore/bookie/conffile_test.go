@@ -57,6 +57,13 @@ func TestConfigFromProperties(t *testing.T) {
 		"readOnlyModeEnabled":            "false",
 		"prometheusStatsHttpPort":        "8000",
 		"someJavaOnlyKey":                "x",
+
+		"maxPendingAddRequestsPerThread":      "500",
+		"maxPendingReadRequestsPerThread":     "0", // BookKeeper's "no bound"
+		"maxPendingRequestBytesPerConnection": "1048576",
+		"maxUnsentResponseBytesPerConnection": "65536",
+		"maxPendingConnectionBytes":           "67108864",
+		"waitTimeoutOnResponseBackpressureMs": "5000",
 	}
 	c, ignored, err := ConfigFromProperties(props)
 	if err != nil {
@@ -80,6 +87,12 @@ func TestConfigFromProperties(t *testing.T) {
 		MajorCompactionInterval:             24 * time.Hour,
 		ReadOnlyModeDisabled:                true,
 		MetricsAddr:                         ":8000",
+		MaxPendingAddsPerConn:               500,
+		MaxPendingReadsPerConn:              -1,
+		MaxPendingRequestBytesPerConn:       1 << 20,
+		MaxUnsentBytesPerConn:               64 << 10,
+		MaxPendingBytes:                     64 << 20,
+		StuckClientTimeout:                  5 * time.Second,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
@@ -116,6 +129,13 @@ func TestInvalidValuesNameTheirKey(t *testing.T) {
 		"journalFormatVersionToWrite":    "5",
 		"indexDirectories":               "/i1,/i2",
 		"ledgerDirectories":              " , ",
+
+		"maxPendingAddRequestsPerThread":      "many",
+		"maxPendingReadRequestsPerThread":     "1e9",
+		"maxPendingRequestBytesPerConnection": "0",
+		"maxUnsentResponseBytesPerConnection": "-1",
+		"maxPendingConnectionBytes":           "1GB",
+		"waitTimeoutOnResponseBackpressureMs": "-1", // BookKeeper's "wait forever"
 	}
 	for key, value := range tests {
 		props := map[string]string{}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -43,10 +44,33 @@ const (
 	// journalPageCacheFlushIntervalMSec: with journalSyncData=false, how
 	// often the journal is synced anyway.
 	DefaultJournalPageCacheFlushInterval = time.Second
-	// DefaultMaxPendingRequestsPerConn bounds the requests one connection
-	// may have in progress (read but not yet answered); the reader stops
-	// reading beyond it. It is maxPendingAddRequestsPerThread's 10,000.
+	// DefaultMaxPendingRequestsPerConn bounds the writes, and separately
+	// the reads, one connection may have in progress (read from the socket,
+	// response not yet written to it); the reader stops reading beyond it.
+	// It is maxPendingAddRequestsPerThread's and
+	// maxPendingReadRequestsPerThread's 10,000.
 	DefaultMaxPendingRequestsPerConn = 10_000
+	// DefaultMaxPendingRequestBytesPerConn bounds the bytes of one
+	// connection's requests in progress, mostly add payloads held until
+	// their batch is synced and answered. A journal batch carries what
+	// arrives during one sync: at 1 GB/s and a 10 ms sync, 10 MB. keeper's
+	// own bound.
+	DefaultMaxPendingRequestBytesPerConn = 16 << 20
+	// DefaultMaxUnsentBytesPerConn is the high-water mark of one
+	// connection's responses not yet written to its socket: a few large
+	// entries, on top of what the kernel's socket buffer (up to 4 MiB on
+	// Linux) already holds. keeper's own bound.
+	DefaultMaxUnsentBytesPerConn = 4 << 20
+	// DefaultMaxPendingBytes bounds what all connections together hold in
+	// requests in progress and unsent responses: sixteen connections at
+	// their request bound. keeper's own bound.
+	DefaultMaxPendingBytes = 256 << 20
+	// DefaultStuckClientTimeout is how long a connection's responses may
+	// make no progress into its socket before the bookie closes it. A
+	// BookKeeper client fails a request after 5 s (addEntryTimeoutSec,
+	// readEntryTimeoutSec), so a client silent for 30 s, six times that and
+	// longer than any sane GC pause, has given up on everything it asked.
+	DefaultStuckClientTimeout = 30 * time.Second
 	// DefaultThrottleWait is dbStorage_maxThrottleTimeMs: how long an add
 	// waits for a checkpoint to free the write cache before it is refused
 	// with ETOOMANYREQUESTS.
@@ -82,9 +106,43 @@ type Config struct {
 	// MaxFrameBytes bounds a request frame (nettyMaxFrameSizeBytes). 0
 	// means bkproto.DefaultMaxFrameBytes (5 MiB).
 	MaxFrameBytes int
-	// MaxPendingRequestsPerConn bounds one connection's requests in
-	// progress. 0 means DefaultMaxPendingRequestsPerConn.
-	MaxPendingRequestsPerConn int
+	// MaxPendingAddsPerConn bounds one connection's writes in progress
+	// (ADD_ENTRY, WRITE_LAC and FORCE_LEDGER requests read from the socket
+	// whose response is not yet written to it); at the bound the bookie
+	// reads nothing more from the connection until one is written
+	// (maxPendingAddRequestsPerThread; BookKeeper fails the excess with
+	// ETOOMANYREQUESTS instead). 0 means DefaultMaxPendingRequestsPerConn;
+	// negative means no count bound (BookKeeper's 0): the byte bounds below
+	// still hold.
+	MaxPendingAddsPerConn int
+	// MaxPendingReadsPerConn is the same for every other request: reads,
+	// fence reads, long polls, READ_LAC (maxPendingReadRequestsPerThread).
+	MaxPendingReadsPerConn int
+	// MaxPendingRequestBytesPerConn bounds the bytes of one connection's
+	// requests in progress (each frame, plus requestReserveBytes): the
+	// bookie reads no further request while they reach it
+	// (maxPendingRequestBytesPerConnection). 0 means
+	// DefaultMaxPendingRequestBytesPerConn.
+	MaxPendingRequestBytesPerConn int64
+	// MaxUnsentBytesPerConn is the high-water mark of one connection's
+	// responses not yet written to its socket: above it the bookie reads
+	// no further request from the connection and builds no further response
+	// carrying entry data for it (maxUnsentResponseBytesPerConnection). A
+	// single response may pass it. 0 means DefaultMaxUnsentBytesPerConn.
+	MaxUnsentBytesPerConn int64
+	// MaxPendingBytes bounds the bytes all connections together hold in
+	// requests in progress and unsent responses (maxPendingConnectionBytes):
+	// at the bound a connection reads its next request, or builds its next
+	// response carrying entry data, only once it has nothing else in
+	// flight, so that every client still moves. 0 means
+	// DefaultMaxPendingBytes.
+	MaxPendingBytes int64
+	// StuckClientTimeout: a connection whose socket takes less than
+	// writeChunkBytes of its responses in this long is closed, which frees
+	// what it held (waitTimeoutOnResponseBackpressureMs; keeper always
+	// closes, as closeChannelOnResponseTimeout=true does). 0 means
+	// DefaultStuckClientTimeout.
+	StuckClientTimeout time.Duration
 
 	// FS holds the journal, entry logs, lastMark and cookie files. nil
 	// means vfs.Default.
@@ -231,6 +289,9 @@ func (c Config) Validate() error {
 	if c.MaxFrameBytes < 0 || (c.MaxFrameBytes > 0 && c.MaxFrameBytes < 1024) || c.MaxFrameBytes > maxFrameLimit {
 		return fmt.Errorf("bookie: nettyMaxFrameSizeBytes %d: want 1024 to %d", c.MaxFrameBytes, maxFrameLimit)
 	}
+	if err := c.validateLimits(); err != nil {
+		return err
+	}
 	if c.LedgersRoot != "" && (!strings.HasPrefix(c.LedgersRoot, "/") || strings.HasSuffix(c.LedgersRoot, "/")) {
 		return fmt.Errorf("bookie: zkLedgersRootPath %q: want an absolute znode path like /ledgers", c.LedgersRoot)
 	}
@@ -266,6 +327,21 @@ func (c Config) validateJournal() error {
 		return fmt.Errorf("bookie: journalMaxSizeMB: %d bytes is negative", c.JournalMaxSizeBytes)
 	case c.JournalBufferedWritesThresholdBytes < 0:
 		return fmt.Errorf("bookie: journalBufferedWritesThreshold %d is negative", c.JournalBufferedWritesThresholdBytes)
+	}
+	return nil
+}
+
+// validateLimits checks the connection limits, naming their keys.
+func (c Config) validateLimits() error {
+	switch {
+	case c.MaxPendingRequestBytesPerConn < 0:
+		return fmt.Errorf("bookie: maxPendingRequestBytesPerConnection %d is negative", c.MaxPendingRequestBytesPerConn)
+	case c.MaxUnsentBytesPerConn < 0:
+		return fmt.Errorf("bookie: maxUnsentResponseBytesPerConnection %d is negative", c.MaxUnsentBytesPerConn)
+	case c.MaxPendingBytes < 0:
+		return fmt.Errorf("bookie: maxPendingConnectionBytes %d is negative", c.MaxPendingBytes)
+	case c.StuckClientTimeout < 0:
+		return fmt.Errorf("bookie: waitTimeoutOnResponseBackpressureMs %v is negative", c.StuckClientTimeout)
 	}
 	return nil
 }
@@ -340,8 +416,19 @@ func (c Config) withDefaults() Config {
 	if c.MaxFrameBytes == 0 {
 		c.MaxFrameBytes = bkproto.DefaultMaxFrameBytes
 	}
-	if c.MaxPendingRequestsPerConn <= 0 {
-		c.MaxPendingRequestsPerConn = DefaultMaxPendingRequestsPerConn
+	c.MaxPendingAddsPerConn = countLimit(c.MaxPendingAddsPerConn)
+	c.MaxPendingReadsPerConn = countLimit(c.MaxPendingReadsPerConn)
+	if c.MaxPendingRequestBytesPerConn == 0 {
+		c.MaxPendingRequestBytesPerConn = DefaultMaxPendingRequestBytesPerConn
+	}
+	if c.MaxUnsentBytesPerConn == 0 {
+		c.MaxUnsentBytesPerConn = DefaultMaxUnsentBytesPerConn
+	}
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.StuckClientTimeout == 0 {
+		c.StuckClientTimeout = DefaultStuckClientTimeout
 	}
 	if c.FS == nil {
 		c.FS = vfs.Default
@@ -392,6 +479,18 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// countLimit resolves a per-connection request count: 0 is the default,
+// negative is no bound.
+func countLimit(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxPendingRequestsPerConn
+	case n < 0:
+		return math.MaxInt
+	}
+	return n
 }
 
 func orDefault(v, def float64) float64 {

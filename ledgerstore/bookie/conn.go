@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"keeper/ledgerstore/bkproto"
 )
@@ -17,21 +19,36 @@ const readBufferBytes = 64 << 10
 // that a burst of large read responses does not pin its memory.
 const maxSpareBytes = 1 << 20
 
+// writeChunkBytes is the most of a batch the writer hands to the socket
+// at once; each chunk must be taken within StuckClientTimeout, so a client
+// reading slower than this per timeout (8.7 KB/s at the default) counts as
+// stuck and is closed.
+const writeChunkBytes = 256 << 10
+
 // conn is one client connection. Its reader goroutine decodes requests
 // and hands them to the bookie; responses, which the journal goroutine,
 // fence completions and long polls produce in any order, are queued and
-// written by its writer goroutine in batches.
+// written by its writer goroutine in batches. What it holds is bounded as
+// limits.go describes.
 type conn struct {
 	b  *Bookie
 	nc net.Conn
-	// slots bounds the requests in progress: the reader takes one per
-	// request, send gives it back. A client that pipelines without
-	// reading its responses stops being read from.
-	slots chan struct{}
 
-	mu     sync.Mutex
-	out    []byte        // framed responses not yet written; mu guards it
-	spare  []byte        // the writer's previous buffer, for reuse
+	// mu guards the fields below it.
+	mu         sync.Mutex
+	out        []byte        // framed responses not yet handed to the writer
+	outHeld    held          // the calls answered in out
+	spare      []byte        // the writer's previous buffer, for reuse
+	writes     int           // write calls in progress: read, response not yet written
+	reads      int           // other calls in progress
+	reqBytes   int64         // the calls' bytes (call.bytes)
+	extraBytes int64         // the part beyond the reserve of responses queued or being written
+	unsent     int64         // response bytes queued or being written
+	peakBytes  int64         // the most reqBytes+extraBytes has been
+	dead       bool          // closed: responses are dropped
+	changed    chan struct{} // closed, and cleared, when the connection releases anything; made by a waiter
+
+	turn   chan struct{} // cap 1: held while building a response that carries entry data
 	wake   chan struct{} // cap 1: out has data
 	closed chan struct{}
 	once   sync.Once
@@ -40,7 +57,7 @@ type conn struct {
 func newConn(b *Bookie, nc net.Conn) *conn {
 	return &conn{
 		b: b, nc: nc,
-		slots:  make(chan struct{}, b.cfg.MaxPendingRequestsPerConn),
+		turn:   make(chan struct{}, 1),
 		wake:   make(chan struct{}, 1),
 		closed: make(chan struct{}),
 	}
@@ -80,10 +97,20 @@ func (b *Bookie) acceptLoop() {
 	}
 }
 
-// close closes the connection; the goroutines then exit. Responses sent
-// afterwards are dropped.
+// close closes the connection; the goroutines then exit. What the queued
+// responses held is released; responses sent afterwards are dropped. It
+// does not wait for the writer, so closing a stuck connection blocks no
+// one.
 func (c *conn) close() {
 	c.once.Do(func() {
+		c.mu.Lock()
+		c.dead = true
+		h := c.outHeld
+		c.unsent -= int64(len(c.out))
+		c.out, c.spare, c.outHeld = nil, nil, held{}
+		c.releaseLocked(h)
+		c.mu.Unlock()
+		c.b.mem.release(h.bytes())
 		close(c.closed)
 		_ = c.nc.Close()
 	})
@@ -106,6 +133,9 @@ func (c *conn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, readBufferBytes)
 	buf := make([]byte, readBufferBytes)
 	for {
+		if !c.awaitRead() {
+			return
+		}
 		frame, err := bkproto.ReadFrame(r, buf, b.cfg.MaxFrameBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -119,20 +149,20 @@ func (c *conn) readLoop() {
 			b.log.Debug("closing connection on an undecodable frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return
 		}
-		select {
-		case c.slots <- struct{}{}:
-		case <-c.closed:
+		cl := call{c: c, write: isWrite(req.GetHeader().GetOperation()), bytes: int64(len(frame)) + requestReserveBytes}
+		if !c.admit(cl) {
 			return
 		}
 		if err != nil {
-			c.sendStatus(req.GetHeader(), perr.Status)
+			cl.sendStatus(req.GetHeader(), perr.Status)
 			continue
 		}
-		b.dispatch(c, req)
+		b.dispatch(cl, req)
 	}
 }
 
-// writeLoop writes queued responses until the connection closes.
+// writeLoop writes queued responses until the connection closes. Only
+// once a response is written do its call's charges go.
 func (c *conn) writeLoop() {
 	defer c.b.tasks.Done()
 	for {
@@ -142,51 +172,47 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		data := c.out
+		data, h := c.out, c.outHeld
 		if len(data) == 0 {
 			c.mu.Unlock()
 			continue
 		}
-		c.out, c.spare = c.spare[:0], nil // senders fill the other buffer meanwhile
+		c.out, c.spare, c.outHeld = c.spare[:0], nil, held{} // senders fill the other buffer meanwhile
 		c.mu.Unlock()
-		if _, err := c.nc.Write(data); err != nil {
+		err := c.write(data)
+		c.mu.Lock()
+		c.unsent -= int64(len(data))
+		c.releaseLocked(h)
+		if err == nil && !c.dead && cap(data) <= maxSpareBytes {
+			c.spare = data[:0]
+		}
+		unsent := c.unsent
+		c.mu.Unlock()
+		c.b.mem.release(h.bytes())
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.b.log.Warn("closing a client that takes no responses", "remote", c.nc.RemoteAddr().String(),
+					"timeout", c.b.cfg.StuckClientTimeout, "unsentBytes", unsent+int64(len(data)))
+			}
 			c.close()
 			return
 		}
-		if cap(data) <= maxSpareBytes {
-			c.mu.Lock()
-			c.spare = data[:0]
-			c.mu.Unlock()
+	}
+}
+
+// write writes data, a chunk at a time, each within StuckClientTimeout.
+func (c *conn) write(data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), writeChunkBytes)
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.StuckClientTimeout)); err != nil {
+			return err
 		}
+		if _, err := c.nc.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
 	}
-}
-
-// send queues a response and frees the request's slot. It never blocks,
-// so the journal goroutine can complete adds through it.
-func (c *conn) send(resp *bkproto.Response) {
-	c.mu.Lock()
-	out, err := bkproto.AppendFrame(c.out, resp)
-	if err == nil {
-		c.out = out
-	}
-	c.mu.Unlock()
-	if err != nil {
-		c.b.log.Error("cannot encode a response", "op", resp.GetHeader().GetOperation().String(), "err", err)
-	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case <-c.slots:
-	default:
-	}
-}
-
-// sendStatus answers a request with only a status: the header echoed, the
-// overall status set, no sub-response.
-func (c *conn) sendStatus(h *bkproto.BKPacketHeader, status bkproto.StatusCode) {
-	c.send(&bkproto.Response{Header: responseHeader(h), Status: status.Enum()})
+	return nil
 }
 
 // responseHeader is the header of a response to a request with header h:

@@ -129,7 +129,21 @@
 // Interval, nettyMaxFrameSizeBytes, logSizeLimit,
 // dbStorage_writeCacheMaxSizeMb, dbStorage_readAheadCacheMaxSizeMb,
 // prometheusStatsHttpAddress and prometheusStatsHttpPort (metrics are
-// served only when the port is set). Other keys are ignored.
+// served only when the port is set), and the connection limits:
+// maxPendingAddRequestsPerThread and maxPendingReadRequestsPerThread (per
+// connection), waitTimeoutOnResponseBackpressureMs, and keeper's own
+// maxPendingRequestBytesPerConnection, maxUnsentResponseBytesPerConnection
+// and maxPendingConnectionBytes (see Config). Other keys are ignored.
+//
+// # Memory under load
+//
+// What the bookie holds for its clients is bounded (limits.go): per
+// connection, the requests in progress (10,000 adds and 10,000 reads, 16
+// MiB) and the responses not yet written (4 MiB, plus one response); in
+// all, 256 MiB, past which a connection moves only one request at a time.
+// A request counts until its response is written to the socket. Past a
+// bound the bookie stops reading the connection, so TCP pushes back on the
+// client. A connection whose socket takes no responses for 30 s is closed.
 //
 // # Differences from BookKeeper
 //
@@ -144,4 +158,11 @@
 //   - A fence of a ledger without entries is answered only once durable.
 //   - GC always confirms a deletion with a direct metadata read
 //     (verifyMetadataOnGc). Minor compaction also runs on full disks.
+//   - maxPending{Add,Read}RequestsPerThread bound each connection's
+//     requests in progress, and past them the bookie stops reading the
+//     connection; BookKeeper bounds each worker thread's queue and fails
+//     the excess with ETOOMANYREQUESTS. A client that takes no responses
+//     is closed after waitTimeoutOnResponseBackpressureMs (default 30 s;
+//     BookKeeper's default waits forever, and without
+//     closeChannelOnResponseTimeout it drops responses instead).
 package bookie

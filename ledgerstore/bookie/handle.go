@@ -16,27 +16,27 @@ import (
 // of at most 20 bytes need 36; the entry store keeps up to 1024.
 const maxLACBodyBytes = 1024
 
-// dispatch runs one well-formed request. Every path answers it exactly
-// once, through c.send.
-func (b *Bookie) dispatch(c *conn, req *bkproto.Request) {
+// dispatch runs one well-formed request. Every path ends its call exactly
+// once, through cl.send (or cl.drop, if the connection goes first).
+func (b *Bookie) dispatch(cl call, req *bkproto.Request) {
 	h := req.GetHeader()
 	switch h.GetOperation() {
 	case bkproto.OperationType_ADD_ENTRY:
-		b.addEntry(c, h, req.AddRequest)
+		b.addEntry(cl, h, req.AddRequest)
 	case bkproto.OperationType_READ_ENTRY:
-		b.readEntry(c, h, req.ReadRequest)
+		b.readEntry(cl, h, req.ReadRequest)
 	case bkproto.OperationType_WRITE_LAC:
-		b.writeLAC(c, h, req.WriteLacRequest)
+		b.writeLAC(cl, h, req.WriteLacRequest)
 	case bkproto.OperationType_READ_LAC:
-		b.readLAC(c, h, req.ReadLacRequest)
+		b.readLAC(cl, h, req.ReadLacRequest)
 	case bkproto.OperationType_FORCE_LEDGER:
-		b.forceLedger(c, h, req.ForceLedgerRequest)
+		b.forceLedger(cl, h, req.ForceLedgerRequest)
 	case bkproto.OperationType_GET_BOOKIE_INFO:
-		b.bookieInfo(c, h, req.GetBookieInfoRequest)
+		b.bookieInfo(cl, h, req.GetBookieInfoRequest)
 	default:
 		// AUTH (no auth plugin is configured), START_TLS (no TLS) and
 		// GET_LIST_OF_ENTRIES_OF_LEDGER are not served.
-		c.sendStatus(h, bkproto.StatusCode_EBADREQ)
+		cl.sendStatus(h, bkproto.StatusCode_EBADREQ)
 	}
 }
 
@@ -80,7 +80,7 @@ func (b *Bookie) bindMasterKey(jr *journaler, ledgerID int64, key []byte) error 
 // key and the fence, insert into ledger storage (the entry is readable
 // and wakes long polls), journal it, and answer only once the batch
 // holding it is synced.
-func (b *Bookie) addEntry(c *conn, h *bkproto.BKPacketHeader, r *bkproto.AddRequest) {
+func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequest) {
 	start := time.Now()
 	ledgerID, entryID := r.GetLedgerId(), r.GetEntryId()
 	reply := func(err error) {
@@ -88,7 +88,7 @@ func (b *Bookie) addEntry(c *conn, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 		if st == bkproto.StatusCode_EIO {
 			b.log.Debug("add failed", "ledger", ledgerID, "entry", entryID, "err", err)
 		}
-		c.send(addResponse(h, st, ledgerID, entryID))
+		cl.send(addResponse(h, st, ledgerID, entryID))
 		observe(b.m.addEntry, start, st == bkproto.StatusCode_EOK)
 	}
 	// (GetFlag defaults to RECOVERY_ADD, the enum's first value: test presence.)
@@ -163,13 +163,13 @@ func addResponse(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, ent
 // writeLAC stores an explicit LAC: bind or check the master key, keep the
 // body, journal it, and answer once that record is durable. Long polls
 // waiting on the ledger wake.
-func (b *Bookie) writeLAC(c *conn, h *bkproto.BKPacketHeader, r *bkproto.WriteLacRequest) {
+func (b *Bookie) writeLAC(cl call, h *bkproto.BKPacketHeader, r *bkproto.WriteLacRequest) {
 	start := time.Now()
 	ledgerID := r.GetLedgerId()
 	reply := func(err error) {
 		st := statusOf(err)
 		s := st.Enum()
-		c.send(&bkproto.Response{Header: responseHeader(h), Status: s,
+		cl.send(&bkproto.Response{Header: responseHeader(h), Status: s,
 			WriteLacResponse: &bkproto.WriteLacResponse{Status: s, LedgerId: proto.Int64(ledgerID)}})
 		observe(b.m.writeLAC, start, st == bkproto.StatusCode_EOK)
 	}
@@ -201,20 +201,20 @@ func (b *Bookie) writeLAC(c *conn, h *bkproto.BKPacketHeader, r *bkproto.WriteLa
 // forceLedger answers once everything the ledger's journal holds is
 // durable. keeper acknowledges DEFERRED_SYNC adds only after their sync
 // anyway, so this matters only with journalSyncData=false.
-func (b *Bookie) forceLedger(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ForceLedgerRequest) {
+func (b *Bookie) forceLedger(cl call, h *bkproto.BKPacketHeader, r *bkproto.ForceLedgerRequest) {
 	start := time.Now()
 	ledgerID := r.GetLedgerId()
 	b.journalFor(ledgerID).enqueue(journalOp{force: true, done: func(err error) {
 		st := statusOf(err)
 		s := st.Enum()
-		c.send(&bkproto.Response{Header: responseHeader(h), Status: s,
+		cl.send(&bkproto.Response{Header: responseHeader(h), Status: s,
 			ForceLedgerResponse: &bkproto.ForceLedgerResponse{Status: s, LedgerId: proto.Int64(ledgerID)}})
 		observe(b.m.forceLedger, start, st == bkproto.StatusCode_EOK)
 	}})
 }
 
 // bookieInfo answers with the ledger directories' total and free bytes.
-func (b *Bookie) bookieInfo(c *conn, h *bkproto.BKPacketHeader, r *bkproto.GetBookieInfoRequest) {
+func (b *Bookie) bookieInfo(cl call, h *bkproto.BKPacketHeader, r *bkproto.GetBookieInfoRequest) {
 	resp := &bkproto.GetBookieInfoResponse{}
 	usage, err := b.store.Usage()
 	st := statusOf(err)
@@ -235,5 +235,5 @@ func (b *Bookie) bookieInfo(c *conn, h *bkproto.BKPacketHeader, r *bkproto.GetBo
 		b.log.Warn("disk usage unavailable", "err", err)
 	}
 	resp.Status = st.Enum()
-	c.send(&bkproto.Response{Header: responseHeader(h), Status: st.Enum(), GetBookieInfoResponse: resp})
+	cl.send(&bkproto.Response{Header: responseHeader(h), Status: st.Enum(), GetBookieInfoResponse: resp})
 }

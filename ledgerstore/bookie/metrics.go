@@ -119,6 +119,14 @@ func newMetrics() *metrics {
 	return m
 }
 
+// watchConnBytes exports what the connections hold against the budget
+// (keeper's own metric; BookKeeper has none).
+func (m *metrics) watchConnBytes(mem *memBudget) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bookie_CONNECTION_PENDING_BYTES",
+		Help: "Bytes held for requests in progress and responses not yet written, all connections."},
+		func() float64 { return float64(mem.used.Load()) }))
+}
+
 // observe records the time since start under the success label.
 func observe(v *prometheus.HistogramVec, start time.Time, ok bool) {
 	label := "true"

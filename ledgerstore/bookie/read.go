@@ -16,18 +16,18 @@ import (
 
 // readEntry serves READ_ENTRY: a plain read (entryId -1 for the last
 // entry), a fencing read, or a long poll for the LAC.
-func (b *Bookie) readEntry(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest) {
+func (b *Bookie) readEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest) {
 	start := time.Now()
 	piggyback, fence := readFlag(r, bkproto.ReadRequest_ENTRY_PIGGYBACK), readFlag(r, bkproto.ReadRequest_FENCE_LEDGER)
 	switch {
 	case fence:
-		b.fenceRead(c, h, r, start)
+		b.fenceRead(cl, h, r, start)
 	case piggyback && (r.PreviousLAC == nil || r.GetEntryId() != bkproto.LastAddConfirmed):
-		b.sendRead(c, h, start, b.errorRead(r.GetLedgerId(), r.GetEntryId(), bkproto.StatusCode_EBADREQ))
+		b.sendRead(cl, h, start, b.errorRead(r.GetLedgerId(), r.GetEntryId(), bkproto.StatusCode_EBADREQ))
 	case r.PreviousLAC != nil:
-		b.longPoll(c, h, r, start)
+		b.longPoll(cl, h, r, start)
 	default:
-		b.sendRead(c, h, start, b.read(r.GetLedgerId(), r.GetEntryId()))
+		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return b.read(r.GetLedgerId(), r.GetEntryId()) })
 	}
 }
 
@@ -60,9 +60,21 @@ func (b *Bookie) errorRead(ledgerID, entryID int64, st bkproto.StatusCode) *bkpr
 	return &bkproto.ReadResponse{Status: st.Enum(), LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)}
 }
 
-func (b *Bookie) sendRead(c *conn, h *bkproto.BKPacketHeader, start time.Time, rr *bkproto.ReadResponse) {
-	c.send(&bkproto.Response{Header: responseHeader(h), Status: rr.Status, ReadResponse: rr})
+func (b *Bookie) sendRead(cl call, h *bkproto.BKPacketHeader, start time.Time, rr *bkproto.ReadResponse) {
+	cl.send(&bkproto.Response{Header: responseHeader(h), Status: rr.Status, ReadResponse: rr})
 	observe(b.m.readEntry, start, rr.GetStatus() == bkproto.StatusCode_EOK)
+}
+
+// sendReadBody answers a read whose response may carry entry data. It
+// reads only once the connection has room for the response
+// (call.beginBody), so that a client that takes no responses stops its
+// reads too.
+func (b *Bookie) sendReadBody(cl call, h *bkproto.BKPacketHeader, start time.Time, read func() *bkproto.ReadResponse) {
+	if !cl.beginBody() {
+		return
+	}
+	defer cl.endBody()
+	b.sendRead(cl, h, start, read())
 }
 
 // knownLAC returns the bookie-known LAC of a ledger: the greatest LAC
@@ -85,7 +97,7 @@ func (b *Bookie) knownLAC(ledgerID int64) (lac int64, ok bool) {
 // answer, whatever the answer is, NoSuchEntry included (Appendix A item
 // 2). Adds that took the ledger's lock before the fence are ahead of the
 // fence record in the journal and in storage, so the read sees them.
-func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time) {
+func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time) {
 	ledgerID, entryID := r.GetLedgerId(), r.GetEntryId()
 	jr := b.journalFor(ledgerID)
 	lock := b.ledgerLock(ledgerID)
@@ -97,7 +109,7 @@ func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 	}
 	if err != nil {
 		lock.Unlock()
-		b.sendRead(c, h, start, b.errorRead(ledgerID, entryID, statusOf(err)))
+		b.sendRead(cl, h, start, b.errorRead(ledgerID, entryID, statusOf(err)))
 		return
 	}
 	if durable {
@@ -106,7 +118,7 @@ func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		// normal add got in since. Journal nothing; just read.
 		lock.Unlock()
 		b.m.fenceWait.Observe(time.Since(start).Seconds())
-		b.sendRead(c, h, start, b.read(ledgerID, entryID))
+		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return b.read(ledgerID, entryID) })
 		return
 	}
 	b.fenceJournaled(ledgerID, +1)
@@ -119,12 +131,12 @@ func (b *Bookie) fenceRead(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		if err != nil {
 			defer b.tasks.Done()
 			b.log.Error("fence record not durable", "ledger", ledgerID, "err", err)
-			b.sendRead(c, h, start, b.errorRead(ledgerID, entryID, bkproto.StatusCode_EIO))
+			b.sendRead(cl, h, start, b.errorRead(ledgerID, entryID, bkproto.StatusCode_EIO))
 			return
 		}
 		go func() { // off the journal goroutine: the read may touch the disk
 			defer b.tasks.Done()
-			b.sendRead(c, h, start, b.read(ledgerID, entryID))
+			b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return b.read(ledgerID, entryID) })
 		}()
 	}})
 	lock.Unlock()
@@ -162,21 +174,22 @@ func (b *Bookie) fenceJournaled(ledgerID int64, delta int) {
 // parks until the bookie-known LAC passes previousLAC or the time is up,
 // then answers with the current state: the last entry, or with
 // ENTRY_PIGGYBACK entry previousLAC+1 if the bookie holds it.
-func (b *Bookie) longPoll(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time) {
+func (b *Bookie) longPoll(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time) {
 	ledgerID, prev := r.GetLedgerId(), r.GetPreviousLAC()
 	timeout := min(time.Duration(r.GetTimeOut())*time.Millisecond, DefaultLongPollMaxWait)
 	if !b.store.HasLedger(ledgerID) {
-		b.sendRead(c, h, start, b.errorRead(ledgerID, r.GetEntryId(), bkproto.StatusCode_ENOLEDGER))
+		b.sendRead(cl, h, start, b.errorRead(ledgerID, r.GetEntryId(), bkproto.StatusCode_ENOLEDGER))
 		return
 	}
+	answer := func() *bkproto.ReadResponse { return b.longPollAnswer(r) }
 	if timeout <= 0 {
-		b.sendRead(c, h, start, b.longPollAnswer(r))
+		b.sendReadBody(cl, h, start, answer)
 		return
 	}
 	w := b.lacs.add(ledgerID, prev)
 	if lac, ok := b.knownLAC(ledgerID); ok && lac > prev {
 		b.lacs.remove(ledgerID, w)
-		b.sendRead(c, h, start, b.longPollAnswer(r))
+		b.sendReadBody(cl, h, start, answer)
 		return
 	}
 	b.tasks.Add(1)
@@ -187,16 +200,18 @@ func (b *Bookie) longPoll(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadReq
 		select {
 		case <-w.ch:
 		case <-t.C:
-		case <-c.closed:
+		case <-cl.c.closed:
 			b.lacs.remove(ledgerID, w)
+			cl.drop()
 			return
 		case <-b.stopping:
 			b.lacs.remove(ledgerID, w)
+			cl.drop()
 			return
 		}
 		b.lacs.remove(ledgerID, w)
 		b.m.longPollWait.Observe(time.Since(start).Seconds())
-		b.sendRead(c, h, start, b.longPollAnswer(r))
+		b.sendReadBody(cl, h, start, answer)
 	}()
 }
 
@@ -230,8 +245,12 @@ func (b *Bookie) longPollAnswer(r *bkproto.ReadRequest) *bkproto.ReadResponse {
 }
 
 // readLAC serves READ_LAC: the last explicit LAC body and the last entry.
-func (b *Bookie) readLAC(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadLacRequest) {
+func (b *Bookie) readLAC(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadLacRequest) {
 	start := time.Now()
+	if !cl.beginBody() {
+		return
+	}
+	defer cl.endBody()
 	ledgerID := r.GetLedgerId()
 	resp := &bkproto.ReadLacResponse{LedgerId: proto.Int64(ledgerID)}
 	lacBody, err := b.store.ExplicitLAC(ledgerID)
@@ -252,7 +271,7 @@ func (b *Bookie) readLAC(c *conn, h *bkproto.BKPacketHeader, r *bkproto.ReadLacR
 		}
 	}
 	resp.Status = st.Enum()
-	c.send(&bkproto.Response{Header: responseHeader(h), Status: st.Enum(), ReadLacResponse: resp})
+	cl.send(&bkproto.Response{Header: responseHeader(h), Status: st.Enum(), ReadLacResponse: resp})
 	observe(b.m.readLAC, start, st == bkproto.StatusCode_EOK)
 }
 
