@@ -54,7 +54,7 @@ func newToolCmd() *cobra.Command {
 		Use:   "tool",
 		Short: "Inspect and repair a data directory (transaction logs, snapshots, purge)",
 		Long: `Offline tools for the files of a keeper or Apache ZooKeeper data directory.
-The tools that change files (purge, txnlog truncate --yes) take the directory's
+The tools that change files (purge, txnlog truncate --yes, recover --yes) take the directory's
 lock (keeper.lock) as a server does, and refuse to run while a keeper process
 uses it; the others only read. A directory argument may be the dataDir or
 dataLogDir of zoo.cfg, or the version-2 directory inside it.`,
@@ -64,6 +64,7 @@ dataLogDir of zoo.cfg, or the version-2 directory inside it.`,
 		"the server's jute.maxbuffer: the largest record accepted, in bytes")
 	cmd.AddCommand(newToolTxnlogCmd(flags), newToolSnapshotCmd(flags), newToolPurgeCmd(flags))
 	cmd.AddCommand(newToolJournalCmd(flags), newToolEntrylogCmd(flags))
+	cmd.AddCommand(newToolRecoverCmd(flags))
 	return cmd
 }
 
