@@ -114,6 +114,21 @@
 // and stored at Qa or more bookies of its write set, read from each
 // directly.
 //
+// # Slow consumers (scenario 11)
+//
+// SlowConsumers attacks one server at a time with the clients of package
+// verify/slowconsumer — large reads pipelined and never read, a reader of
+// a byte a second, one that stops half-way through a reply, and 2,000
+// connections that each pipeline a few reads and never read — while
+// healthy clients run CAS registers and every server answers ruok five
+// times a second. Besides the usual checks it holds the servers to the
+// bounds of docs/backpressure.md: ruok within 2 s, the healthy operations'
+// p99 under 1 s, every server's peak RSS under 1 GiB, no crash; its
+// figures are the attacks and the connections the server closed, by kind,
+// ruok and healthy latencies, and every server's peak RSS.
+// verify/compat/slowconsumers runs the same attack against Apache
+// ZooKeeper and keeper side by side.
+//
 // # Hooks in the binary
 //
 // The harness builds keeper with the chaos build tag (BuildKeeper). Such a

@@ -235,5 +235,6 @@ func Scenario8() *Scenario {
 // Scenarios returns every scenario of this package on the coordination
 // service, by number; LedgerScenarios has the ledger store's (9 and 10).
 func Scenarios() []*Scenario {
-	return []*Scenario{Scenario1(), Scenario2(), Scenario3(), Scenario4(), Scenario5(), Scenario6(), Scenario7(), Scenario8()}
+	return []*Scenario{Scenario1(), Scenario2(), Scenario3(), Scenario4(), Scenario5(), Scenario6(), Scenario7(), Scenario8(),
+		SlowConsumers()}
 }

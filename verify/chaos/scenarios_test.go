@@ -117,6 +117,8 @@ func TestScenario7DiskFaults(t *testing.T) { runScenario(t, Scenario7()) }
 
 func TestScenario8Adversaries(t *testing.T) { runScenario(t, Scenario8()) }
 
+func TestScenarioSlowConsumers(t *testing.T) { runScenario(t, SlowConsumers()) }
+
 var recheckFlag = flag.String("recheck", "", "judge the kept run in this directory again, then stop")
 
 // TestRecheck re-runs the offline checks on a kept run (-recheck DIR).
