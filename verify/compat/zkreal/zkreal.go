@@ -90,6 +90,9 @@ func (s *Server) DataDir() string { return s.dataDir }
 // LogPath returns the file the server's output goes to.
 func (s *Server) LogPath() string { return s.logPath }
 
+// Pid is the JVM's process id (its /proc entry gives its memory).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // StartupDuration is how long the server took from exec to serving a read.
 func (s *Server) StartupDuration() time.Duration { return s.startup }
 
