@@ -30,6 +30,7 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 	// check that let a setting through would fail, not serve.
 	bkConf := "bookiePort=0\n"
 	plainBookie := write("bookkeeper.conf", bkConf)
+	tlsBookie := write("tls-bookkeeper.conf", bkConf+"tlsProvider=OpenSSL\n")
 
 	tests := []struct {
 		name string
@@ -53,6 +54,8 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 		{"datadir autocreate", map[string]string{"ZOO_DATADIR_AUTOCREATE_DISABLE": "1"},
 			[]string{"server", plainZoo},
 			[]string{"ZOO_DATADIR_AUTOCREATE_DISABLE: keeper does not support refusing to create a missing data directory yet"}},
+		{"bookkeeper.conf tls", nil, []string{"bookie", tlsBookie},
+			[]string{tlsBookie, "bookkeeper.conf: tlsProvider: keeper does not support TLS yet"}},
 		{"bookie metadata client tls", map[string]string{"BOOKIE_EXTRA_OPTS": "-Dzookeeper.client.secure=true"},
 			[]string{"bookie", plainBookie},
 			[]string{"BOOKIE_EXTRA_OPTS: zookeeper.client.secure: keeper does not support TLS for client connections yet"}},

@@ -240,9 +240,11 @@ func (p *confParser) list(key string) ([]string, bool) {
 // server configuration that keeper applies (see the package doc for the
 // list). BookKeeper's "0 disables" settings (compaction thresholds and
 // intervals, journalMaxBackups, journalMaxGroupWaitMSec) are carried over
-// with their meaning. An invalid value is an error naming its key. Keys
-// keeper does not use are returned, sorted, so the caller can say they
-// were ignored.
+// with their meaning. An invalid value is an error naming its key, and so
+// is a key that asks for a protection of data or access keeper does not
+// give yet (TLS, authentication, zkEnableSecurity=true; see
+// conffile_protect.go). Keys keeper does not use are returned, sorted, so
+// the caller can say they were ignored.
 func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	p := &confParser{props: props, used: make(map[string]bool)}
 	var c Config
@@ -253,6 +255,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	p.compaction(&c)
 	p.limits(&c)
 	p.metadata(&c)
+	p.refuseProtective()
 	if p.err != nil {
 		return Config{}, nil, p.err
 	}

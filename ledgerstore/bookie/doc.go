@@ -133,7 +133,12 @@
 // maxPendingAddRequestsPerThread and maxPendingReadRequestsPerThread (per
 // connection), waitTimeoutOnResponseBackpressureMs, and keeper's own
 // maxPendingRequestBytesPerConnection, maxUnsentResponseBytesPerConnection
-// and maxPendingConnectionBytes (see Config). Other keys are ignored.
+// and maxPendingConnectionBytes (see Config). Keys that protect data or
+// access are refused unless their value asks for nothing (tls*,
+// clientKeyStore*, clientTrustStore*, httpServer TLS keys, bookie and
+// client auth providers, authorizedRoles, permittedStartupUsers,
+// zkEnableSecurity, dataIntegrityChecking, localConsistencyCheckOnStartup;
+// docs/configuration.md). Other keys are ignored.
 //
 // # Memory under load
 //
