@@ -157,8 +157,9 @@ func whenSet(v string) (bool, error) { return v != "", nil }
 // whenTrue refuses true, for a protection that is off by default.
 func whenTrue(v string) (bool, error) { return boolRefused(v, "true") }
 
-// whenFalse refuses false, for a protection that is on by default and that
-// keeper always gives (or, for digest, an exposure it always has).
+// whenFalse refuses false, for a setting that is true by default and asks
+// for a protection when turned off (datadir.autocreate, db.autocreate, and
+// DigestAuthenticationProvider.enabled, which closes the digest scheme).
 func whenFalse(v string) (bool, error) { return boolRefused(v, "false") }
 
 // boolRefused parses v as true or false in any case (stricter than Java's
