@@ -88,6 +88,10 @@ type Bookies struct {
 	recoveryAdds map[int64]map[int64]int
 	fenceReads   map[int64]int
 	drops        dropTable // requests the fronts are to swallow (DropOne)
+	// Conf holds bk_server.conf lines ("key=value") every bookie starts
+	// with; the command-line flags override them. Set it before the first
+	// start.
+	Conf []string
 }
 
 // NewBookies prepares n bookies under dir (their fronts listen at once)
@@ -225,9 +229,17 @@ func (bs *Bookies) Launch(b *Bookie) (*Process, error) {
 	}
 	b.runs++
 	host, _, _ := net.SplitHostPort(b.Real)
-	args := []string{"bookie", "--port", strconv.Itoa(b.Port), "--listen-host", host,
+	args := []string{"bookie"}
+	if len(bs.Conf) > 0 {
+		conf := filepath.Join(b.Dir, "bk_server.conf")
+		if err := os.WriteFile(conf, []byte(strings.Join(bs.Conf, "\n")+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, conf)
+	}
+	args = append(args, "--port", strconv.Itoa(b.Port), "--listen-host", host,
 		"--advertised-address", "127.0.0.1", "--zk-servers", strings.Join(zk, ","),
-		"--journal-dirs", b.JournalDir, "--ledger-dirs", b.LedgerDir, "--log-level", bs.cl.cfg.LogLevel}
+		"--journal-dirs", b.JournalDir, "--ledger-dirs", b.LedgerDir, "--log-level", bs.cl.cfg.LogLevel)
 	p, err := StartProcess(bs.bin, args, filepath.Join(b.Dir, fmt.Sprintf("bookie-run%02d.log", b.runs)),
 		append([]string{"KEEPER_FAULTS_FILE=" + b.FaultsPath()}, bs.cl.cfg.dropUnsyncedEnv(b.Dir)...)...)
 	if err != nil {

@@ -31,6 +31,8 @@ type LedgerScenario struct {
 	// DropUnsynced is Config.DropUnsynced for the metadata servers and
 	// the bookies.
 	DropUnsynced bool
+	// BookieConf is Bookies.Conf: bk_server.conf lines for every bookie.
+	BookieConf []string
 	// Body runs the workload and the faults until ctx ends, then checks.
 	Body func(ctx context.Context, r *LedgerRun)
 }
@@ -56,7 +58,9 @@ type LedgerRun struct {
 }
 
 // LedgerScenarios returns the ledger store's scenarios, by number.
-func LedgerScenarios() []*LedgerScenario { return []*LedgerScenario{Scenario9(), Scenario10()} }
+func LedgerScenarios() []*LedgerScenario {
+	return []*LedgerScenario{Scenario9(), Scenario10(), SlowBookieConsumers()}
+}
 
 // Logf logs a progress line with the time into the run.
 func (r *LedgerRun) Logf(format string, args ...any) {
@@ -214,6 +218,7 @@ func (r *LedgerRun) execute(ctx context.Context, duration time.Duration) error {
 	}
 	defer bs.Close()
 	r.Bookies = bs
+	bs.Conf = sc.BookieConf
 	if err := bs.StartAll(); err != nil {
 		return err
 	}

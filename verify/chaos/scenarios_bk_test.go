@@ -19,3 +19,5 @@ func runLedgerScenario(t *testing.T, sc *LedgerScenario) *Report {
 func TestScenario9FencingRace(t *testing.T) { runLedgerScenario(t, Scenario9()) }
 
 func TestScenario10BookieCrashWipe(t *testing.T) { runLedgerScenario(t, Scenario10()) }
+
+func TestScenarioSlowBookieConsumers(t *testing.T) { runLedgerScenario(t, SlowBookieConsumers()) }
