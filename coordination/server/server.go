@@ -121,11 +121,13 @@ type Server struct {
 	core *zkcore.Server
 	ln   net.Listener
 
-	inbox   chan func()   // work for the loop, in arrival order
-	notes   connNotes     // what connection goroutines report without waiting for the loop
-	stopped chan struct{} // closed when the loop has exited
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	inbox     chan func() // work for the loop, in arrival order
+	closeOnce sync.Once
+	closeErr  error         // what the first Close returned
+	notes     connNotes     // what connection goroutines report without waiting for the loop
+	stopped   chan struct{} // closed when the loop has exited
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 
 	start   time.Time
 	started time.Time // wall time at start, for uptime
@@ -280,6 +282,13 @@ func (s *Server) Close() error {
 	if s.cancel == nil {
 		return nil
 	}
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+// close is Close's work, done once: a second Close returns the first's
+// error instead of closing channels and files again.
+func (s *Server) close() error {
 	s.stopAdmin()
 	s.cancel()
 	err := s.ln.Close()

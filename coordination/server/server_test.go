@@ -99,3 +99,22 @@ func TestBasicOperations(t *testing.T) {
 		t.Fatalf("exists: %v %+v %v", ok, st, err)
 	}
 }
+
+// TestCloseTwice: closing a server twice, standalone or an ensemble
+// member, returns and does not panic.
+func TestCloseTwice(t *testing.T) {
+	s := startServer(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	ens := startEnsemble(t, 3)
+	if err := ens[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ens[0].Close(); err != nil {
+		t.Errorf("second Close of a member: %v", err)
+	}
+}
