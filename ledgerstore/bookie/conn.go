@@ -193,6 +193,9 @@ func (c *conn) writeLoop() {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.b.log.Warn("closing a client that takes no responses", "remote", c.nc.RemoteAddr().String(),
 					"timeout", c.b.cfg.StuckClientTimeout, "unsentBytes", unsent+int64(len(data)))
+				if tc, ok := c.nc.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0) // reset: the kernel drops the socket buffer too, instead of retrying it
+				}
 			}
 			c.close()
 			return
