@@ -233,6 +233,16 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// IsClosed reports whether the connection has closed.
+func (c *Conn) IsClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close closes the connection now, dropping unsent output.
 func (c *Conn) Close() { c.shutdown(nil) }
 

@@ -123,3 +123,34 @@ func newLimiter(cfg *Config) *clientconn.Limiter {
 	}
 	return clientconn.NewLimiter(limit, bytes, cfg.RequestThrottleStall)
 }
+
+// addLive records an accepted connection until it closes, so that Close
+// can close those the loop has not heard of. It returns false once the
+// server is closing.
+func (s *Server) addLive(c *clientconn.Conn) bool {
+	s.ipMu.Lock()
+	defer s.ipMu.Unlock()
+	if s.live == nil {
+		return false
+	}
+	s.live[c.ID()] = c
+	return true
+}
+
+func (s *Server) dropLive(id zkcore.ConnID) {
+	s.ipMu.Lock()
+	delete(s.live, id)
+	s.ipMu.Unlock()
+}
+
+// liveConns takes the connections still open and stops admitting new ones.
+func (s *Server) liveConns() []*clientconn.Conn {
+	s.ipMu.Lock()
+	defer s.ipMu.Unlock()
+	conns := make([]*clientconn.Conn, 0, len(s.live))
+	for _, c := range s.live {
+		conns = append(conns, c)
+	}
+	s.live = nil
+	return conns
+}

@@ -226,3 +226,18 @@ func TestMaxCnxns(t *testing.T) {
 		return err == nil && resp.SessionID != 0
 	}, "a free connection slot")
 }
+
+// TestRuokWhileTheLoopIsBusy: a four-letter word costs the loop nothing,
+// so ruok answers while the loop works through a backlog (here: while it
+// is held up on purpose).
+func TestRuokWhileTheLoopIsBusy(t *testing.T) {
+	s := startServer(t)
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go s.Inspect(func(*zkcore.Server) { close(held); <-release })
+	<-held
+	defer close(release)
+	if got := fourLetterWord(t, s.Addr().String(), "ruok"); got != "imok" {
+		t.Errorf("ruok while the loop is busy: %q", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"keeper/coordination/admin"
@@ -140,12 +141,15 @@ type Server struct {
 
 	// Owned by the loop.
 	conns  map[zkcore.ConnID]*clientconn.Conn
-	nextID zkcore.ConnID
+	nextID atomic.Uint64 // the last connection id handed out
 
 	ipMu       sync.Mutex
-	perIP      map[netip.Addr]int // ipMu guards perIP and totalConns
+	perIP      map[netip.Addr]int // ipMu guards perIP, totalConns and live
 	totalConns int
-	serving    bool
+	// live holds every accepted connection until it closes, handshake or
+	// not; nil once Close began.
+	live    map[zkcore.ConnID]*clientconn.Conn
+	serving bool
 
 	admin     *admin.Admin      // set by Start, before any connection
 	adminHTTP *admin.HTTPServer // nil when Config.AdminAddr is ""
@@ -217,6 +221,7 @@ func New(cfg Config) (*Server, error) {
 		stopped:  make(chan struct{}),
 		conns:    make(map[zkcore.ConnID]*clientconn.Conn),
 		perIP:    make(map[netip.Addr]int),
+		live:     make(map[zkcore.ConnID]*clientconn.Conn),
 		rng:      rng,
 		trigger:  snap.NewTrigger(cfg.Storage.SnapCount, cfg.Storage.SnapSizeLimitBytes, rng),
 		snapDone: make(chan snapshotResult, 1),
@@ -293,7 +298,7 @@ func (s *Server) close() error {
 	s.cancel()
 	err := s.ln.Close()
 	s.wg.Wait()
-	for _, c := range s.conns {
+	for _, c := range s.liveConns() {
 		c.Close()
 	}
 	s.snapWriters.Wait()
@@ -568,24 +573,34 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	ok := s.post(func() {
-		s.nextID++
-		c := clientconn.New(s.nextID, nc, s.cfg.Conn, handler{s})
-		s.conns[c.ID()] = c
-		s.core.NewConn(c.ID(), c.Remote(), s.now())
-		c.Start()
-	})
-	if !ok {
+	// The loop learns of a connection only at its handshake: a
+	// four-letter word, or a client that never finishes its handshake,
+	// costs the loop nothing, so ruok answers even while the loop is busy.
+	c := clientconn.New(zkcore.ConnID(s.nextID.Add(1)), nc, s.cfg.Conn, handler{s})
+	if !s.addLive(c) {
 		s.releaseSlot(ap)
 		nc.Close()
+		return
 	}
+	c.Start()
 }
 
 // handler adapts clientconn callbacks to loop work.
 type handler struct{ s *Server }
 
+// Connect registers the connection with the loop and the core, then
+// hands over the handshake. A connection that closed before the loop got
+// here is left out: its close note may already have been taken.
 func (h handler) Connect(c *clientconn.Conn, req *zkproto.ConnectRequest) {
-	h.s.post(func() { h.s.core.Connect(c.ID(), req, h.s.now()) })
+	h.s.post(func() {
+		if c.IsClosed() {
+			return
+		}
+		now := h.s.now()
+		h.s.conns[c.ID()] = c
+		h.s.core.NewConn(c.ID(), c.Remote(), now)
+		h.s.core.Connect(c.ID(), req, now)
+	})
 }
 
 func (h handler) Request(c *clientconn.Conn, r zkcore.Request) {
@@ -600,6 +615,7 @@ func (h handler) Closed(c *clientconn.Conn, err error) {
 		h.s.log.Debug("connection closed", "conn", c.ID(), "remote", c.Remote().String(), "err", err)
 	}
 	h.s.releaseSlot(c.Remote())
+	h.s.dropLive(c.ID())
 	h.s.notes.closed(c.ID())
 }
 
