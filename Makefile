@@ -45,11 +45,16 @@ deps:
 race:
 	$(GO) test -race ./...
 
-# check: formatting, vet, and the house rules (internal/lint).
+# check: formatting, vet (also of the chaos build's hooks), staticcheck
+# (pinned; go run fetches and caches it), and the house rules
+# (internal/lint).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./...
+	$(GO) run $(STATICCHECK) ./...
 	$(GO) test ./internal/lint
 
 # fuzz runs every fuzz target for FUZZTIME, one at a time.

@@ -57,9 +57,6 @@ func (q *callQueue) drain() []call {
 	}
 }
 
-// len returns the number of calls queued.
-func (q *callQueue) len() int { return q.n }
-
 // grow doubles the ring, keeping the order.
 func (q *callQueue) grow() {
 	size := 2 * len(q.buf)

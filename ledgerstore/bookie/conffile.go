@@ -466,10 +466,7 @@ func parseMetadataURI(s string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("scheme %q is not a ZooKeeper one", scheme)
 	}
 	hosts, path, _ := strings.Cut(rest, "/")
-	var servers []string
-	for _, h := range strings.FieldsFunc(hosts, func(r rune) bool { return r == ';' || r == ',' }) {
-		servers = append(servers, h)
-	}
+	servers := strings.FieldsFunc(hosts, func(r rune) bool { return r == ';' || r == ',' })
 	if len(servers) == 0 {
 		return nil, "", errors.New("no servers")
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/journal"
 )
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func TestAddAndRead(t *testing.T) {
 	b := newEnv(t, false).start()
