@@ -1,5 +1,5 @@
-# One command per check, the same locally and in CI (STYLE.md, "Habits and
-# tooling"). CI runs .ci/run, which runs `make test`.
+# One command per check, the same locally and in CI (docs/development.md,
+# "Tests"). CI runs .ci/run, which runs `make test`.
 
 SHELL := /bin/bash
 GO ?= go

@@ -15,7 +15,7 @@ func entry(perms int32, scheme, s string) zkproto.ACL {
 	return zkproto.ACL{Perms: perms, ID: id(scheme, s)}
 }
 
-const userPass = "user:smGaoVKd/cQkjm7b88GyorAUz20=" // DigestID("user:pass"), spec §7.4
+const userPass = "user:smGaoVKd/cQkjm7b88GyorAUz20=" // DigestID("user:pass"), docs/zookeeper-protocol.md §7.4
 
 func TestDigestID(t *testing.T) {
 	tests := []struct{ auth, want string }{

@@ -3,7 +3,7 @@ package acl
 import "keeper/coordination/zkproto"
 
 // Check reports whether a connection with identities ids may use perm on
-// a znode whose ACL list is acls (spec §7.2). perm is a permission bit
+// a znode whose ACL list is acls (docs/zookeeper-protocol.md §7.2). perm is a permission bit
 // such as zkproto.PermRead; if it has several bits, any one of them
 // granted by an entry suffices, as in ZooKeeper (getACL asks for READ|ADMIN).
 //

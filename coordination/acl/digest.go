@@ -63,7 +63,7 @@ func UserName(id zkproto.ID) string {
 // MaskDigests returns a copy of acls in which every digest id is masked
 // the way getACL answers a connection that has READ but not ADMIN: each
 // ':' and the rest of its line become ":x", so "user:hash" reads "user:x"
-// (spec §2.4 getACL). Other entries are copied unchanged; nil stays nil.
+// (docs/zookeeper-protocol.md §2.4 getACL). Other entries are copied unchanged; nil stays nil.
 func MaskDigests(acls []zkproto.ACL) []zkproto.ACL {
 	if acls == nil {
 		return nil

@@ -1,7 +1,7 @@
 // Package acl decides who may do what to a znode: the ACL check, the fixup
 // applied to ACL lists on create and setACL, and the authentication
 // providers (world, ip, digest and the super identity) that give a
-// connection its identities (spec §7).
+// connection its identities (docs/zookeeper-protocol.md §7).
 //
 // The package is pure: it holds no state, reads no clock and does no I/O.
 // A connection's identities are a []zkproto.ID that the caller keeps; every

@@ -7,7 +7,7 @@ import (
 )
 
 // Fixup validates an ACL list from create or setACL and returns the list to
-// store, which is also what goes into the txn (spec §7.3):
+// store, which is also what goes into the txn (docs/zookeeper-protocol.md §7.3):
 //
 //   - exact duplicates are removed, keeping the first of each;
 //   - an empty list (before or after that) is invalid;

@@ -43,7 +43,7 @@ func (a *Admin) gatherDump() (d dumpData, ok bool) {
 	return d, ok
 }
 
-// dump renders the 3.8 dump (spec §8.2): the session expiry buckets, the
+// dump renders the 3.8 dump (docs/zookeeper-protocol.md §8.2): the session expiry buckets, the
 // ephemerals of each session, and the connections grouped the same way.
 //
 // ZooKeeper's "Connections dump" lists its connection-expiry queue, which
@@ -127,7 +127,7 @@ const (
 )
 
 // watchData is what wchs, wchc and wchp show: the data-table watches only
-// (spec §3.7), keyed by session rather than connection.
+// (docs/zookeeper-protocol.md §3.7), keyed by session rather than connection.
 type watchData struct {
 	conns, paths, total int
 	byConn              []watch.ConnWatches
@@ -203,7 +203,7 @@ func (a *Admin) digests() (d []zxidDigest, ok bool) {
 	return d, ok
 }
 
-// hash renders "<zxid hex>: <digest>" lines (spec §8.2).
+// hash renders "<zxid hex>: <digest>" lines (docs/zookeeper-protocol.md §8.2).
 func (a *Admin) hash() ([]byte, bool) {
 	d, ok := a.digests()
 	if !ok {

@@ -77,7 +77,7 @@ func (a *Admin) monitorFields(f facts) []field {
 	return fields
 }
 
-// mntr renders monitorFields as "zk_<key>\t<value>" lines (spec §8.2).
+// mntr renders monitorFields as "zk_<key>\t<value>" lines (docs/zookeeper-protocol.md §8.2).
 func (a *Admin) mntr() ([]byte, bool) {
 	f, ok := a.facts()
 	if !ok {

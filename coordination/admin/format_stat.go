@@ -11,7 +11,7 @@ import (
 	"keeper/coordination/zkcore"
 )
 
-// srvr renders srvr, and stat when withClients is set (spec §8.2):
+// srvr renders srvr, and stat when withClients is set (docs/zookeeper-protocol.md §8.2):
 //
 //	Zookeeper version: <version>
 //	Clients:                          (stat only)
@@ -53,7 +53,7 @@ func (a *Admin) srvr(withClients bool, self zkcore.ConnID) ([]byte, bool) {
 }
 
 // cons renders one line per connection with a session, then a blank line
-// (spec §8.2).
+// (docs/zookeeper-protocol.md §8.2).
 //
 // Unlike ZooKeeper, connections without a session (the asking
 // four-letter-word connection, others that have not finished their

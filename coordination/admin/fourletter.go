@@ -39,7 +39,7 @@ var serverWords = map[string]fourLetterRun{
 	},
 }
 
-// FourLetter answers the four-letter word cmd (spec §8) asked on
+// FourLetter answers the four-letter word cmd (docs/zookeeper-protocol.md §8) asked on
 // connection self (0 if none); arg is stmk's new trace mask. It returns the
 // text to write before closing the connection, or nil for a word it does
 // not know.

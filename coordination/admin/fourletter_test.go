@@ -28,7 +28,7 @@ const (
 )
 
 // TestFourLetterShapes checks the output of every four-letter word against
-// Apache ZooKeeper 3.8's shape (spec §8.2), with exact values where the
+// Apache ZooKeeper 3.8's shape (docs/zookeeper-protocol.md §8.2), with exact values where the
 // fixture fixes them.
 func TestFourLetterShapes(t *testing.T) {
 	f := newFixture(t)
@@ -74,7 +74,7 @@ func TestFourLetterShapes(t *testing.T) {
 
 // TestMntr checks mntr's line shape, ZooKeeper's leading keys and the
 // values the fixture fixes. zk_watch_count counts both watch tables, unlike
-// wchs (spec §3.7).
+// wchs (docs/zookeeper-protocol.md §3.7).
 func TestMntr(t *testing.T) {
 	f := newFixture(t)
 	lines := strings.Split(strings.TrimSuffix(flw(t, f.s.Addr(), "mntr", nil), "\n"), "\n")

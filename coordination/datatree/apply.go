@@ -40,12 +40,12 @@ type Change struct {
 // parent(P); delete P gives NodeDeleted P then NodeChildrenChanged
 // parent(P); setData P gives NodeDataChanged P; setACL gives none.
 //
-// Stats follow spec §5.3 and take their zxid and times from the header.
+// Stats follow docs/zookeeper-protocol.md §5.3 and take their zxid and times from the header.
 // Txns carry post-validation values (the new version, the parent's new
 // stored cversion), which Apply stores as given. Apply never panics on a
 // txn it cannot apply: it reports why in Result.Err and leaves the tree
 // consistent, which is what replaying a fuzzy snapshot's log needs
-// (spec §9.4): parent cversion and pzxid are only ever raised.
+// (docs/zookeeper-protocol.md §9.4): parent cversion and pzxid are only ever raised.
 //
 // The tree keeps the record's Data slices: the caller must not modify them
 // afterwards (records from txn.Unmarshal own their bytes). ACL lists are

@@ -95,7 +95,7 @@ func TestCreateKinds(t *testing.T) {
 	}
 }
 
-// TestSpecCversionSequence is the verified sequence of spec §5.2.
+// TestSpecCversionSequence is the verified sequence of docs/zookeeper-protocol.md §5.2.
 func TestSpecCversionSequence(t *testing.T) {
 	e := newEnv(t)
 	e.create("/a", nil)

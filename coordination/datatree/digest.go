@@ -24,7 +24,7 @@ type digester struct {
 	buf []byte
 }
 
-// sum is one node's term of the tree digest (spec §9.5): CRC-32 (IEEE) of
+// sum is one node's term of the tree digest (docs/zookeeper-protocol.md §9.5): CRC-32 (IEEE) of
 // the path ("" for the root), the data unless null, and the 60 bytes
 // czxid, mzxid, pzxid, ctime, mtime, version, stored cversion, aversion,
 // ephemeralOwner, all big-endian.

@@ -1,7 +1,7 @@
 // Package datatree is the znode tree: it applies committed txns
-// deterministically, keeps every stat exactly as ZooKeeper does (spec §5),
+// deterministically, keeps every stat exactly as ZooKeeper does (docs/zookeeper-protocol.md §5),
 // tracks ephemeral, container and TTL nodes, maintains the tree digest
-// (spec §9.5) and reads and writes the tree part of a snapshot (spec §9.4),
+// (docs/zookeeper-protocol.md §9.5) and reads and writes the tree part of a snapshot (docs/zookeeper-protocol.md §9.4),
 // which is also the body of a Zab SNAP transfer.
 //
 // # Stats

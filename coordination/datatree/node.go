@@ -8,7 +8,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// Stored ephemeralOwner encodings (spec §5.4).
+// Stored ephemeralOwner encodings (docs/zookeeper-protocol.md §5.4).
 const (
 	// ContainerOwner is the stored ephemeralOwner of a container node.
 	ContainerOwner int64 = math.MinInt64

@@ -25,7 +25,7 @@ const endMarker = "/"
 const flushBytes = 32 << 10
 
 // WriteBody writes the tree as the part of a snapshot between the session
-// list and the first seal (spec §9.4): the ACL cache in reference order,
+// list and the first seal (docs/zookeeper-protocol.md §9.4): the ACL cache in reference order,
 // then every node in pre-order from the root with children in name order,
 // then the "/" end marker. The output is deterministic, so replicas with
 // equal trees write equal bytes. Memory use is bounded by the tree's depth

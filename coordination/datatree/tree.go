@@ -10,7 +10,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// Paths of the built-in nodes (spec §5.5).
+// Paths of the built-in nodes (docs/zookeeper-protocol.md §5.5).
 const (
 	RootPath      = "/"
 	ZooKeeperPath = "/zookeeper"
@@ -54,7 +54,7 @@ func newEmpty() *Tree {
 	}
 }
 
-// New returns the tree of a fresh server (spec §5.5): "/", "/zookeeper" and
+// New returns the tree of a fresh server (docs/zookeeper-protocol.md §5.5): "/", "/zookeeper" and
 // "/zookeeper/quota" with empty data and the null ACL (OPEN_ACL_UNSAFE), and
 // "/zookeeper/config" with empty data, world:anyone:r and aversion -1. All
 // other stat fields are zero.

@@ -80,7 +80,7 @@ func TestDigestVector(t *testing.T) {
 }
 
 func TestCountsSpecExample(t *testing.T) {
-	// spec §2.4: with /a, /a/x and /a/y, "/" counts 6 and /zookeeper 2.
+	// docs/zookeeper-protocol.md §2.4: with /a, /a/x and /a/y, "/" counts 6 and /zookeeper 2.
 	e := newEnv(t)
 	e.create("/a", nil)
 	e.create("/a/x", nil)

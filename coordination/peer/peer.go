@@ -412,7 +412,7 @@ func contains(ids []zab.PeerID, id zab.PeerID) bool {
 }
 
 // EncodeSnapshot is the SNAP stream's body: the sessions, then the tree as
-// a snapshot file holds it (spec §10.3), without header or seals.
+// a snapshot file holds it (docs/zookeeper-protocol.md §10.3), without header or seals.
 func EncodeSnapshot(zk *zkcore.Server) ([]byte, error) {
 	var e jute.Encoder
 	sessions := zk.SnapshotSessions()

@@ -8,7 +8,7 @@ import (
 	"keeper/coordination/zkcore"
 )
 
-// Sizes of REVALIDATE's data (spec §10.3): the learner asks with
+// Sizes of REVALIDATE's data (docs/zookeeper-protocol.md §10.3): the learner asks with
 // {long sessionId; int timeout}, the leader answers with
 // {long sessionId; boolean valid}.
 const (

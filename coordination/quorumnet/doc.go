@@ -1,5 +1,5 @@
 // Package quorumnet carries zab messages between servers over TCP, with
-// Apache ZooKeeper's framing on both of its ports (spec §10), so that
+// Apache ZooKeeper's framing on both of its ports (docs/zookeeper-protocol.md §10), so that
 // keeper servers could later join a ZooKeeper ensemble.
 //
 // # Election port
@@ -86,7 +86,7 @@
 // counterpart and close the link.
 //
 // SNAP is followed on the stream, as ZooKeeper does, by the snapshot body
-// (the snapshot file of spec §9.4 without its header and seals, starting
+// (the snapshot file of docs/zookeeper-protocol.md §9.4 without its header and seals, starting
 // with the session list) and then the ustring "BenWasHere":
 //
 //	+--------------+---------------------------------------+--------------------------+

@@ -11,7 +11,7 @@ import (
 
 // electionPeer is what the transport keeps for fast leader election with
 // one peer: a queue that outlives connections, and at most one connection,
-// the one the larger id dialled (spec §10.1).
+// the one the larger id dialled (docs/zookeeper-protocol.md §10.1).
 type electionPeer struct {
 	id zab.PeerID
 	q  *queue
@@ -158,7 +158,7 @@ var errUnknownPeer = errors.New("unknown or own server id")
 
 // serveElection handles a connection on the election port: the handshake
 // names the peer; only a connection from a larger id is kept, and a smaller
-// one is answered by dialling it (spec §10.1).
+// one is answered by dialling it (docs/zookeeper-protocol.md §10.1).
 func (t *Transport) serveElection(conn net.Conn) {
 	sid, err := t.readHandshake(conn)
 	t.mu.Lock()

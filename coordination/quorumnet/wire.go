@@ -29,7 +29,7 @@ const (
 	// on memory, not on the protocol.
 	DefaultMaxSnapshotBytes int64 = 1 << 30
 	// MaxElectionFrameBytes is ZooKeeper's limit on one election message
-	// (QuorumCnxManager.PACKETMAXSIZE, spec §10.1).
+	// (QuorumCnxManager.PACKETMAXSIZE, docs/zookeeper-protocol.md §10.1).
 	MaxElectionFrameBytes = 512 << 10
 
 	// maxAuthInfoBytes bounds a packet's authinfo vector (the client's
@@ -501,10 +501,10 @@ func (w *wireReader) count(what string) int {
 	return int(n)
 }
 
-// statPersistedBytes is the size of StatPersisted (spec §0.1).
+// statPersistedBytes is the size of StatPersisted (docs/zookeeper-protocol.md §0.1).
 const statPersistedBytes = 60
 
-// snapshotBody walks a snapshot body (spec §10.3 SNAP: the snapshot file of
+// snapshotBody walks a snapshot body (docs/zookeeper-protocol.md §10.3 SNAP: the snapshot file of
 // §9.4 without header and seals) without interpreting it:
 //
 //	int count; {long sessionId; int timeout}*count

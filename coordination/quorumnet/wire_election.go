@@ -12,7 +12,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// Election port formats (spec §10.1, §10.2).
+// Election port formats (docs/zookeeper-protocol.md §10.1, §10.2).
 const (
 	// handshakeV1 and handshakeV2 open an election connection: V1 carries
 	// one address, V2 several separated by '|'. We send V1, as ZooKeeper
@@ -33,7 +33,7 @@ const (
 )
 
 // EncodeNotification returns the payload of an election message for a
-// MsgNotification (spec §10.2, version 2 with an empty configuration):
+// MsgNotification (docs/zookeeper-protocol.md §10.2, version 2 with an empty configuration):
 //
 //	int state; long leader; long zxid; long electionEpoch; long peerEpoch;
 //	int version = 2; int configLength = 0
@@ -102,7 +102,7 @@ func DecodeNotification(b []byte) (zab.Message, error) {
 }
 
 // EncodeElectionHandshake returns what the dialling side of an election
-// connection sends first (spec §10.1, protocol version -65536):
+// connection sends first (docs/zookeeper-protocol.md §10.1, protocol version -65536):
 //
 //	long -65536; long sid; int length; length bytes of "host:port"
 func EncodeElectionHandshake(sid zab.PeerID, addr string) ([]byte, error) {

@@ -15,7 +15,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// Tests of spec §7: permissions per operation, the schemes, auth and
+// Tests of docs/zookeeper-protocol.md §7: permissions per operation, the schemes, auth and
 // getACL masking.
 
 // userPassDigest is the spec's test vector: digest of "user:pass".
@@ -34,8 +34,8 @@ func worldACL(perms int32) []zkproto.ACL {
 }
 
 // TestPermissions checks which permission each operation needs, and on
-// which node (spec §7.1), and where NoAuth falls in each write's order of
-// checks (spec §2.4).
+// which node (docs/zookeeper-protocol.md §7.1), and where NoAuth falls in each write's order of
+// checks (docs/zookeeper-protocol.md §2.4).
 func TestPermissions(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		r := rawSession(t, srv.Addr)
@@ -126,7 +126,7 @@ func TestDigestAuth(t *testing.T) {
 		if err := owner.AddAuth("digest", []byte("user:pass")); err != nil {
 			t.Fatal(err)
 		}
-		// "auth" expands to the connection's digest identity (spec §7.3).
+		// "auth" expands to the connection's digest identity (docs/zookeeper-protocol.md §7.3).
 		mustCreate(t, owner, "/secret", []byte("s"), 0, zk.AuthACL(zk.PermAll))
 		acl, _, err := owner.GetACL("/secret")
 		want := []zk.ACL{{Perms: zk.PermAll, Scheme: "digest", ID: userPassDigest}}
@@ -155,7 +155,7 @@ func TestDigestAuth(t *testing.T) {
 }
 
 // TestAuthSurvivesReconnect relies on go-zk re-sending its auth after a
-// reconnect: the server keeps no auth across connections (spec §7.5).
+// reconnect: the server keeps no auth across connections (docs/zookeeper-protocol.md §7.5).
 func TestAuthSurvivesReconnect(t *testing.T) {
 	s := startServer(t)
 	px := newProxy(t, s.Addr().String())
@@ -271,7 +271,7 @@ func TestSuperDigest(t *testing.T) {
 }
 
 // TestAuthFailed sends an auth packet the server cannot accept: it
-// answers AuthFailed with zxid 0 and closes the connection (spec §7.5).
+// answers AuthFailed with zxid 0 and closes the connection (docs/zookeeper-protocol.md §7.5).
 func TestAuthFailed(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		r := rawSession(t, srv.Addr)
@@ -297,10 +297,10 @@ func TestAuthFailed(t *testing.T) {
 }
 
 // TestAuthReplyInOrder: the auth reply keeps its place among the replies,
-// whatever its xid (kazoo pops its queue on it; spec §1.4).
+// whatever its xid (kazoo pops its queue on it; docs/zookeeper-protocol.md §1.4).
 func TestAuthReplyInOrder(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
-		srv.keeperOnly(t, "it answers auth at once, ahead of earlier requests (spec §1.4)")
+		srv.keeperOnly(t, "it answers auth at once, ahead of earlier requests (docs/zookeeper-protocol.md §1.4)")
 		c := rawSession(t, srv.Addr)
 		var buf []byte
 		buf = zkproto.AppendRequestFrame(buf, zkproto.RequestHeader{Xid: 1, Op: zkproto.OpCreate},
@@ -323,7 +323,7 @@ func TestAuthReplyInOrder(t *testing.T) {
 
 // TestAuthEdgeCases: digest auth data needs no colon, the ip scheme just
 // re-adds the connection's address, and an identity is listed once however
-// often it is added (spec §7.4).
+// often it is added (docs/zookeeper-protocol.md §7.4).
 func TestAuthEdgeCases(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		r := rawSession(t, srv.Addr)
@@ -344,7 +344,7 @@ func TestAuthEdgeCases(t *testing.T) {
 		if srv.Real {
 			// 3.8.0 keeps a connection's ids in a hash set, so whoAmI
 			// lists them in no particular order; keeper keeps the order
-			// they were added in (spec §2.4).
+			// they were added in (docs/zookeeper-protocol.md §2.4).
 			byScheme := func(a, b zkproto.ClientInfo) int {
 				return cmp.Or(cmp.Compare(a.AuthScheme, b.AuthScheme), cmp.Compare(a.User, b.User))
 			}

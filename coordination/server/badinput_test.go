@@ -15,7 +15,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// Tests of bad input (spec §1.1, §1.6, §2.1; reliability.md §C): each kind
+// Tests of bad input (docs/zookeeper-protocol.md §1.1, §1.6, §2.1; docs/fault-model.md): each kind
 // of garbage gets Apache ZooKeeper's answer, and only the connection that
 // sent it suffers.
 
@@ -235,7 +235,7 @@ func TestShortFrames(t *testing.T) {
 }
 
 // TestClientAheadOfServer: a client that has seen a later zxid than the
-// server's is closed without a response (spec §1.3 step 2).
+// server's is closed without a response (docs/zookeeper-protocol.md §1.3 step 2).
 func TestClientAheadOfServer(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		r := rawSession(t, srv.Addr)
@@ -258,7 +258,7 @@ func TestClientAheadOfServer(t *testing.T) {
 
 // TestReattachWithBadPassword: the response is the invalid-session frame
 // and a close. Like Apache ZooKeeper, the holder's connection is closed
-// first (spec §1.3 quirk), but the session survives for the real owner.
+// first (docs/zookeeper-protocol.md §1.3 quirk), but the session survives for the real owner.
 func TestReattachWithBadPassword(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		holder := rawSession(t, srv.Addr)
@@ -386,7 +386,7 @@ func TestMaxClientCnxns(t *testing.T) {
 }
 
 // TestReadPathValidation: reads look the path up without validating it,
-// so a malformed path is just NoNode; exists rejects only NUL (spec §2.5).
+// so a malformed path is just NoNode; exists rejects only NUL (docs/zookeeper-protocol.md §2.5).
 func TestReadPathValidation(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		r := rawSession(t, srv.Addr)

@@ -116,7 +116,7 @@ func adminAddr(zc *zoocfg.Config) string {
 }
 
 // confLines renders the conf four-letter word for a standalone server, in
-// Apache ZooKeeper's order (spec §8.2).
+// Apache ZooKeeper's order (docs/zookeeper-protocol.md §8.2).
 func confLines(zc *zoocfg.Config) []string {
 	return []string{
 		fmt.Sprintf("clientPort=%d", zc.ClientPort),

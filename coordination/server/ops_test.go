@@ -12,7 +12,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// Tests of every znode operation of spec §2 that go-zookeeper can send,
+// Tests of every znode operation of docs/zookeeper-protocol.md §2 that go-zookeeper can send,
 // plus the ones it cannot (driven with the raw client). The expected
 // values are Apache ZooKeeper 3.8's, as the spec records them.
 
@@ -65,14 +65,14 @@ func TestCreateContainerAndTTL(t *testing.T) {
 		t.Fatalf("createContainer: %q %v", p, err)
 	}
 	if st := mustStat(t, c, "/box"); st.EphemeralOwner != 0 {
-		t.Errorf("container shows ephemeralOwner %#x, want 0 (spec §5.4)", st.EphemeralOwner)
+		t.Errorf("container shows ephemeralOwner %#x, want 0 (docs/zookeeper-protocol.md §5.4)", st.EphemeralOwner)
 	}
 	p, err = c.CreateTTL("/ttl", nil, zk.FlagTTL, openACL, time.Hour)
 	if err != nil || p != "/ttl" {
 		t.Fatalf("createTTL: %q %v", p, err)
 	}
 	if st := mustStat(t, c, "/ttl"); st.EphemeralOwner != 0 {
-		t.Errorf("TTL node shows ephemeralOwner %#x, want 0 (spec §5.4)", st.EphemeralOwner)
+		t.Errorf("TTL node shows ephemeralOwner %#x, want 0 (docs/zookeeper-protocol.md §5.4)", st.EphemeralOwner)
 	}
 	p, err = c.CreateTTL("/ttl/s-", nil, zk.FlagPersistentSequentialWithTTL, openACL, time.Hour)
 	if err != nil || p != "/ttl/s-0000000000" {
@@ -181,7 +181,7 @@ func (cc createCase) request() (zkproto.Op, jute.Record) {
 	return op, &zkproto.CreateRequest{Path: cc.path, ACL: cc.acl, Flags: cc.flags}
 }
 
-// TestCreateErrorPrecedence checks spec §2.4: the first failing check
+// TestCreateErrorPrecedence checks docs/zookeeper-protocol.md §2.4: the first failing check
 // decides the code, and every create, failed or not, consumes a zxid.
 func TestCreateErrorPrecedence(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
@@ -271,7 +271,7 @@ func TestCreateErrorPrecedence(t *testing.T) {
 				}
 			})
 		}
-		// Duplicates were removed from the stored ACL (spec §7.3).
+		// Duplicates were removed from the stored ACL (docs/zookeeper-protocol.md §7.3).
 		got := r.mustOK(zkproto.OpGetACL, &zkproto.GetACLRequest{Path: "/p/dup"}).(*zkproto.GetACLResponse)
 		if len(got.ACL) != 1 {
 			t.Errorf("duplicate ACL entries stored: %+v", got.ACL)
@@ -402,7 +402,7 @@ func TestChildrenSorted(t *testing.T) {
 		want := slices.Sorted(slices.Values(names))
 		if srv.Real {
 			// Apache ZooKeeper returns its hash set's order; clients
-			// must not rely on any (spec §2.4). keeper sorts.
+			// must not rely on any (docs/zookeeper-protocol.md §2.4). keeper sorts.
 			got = slices.Sorted(slices.Values(got))
 		}
 		if !slices.Equal(got, want) {
@@ -504,7 +504,7 @@ func TestMultiFailureRollsBack(t *testing.T) {
 		if *after != *before {
 			t.Errorf("/base changed: %+v -> %+v", before, after)
 		}
-		// The failed multi still consumed a zxid (spec §2.3).
+		// The failed multi still consumed a zxid (docs/zookeeper-protocol.md §2.3).
 		mustCreate(t, c, "/next", nil, 0, openACL)
 		if st := mustStat(t, c, "/next"); st.Czxid != before.Czxid+2 {
 			t.Errorf("czxid after a failed multi %#x, want %#x", st.Czxid, before.Czxid+2)
@@ -642,7 +642,7 @@ func TestReconfigDisabled(t *testing.T) {
 	})
 }
 
-// TestStatFields walks spec §5: the exact Stat of each change, the cversion
+// TestStatFields walks docs/zookeeper-protocol.md §5: the exact Stat of each change, the cversion
 // quirks, and null against empty data.
 func TestStatFields(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {

@@ -20,7 +20,7 @@ import (
 	"keeper/internal/vfs"
 )
 
-// Epoch files, named as Apache ZooKeeper names them (spec §9.1): decimal,
+// Epoch files, named as Apache ZooKeeper names them (docs/zookeeper-protocol.md §9.1): decimal,
 // no newline, in dataDir/version-2.
 const (
 	acceptedEpochFile = "acceptedEpoch"

@@ -14,7 +14,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// Tests of sessions (spec §1.2–§1.6, §6.3): handshake, timeouts,
+// Tests of sessions (docs/zookeeper-protocol.md §1.2–§1.6, §6.3): handshake, timeouts,
 // expiry, reconnecting to the same session and closing it.
 
 // invalidSessionResponse is the whole ConnectResponse frame that refuses a
@@ -102,7 +102,7 @@ func TestHandshakeFrames(t *testing.T) {
 }
 
 // TestPipelinedRequests sends requests right behind the ConnectRequest, in
-// one write, before the session exists (spec §1.1): they must wait for the
+// one write, before the session exists (docs/zookeeper-protocol.md §1.1): they must wait for the
 // session and be answered in order.
 func TestPipelinedRequests(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
@@ -245,7 +245,7 @@ func TestReconnectSameSession(t *testing.T) {
 	})
 }
 
-// TestReattachMovesSession checks spec §1.3 step 5: reattaching a live
+// TestReattachMovesSession checks docs/zookeeper-protocol.md §1.3 step 5: reattaching a live
 // session closes the connection that held it; the session, its password
 // and its ephemerals stay.
 func TestReattachMovesSession(t *testing.T) {
@@ -548,7 +548,7 @@ func TestTrafficKeepsSessionAlive(t *testing.T) {
 
 // TestConnectionStateDoesNotMove: watches and auth identities belong to
 // the connection, not the session. After a reattach the new connection
-// has neither until the client re-sends them (spec §3.1, §7.5).
+// has neither until the client re-sends them (docs/zookeeper-protocol.md §3.1, §7.5).
 func TestConnectionStateDoesNotMove(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		first := rawSession(t, srv.Addr)

@@ -21,7 +21,7 @@ const snapshotChunks = 8
 
 // snapshotJob is a fuzzy snapshot in progress. The loop walks the tree a
 // step at a time between requests and hands the encoded nodes to a writer
-// goroutine. Writes never stop for it (spec §9.4). The writer streams the
+// goroutine. Writes never stop for it (docs/zookeeper-protocol.md §9.4). The writer streams the
 // nodes into the snapshot file after the ACL lists cached when the walk
 // started; if a node written uses a list cached later (the body is Late),
 // that file is abandoned and the next snapshot is staged: its nodes go to a

@@ -14,7 +14,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// Tests of spec §3: which watches fire on which change, one-shot against
+// Tests of docs/zookeeper-protocol.md §3: which watches fire on which change, one-shot against
 // persistent, ordering against replies, and restoring watches after a
 // reconnect.
 
@@ -64,7 +64,7 @@ func (st watchStep) run(t *testing.T, c *rawClient) {
 	}
 }
 
-// TestWatchTable checks the table of spec §3.2 from a watcher connection
+// TestWatchTable checks the table of docs/zookeeper-protocol.md §3.2 from a watcher connection
 // while another connection makes the changes. After the changes the
 // watcher does a round trip, so every notification they triggered has
 // arrived; it must have received exactly want.
@@ -158,7 +158,7 @@ func TestWatchTable(t *testing.T) {
 				want:   nil,
 			},
 			{
-				name:  "persistent watch (spec §3.2 consequences)",
+				name:  "persistent watch (docs/zookeeper-protocol.md §3.2 consequences)",
 				watch: []watchStep{addWatch("/p", zkproto.AddWatchPersistent)},
 				change: []watchStep{create("/p"), create("/p/c"), setData("/p/c", "x"), create("/p/c/g"),
 					setData("/p", "x"), del("/p/c/g"), del("/p/c"), del("/p"), create("/p")},
@@ -212,7 +212,7 @@ func TestWatchTable(t *testing.T) {
 	})
 }
 
-// TestNotificationBeforeReply checks spec §3.6 on the writer's own
+// TestNotificationBeforeReply checks docs/zookeeper-protocol.md §3.6 on the writer's own
 // connection: the event a write triggers comes before the write's reply,
 // and is framed exactly as the spec's example.
 func TestNotificationBeforeReply(t *testing.T) {
@@ -271,7 +271,7 @@ func TestNotificationBeforeLaterRead(t *testing.T) {
 }
 
 // TestAddCheckRemoveWatches covers addWatch, checkWatches and
-// removeWatches (spec §3.5), none of which go-zk v1.0.4 can send.
+// removeWatches (docs/zookeeper-protocol.md §3.5), none of which go-zk v1.0.4 can send.
 func TestAddCheckRemoveWatches(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		w := rawSession(t, srv.Addr)
@@ -337,7 +337,7 @@ func TestAddCheckRemoveWatches(t *testing.T) {
 			t.Errorf("removed data watch fired: %v", evs)
 		}
 
-		// The types for persistent watches, as spec §3.5 defines them.
+		// The types for persistent watches, as docs/zookeeper-protocol.md §3.5 defines them.
 		srv.keeperOnly(t, "types 4 and 5 give MarshallingError, and a persistent watch passes for a Data watch")
 		expect("no persistent watch on /a", probe{"/a", zkproto.WatcherPersistent, noWatcher})
 		expect("persistent on /missing",
@@ -550,7 +550,7 @@ func sessionConnected(s *Server, sid int64) bool {
 // TestWatchEventsNeedRead: from 3.8.4 and 3.9.2 (CVE-2024-23944) an event
 // reaches a watcher only if it may read the node the event is about (the
 // parent, for NodeChildrenChanged); the one-shot watch is consumed anyway
-// (spec §3.6).
+// (docs/zookeeper-protocol.md §3.6).
 func TestWatchEventsNeedRead(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		srv.keeperOnly(t, "3.8.0 delivers every event (the CVE-2024-23944 fix came in 3.8.4)")

@@ -1,5 +1,5 @@
 // Package session is the session table: which sessions are alive, their
-// negotiated timeouts, and when each expires (spec §6).
+// negotiated timeouts, and when each expires (docs/zookeeper-protocol.md §6).
 //
 // The table is pure. Time comes in as nowMs parameters: milliseconds from a
 // monotonic clock the driver owns (the JVM uses nanoTime/1e6 the same way),

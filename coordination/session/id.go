@@ -6,7 +6,7 @@ import (
 )
 
 // containerMarker is the ephemeralOwner value that marks container nodes
-// (spec §5.4). A session with this id would make its ephemerals look like
+// (docs/zookeeper-protocol.md §5.4). A session with this id would make its ephemerals look like
 // containers, so no session ever gets it.
 const containerMarker = math.MinInt64 // 0x8000000000000000
 
@@ -18,7 +18,7 @@ const passwordSecret = 0xB3415C00
 const PasswordLen = 16
 
 // InitialID returns the first session id a server hands out, as ZooKeeper
-// computes it (spec §6.1):
+// computes it (docs/zookeeper-protocol.md §6.1):
 //
 //	((nowMs << 24) >>> 8) | (serverID << 56)
 //
@@ -35,7 +35,7 @@ func InitialID(serverID int64, nowMs int64) int64 {
 }
 
 // Password returns the password of session id: the first 16 bytes of
-// java.util.Random(id ^ 0xB3415C00).nextBytes (spec §6.2). It is derived,
+// java.util.Random(id ^ 0xB3415C00).nextBytes (docs/zookeeper-protocol.md §6.2). It is derived,
 // never stored, so every server computes the same one.
 func Password(id int64) [PasswordLen]byte {
 	r := newJavaRandom(id ^ passwordSecret)

@@ -11,7 +11,7 @@ func TestPassword(t *testing.T) {
 		id   int64
 		want [PasswordLen]byte
 	}{
-		// spec §6.2, verified against ZooKeeper 3.8.0
+		// docs/zookeeper-protocol.md §6.2, verified against ZooKeeper 3.8.0
 		{0x0100000c4c560000, [PasswordLen]byte{0x28, 0x04, 0x47, 0x7c, 0x95, 0xe6, 0x6d, 0x09, 0x46, 0xd7, 0x51, 0x30, 0x66, 0xd5, 0x6b, 0xd8}},
 	}
 	for _, tt := range tests {
@@ -54,7 +54,7 @@ func TestInitialID(t *testing.T) {
 	tests := []struct {
 		serverID, nowMs, want int64
 	}{
-		{1, 0xc4c56, 0x0100000c4c560000},          // spec §6.1 example
+		{1, 0xc4c56, 0x0100000c4c560000},          // docs/zookeeper-protocol.md §6.1 example
 		{1, 0, 0x0100000000000000},                //
 		{2, 0xff_ffff_ffff, 0x02ffffffffff0000},   // 40 clock bits
 		{2, 0x1_ff_ffff_ffff, 0x02ffffffffff0000}, // bit 40 shifted out
@@ -71,7 +71,7 @@ func TestInitialID(t *testing.T) {
 
 func TestNegotiate(t *testing.T) {
 	tests := []struct{ req, lo, hi, want int32 }{
-		{1, 4000, 40000, 4000}, // spec §1.3: requested 1 gave 4000
+		{1, 4000, 40000, 4000}, // docs/zookeeper-protocol.md §1.3: requested 1 gave 4000
 		{10_000_000, 4000, 40000, 40000},
 		{10000, 4000, 40000, 10000},
 		{4000, 4000, 40000, 4000},

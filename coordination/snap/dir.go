@@ -195,7 +195,7 @@ type LogFile struct {
 }
 
 // PurgePlan decides, as ZooKeeper's PurgeTxnLog does, which files a purge
-// that keeps the newest retain snapshots removes (spec §9.1). Let Z be the
+// that keeps the newest retain snapshots removes (docs/zookeeper-protocol.md §9.1). Let Z be the
 // zxid of the oldest snapshot kept. Snapshots older than Z go. Logs that
 // start before Z go, except the newest of those starting at or before Z:
 // it may hold the txns after Z. Retain below 1 counts as 1, and with no

@@ -1,5 +1,5 @@
 // Package snap reads and writes snapshot files in Apache ZooKeeper's format
-// (spec §9.1, §9.4), so that keeper and ZooKeeper 3.8 can each start from
+// (docs/zookeeper-protocol.md §9.1, §9.4), so that keeper and ZooKeeper 3.8 can each start from
 // the other's data directory.
 //
 // # Files
@@ -15,7 +15,7 @@
 //
 // # Format
 //
-// All integers are big-endian jute values (spec §0). Every byte of the
+// All integers are big-endian jute values (docs/zookeeper-protocol.md §0). Every byte of the
 // uncompressed stream passes through an Adler-32 checksum; each seal stores
 // the checksum of all bytes before it, zero-extended to a long.
 //
@@ -38,7 +38,7 @@
 //	| digest record (3.6+, when digests are enabled)        optional   |
 //	|   zxid int64             the zxid the digest belongs to          |
 //	|   digestVersion int32 = 2                                        |
-//	|   treeDigest int64       spec §9.5                               |
+//	|   treeDigest int64       docs/zookeeper-protocol.md §9.5                               |
 //	| seal 2: adler32 int64, ustring "/"                               |
 //	+------------------------------------------------------------------+
 //	| lastProcessedZxid int64 (3.9+)                        optional   |

@@ -9,7 +9,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// File header values (spec §9.4).
+// File header values (docs/zookeeper-protocol.md §9.4).
 const (
 	// Magic is "ZKSN", the first four bytes of every snapshot.
 	Magic int32 = 0x5A4B534E
@@ -73,7 +73,7 @@ type SessionEntry struct {
 	TimeoutMs int32
 }
 
-// Digest is a snapshot's digest record (spec §9.5): the tree digest after
+// Digest is a snapshot's digest record (docs/zookeeper-protocol.md §9.5): the tree digest after
 // the txn Zxid was applied.
 type Digest struct {
 	// Zxid is the zxid whose tree the digest describes. For keeper's own
@@ -132,7 +132,7 @@ func (c Compression) String() string {
 }
 
 // Name returns the file name of the snapshot of zxid z: "snapshot." and z
-// in lowercase hex without leading zeros (spec §9.1), plus ".gz" or
+// in lowercase hex without leading zeros (docs/zookeeper-protocol.md §9.1), plus ".gz" or
 // ".snappy" when compressed.
 func Name(z zxid.ID, c Compression) string {
 	return Prefix + strconv.FormatUint(uint64(z), 16) + c.suffix()

@@ -54,7 +54,7 @@ func (o Options) Validate() error {
 }
 
 // Write writes a snapshot of tree and sessions into dir as
-// snapshot.<hex z> (spec §9.4) and returns the file's name.
+// snapshot.<hex z> (docs/zookeeper-protocol.md §9.4) and returns the file's name.
 //
 // z is the last zxid applied to the tree when the snapshot started: the
 // file's name, and where recovery resumes replaying the log (z+1). The

@@ -1,6 +1,6 @@
 // Package txn defines ZooKeeper's replicated transaction records and their
 // byte-exact encoding: the payload of every txn log record, of every Zab
-// proposal and of every committed write (spec §9.3).
+// proposal and of every committed write (docs/zookeeper-protocol.md §9.3).
 //
 // A payload is a header, the record its type selects, and an optional
 // digest trailer:

@@ -16,7 +16,7 @@ const (
 )
 
 // DigestVersion is the TxnDigest version ZooKeeper 3.6+ writes: the tree
-// digest of spec §9.5.
+// digest of docs/zookeeper-protocol.md §9.5.
 const DigestVersion int32 = 2
 
 // ErrUnknownType means a payload's header (or a multi sub-txn) names a type

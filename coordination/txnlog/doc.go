@@ -1,5 +1,5 @@
 // Package txnlog is the transaction log, in Apache ZooKeeper's own format
-// (spec/zk-protocol.md §9.1–§9.2), so that keeper and ZooKeeper can read
+// (docs/zookeeper-protocol.md §9.1–§9.2), so that keeper and ZooKeeper can read
 // each other's data directories.
 //
 // # Layout

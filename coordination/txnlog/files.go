@@ -50,7 +50,7 @@ func listFiles(fsys vfs.FS, logDir string) ([]File, error) {
 
 // FilesNeededFrom returns the files that a restore from a snapshot taken at
 // snapZxid reads: the file with the greatest start ≤ snapZxid+1 and every
-// later one (spec §9.1, §9.2). If every file starts later, all are needed.
+// later one (docs/zookeeper-protocol.md §9.1, §9.2). If every file starts later, all are needed.
 // files must be ordered as Files returns them. Purging may delete the
 // files before the returned ones, once no kept snapshot needs them.
 func FilesNeededFrom(files []File, snapZxid zxid.ID) []File {

@@ -9,7 +9,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// The file format's constants (spec §9.2).
+// The file format's constants (docs/zookeeper-protocol.md §9.2).
 const (
 	// Magic opens every log file: "ZKLG".
 	Magic = 0x5A4B4C47

@@ -43,7 +43,7 @@ func TestFileNames(t *testing.T) {
 }
 
 // TestExactBytes writes two txns and compares the file with the layout of
-// spec §9.2 byte for byte.
+// docs/zookeeper-protocol.md §9.2 byte for byte.
 func TestExactBytes(t *testing.T) {
 	m := vfs.NewMem()
 	l, err := txnlog.Open(m, "/data", txnlog.Config{PreAllocSizeBytes: 8 << 10})

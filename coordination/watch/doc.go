@@ -1,5 +1,5 @@
 // Package watch keeps the server's watch registrations and works out which
-// connections a change notifies (spec §3).
+// connections a change notifies (docs/zookeeper-protocol.md §3).
 //
 // There are two tables, each mapping a path to the connections watching it
 // with a set of modes per (path, connection):

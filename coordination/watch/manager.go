@@ -55,7 +55,7 @@ func (m *Manager) AddPersistentRecursive(path string, c ConnID) bool {
 
 // Trigger works out who is notified of event ev on path, consumes the
 // standard watches that fire, and returns the connections to send
-// WatcherEvent{ev, path} to, each once, in ascending order (spec §3.2):
+// WatcherEvent{ev, path} to, each once, in ascending order (docs/zookeeper-protocol.md §3.2):
 //
 //   - NodeCreated, NodeDataChanged: the data table, at path and, for
 //     recursive watches, its ancestors.
@@ -85,7 +85,7 @@ func (m *Manager) Trigger(ev zkproto.EventType, path string) []ConnID {
 }
 
 // Check reports whether c has a watch of type wt on path (checkWatches,
-// spec §3.5): Children and Data look for a standard watch in the child or
+// docs/zookeeper-protocol.md §3.5): Children and Data look for a standard watch in the child or
 // data table, Persistent for the persistent mode in the data table,
 // PersistentRecursive for the recursive mode, and Any for any mode in
 // either table. Unknown types have no watches.

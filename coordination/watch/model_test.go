@@ -14,7 +14,7 @@ import (
 
 var seedFlag = flag.Uint64("seed", 0, "replay only this seed of TestAgainstModel")
 
-// model is a brute-force restatement of spec §3: a flat set of watches,
+// model is a brute-force restatement of docs/zookeeper-protocol.md §3: a flat set of watches,
 // searched in full on every event.
 type model map[modelKey]modes
 

@@ -7,7 +7,7 @@ import (
 
 // These report what the four-letter words show. Like ZooKeeper's, wchs,
 // wchc and wchp look at the data table only; mntr's zk_watch_count counts
-// both (spec §3.7). One difference: after a connection's last one-shot
+// both (docs/zookeeper-protocol.md §3.7). One difference: after a connection's last one-shot
 // data watch fires, ZooKeeper keeps counting that connection (with no
 // paths) in wchs and listing it in wchc until it closes; here it is gone
 // at once.

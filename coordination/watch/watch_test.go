@@ -18,7 +18,7 @@ type event struct {
 
 func (e event) String() string { return fmt.Sprintf("%d:%d:%s", e.conn, e.typ, e.path) }
 
-// tree replays what the data tree triggers for each change (spec §3.2).
+// tree replays what the data tree triggers for each change (docs/zookeeper-protocol.md §3.2).
 type tree struct{ m *Manager }
 
 func (t tree) fire(ev zkproto.EventType, path string) []event {
@@ -88,7 +88,7 @@ func TestTriggerScenarios(t *testing.T) {
 		name  string
 		steps []step
 	}{
-		{"persistent watch on /p (spec §3.2)", []step{
+		{"persistent watch on /p (docs/zookeeper-protocol.md §3.2)", []step{
 			{"persistent /p 1", ""},
 			{"create /p", "1:1:/p"},
 			{"create /p/c", "1:4:/p"},
@@ -98,7 +98,7 @@ func TestTriggerScenarios(t *testing.T) {
 			{"delete /p", "1:2:/p"}, // once, though in both tables
 			{"create /p", "1:1:/p"}, // and it stays
 		}},
-		{"recursive watch on /r (spec §3.2)", []step{
+		{"recursive watch on /r (docs/zookeeper-protocol.md §3.2)", []step{
 			{"recursive /r 1", ""},
 			{"create /r", "1:1:/r"},
 			{"create /r/c", "1:1:/r/c"}, // no NodeChildrenChanged on /r
@@ -335,7 +335,7 @@ func TestStats(t *testing.T) {
 	}) {
 		t.Errorf("ByPath = %v, want %v", got, wantPath)
 	}
-	// spec §3.7: one persistent watch shows as 1 in wchs and 2 in mntr.
+	// docs/zookeeper-protocol.md §3.7: one persistent watch shows as 1 in wchs and 2 in mntr.
 	m = New()
 	m.AddPersistent("/x", 1)
 	if m.DataWatchCount() != 1 || m.Count() != 2 {

@@ -1,6 +1,6 @@
 // Package zab implements Zab, ZooKeeper's atomic broadcast protocol, as a
 // deterministic state machine: fast leader election, discovery,
-// synchronisation and broadcast (spec §10), with leaders, followers and
+// synchronisation and broadcast (docs/zookeeper-protocol.md §10), with leaders, followers and
 // observers.
 //
 // A Node never touches disks, sockets, clocks or goroutines. The caller

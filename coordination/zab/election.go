@@ -6,7 +6,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// election is the state of fast leader election (spec §10.2).
+// election is the state of fast leader election (docs/zookeeper-protocol.md §10.2).
 type election struct {
 	round   uint64             // the logical clock: this node's election round
 	vote    Vote               // the node's current proposal

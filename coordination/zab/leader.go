@@ -141,7 +141,7 @@ func (n *Node) offerEpoch(p *peerState) {
 }
 
 // ackEpoch handles ACKEPOCH. A learner more recent than the leader means
-// this election went wrong: the leader gives up (spec §10.3 discovery).
+// this election went wrong: the leader gives up (docs/zookeeper-protocol.md §10.3 discovery).
 func (n *Node) ackEpoch(p *peerState, m Message) error {
 	if p.phase != phaseEpoch {
 		return errUnexpected(n, m)
@@ -194,7 +194,7 @@ func (n *Node) tryEpochAcked() {
 
 // syncLearner brings a learner's log in line with the leader's: DIFF when
 // it is a little behind, TRUNC when it holds txns the leader never had,
-// SNAP when it is too far behind (spec §10.3 sync), then NEWLEADER. From
+// SNAP when it is too far behind (docs/zookeeper-protocol.md §10.3 sync), then NEWLEADER. From
 // here on it receives every new proposal, after the sync in FIFO order.
 func (n *Node) syncLearner(p *peerState) {
 	last := n.log.last

@@ -279,7 +279,7 @@ func (n *Node) Propose(z zxid.ID, data []byte) error {
 	}
 	if z.Counter() == 0xffffffff {
 		// The counter would overflow into the epoch: a new election
-		// starts a new epoch (spec §10.3).
+		// starts a new epoch (docs/zookeeper-protocol.md §10.3).
 		n.becomeLooking()
 		return ErrNotLeader
 	}

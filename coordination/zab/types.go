@@ -35,7 +35,7 @@ func (r Role) String() string {
 }
 
 // MsgType is the type of a Message. The quorum types keep the numbers of
-// ZooKeeper's QuorumPacket (spec §10.3), so the transport can frame them as
+// ZooKeeper's QuorumPacket (docs/zookeeper-protocol.md §10.3), so the transport can frame them as
 // QuorumPackets; the others are keeper's own and never cross a link.
 type MsgType int32
 
@@ -86,7 +86,7 @@ func (t MsgType) String() string {
 }
 
 // Vote is a fast-leader-election proposal: who should lead, and the facts
-// that rank the candidate (spec §10.2).
+// that rank the candidate (docs/zookeeper-protocol.md §10.2).
 type Vote struct {
 	Leader PeerID
 	Zxid   zxid.ID    // the candidate's last logged zxid
@@ -146,7 +146,7 @@ type Entry struct {
 }
 
 // HardState is what a node must persist before it sends messages that
-// depend on it (the files acceptedEpoch and currentEpoch, spec §9.1).
+// depend on it (the files acceptedEpoch and currentEpoch, docs/zookeeper-protocol.md §9.1).
 type HardState struct {
 	AcceptedEpoch zxid.Epoch
 	CurrentEpoch  zxid.Epoch

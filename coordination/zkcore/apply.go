@@ -47,7 +47,7 @@ func (s *Server) notify(changes []datatree.Change) {
 }
 
 // eventFrame encodes a notification. Its zxid is -1, as Apache ZooKeeper
-// 3.4–3.8 send; no client reads it (spec §3.3).
+// 3.4–3.8 send; no client reads it (docs/zookeeper-protocol.md §3.3).
 func eventFrame(typ zkproto.EventType, path string) []byte {
 	return replyFrame(zkproto.XidNotification, -1, zkproto.CodeOK,
 		&zkproto.WatcherEvent{Type: typ, State: zkproto.StateSyncConnected, Path: path})
@@ -138,7 +138,7 @@ func (s *Server) writeReply(e *entry, t *txn.Txn, res datatree.Result) {
 }
 
 // multiReply builds a multi's results. A failed multi answers every op with
-// an error result; its reply header still says OK (spec §2.3).
+// an error result; its reply header still says OK (docs/zookeeper-protocol.md §2.3).
 func multiReply(req *zkproto.MultiRequest, m *txn.Multi, res datatree.Result) *zkproto.MultiResponse {
 	out := &zkproto.MultiResponse{Results: make([]zkproto.MultiResult, len(m.Ops))}
 	failed := false

@@ -203,7 +203,7 @@ func (s *Server) finish(e *entry, zx zxid.ID, code zkproto.Code, body jute.Recor
 const replyCap = 256
 
 // replyFrame encodes a length-prefixed reply. The body is present only when
-// code is OK (spec §1.4).
+// code is OK (docs/zookeeper-protocol.md §1.4).
 func replyFrame(xid int32, zx zxid.ID, code zkproto.Code, body jute.Record) []byte {
 	e := jute.Encoder{B: make([]byte, 4, replyCap)}
 	e.Int(xid)

@@ -20,7 +20,7 @@
 //  2. Send each Send's bytes on its connection, in order; close it after
 //     if Close is set.
 //
-// Ordering rules it keeps (spec §1.4, §3.6): replies on a connection leave
+// Ordering rules it keeps (docs/zookeeper-protocol.md §1.4, §3.6): replies on a connection leave
 // in the order its requests arrived; a read waits for every earlier write
 // of its connection to be applied; the notifications a write triggers are
 // queued before that write's reply and before any later reply.

@@ -11,7 +11,7 @@ import (
 )
 
 // Connect handles the ConnectRequest that opens connection id, in the
-// order of checks of spec §1.3. A new session is a createSession txn: its
+// order of checks of docs/zookeeper-protocol.md §1.3. A new session is a createSession txn: its
 // response, and every request pipelined behind it, wait until the txn is
 // applied.
 func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
@@ -78,7 +78,7 @@ func (s *Server) newSession(c *conn, e *entry, timeoutMs int32, now Now) {
 
 // reattach moves an existing session to connection c. Like Apache
 // ZooKeeper, it first closes any other connection holding the session, even
-// if the password turns out wrong (spec §1.3). A learner does not answer
+// if the password turns out wrong (docs/zookeeper-protocol.md §1.3). A learner does not answer
 // from its own session table: only the leader expires sessions, so it asks
 // the leader (Out.Revalidate, Zab's REVALIDATE) and completes the handshake
 // with the leader's verdict in Revalidated.
@@ -205,7 +205,7 @@ func (s *Server) localSession(c *conn, e *entry, timeoutMs int32, now Now) {
 }
 
 // connectFrame encodes a ConnectResponse, with the readOnly byte only if
-// the request had one (spec §1.2); it says whether this server is
+// the request had one (docs/zookeeper-protocol.md §1.2); it says whether this server is
 // read-only.
 func (s *Server) connectFrame(c *conn, r *zkproto.ConnectResponse) []byte {
 	r.HasReadOnly = c.readOnlyByte

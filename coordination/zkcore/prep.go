@@ -13,7 +13,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// Ephemeral owner markers (spec §5.4).
+// Ephemeral owner markers (docs/zookeeper-protocol.md §5.4).
 const (
 	containerOwner int64 = math.MinInt64
 	ttlOwnerMask   int64 = -0x0100000000000000 // 0xFF00000000000000
@@ -26,7 +26,7 @@ func isNormalEphemeral(owner int64) bool {
 	return owner != 0 && owner != containerOwner && owner&ttlOwnerMask != ttlOwnerMask
 }
 
-// reservedPaths may never be deleted (spec §2.4 delete).
+// reservedPaths may never be deleted (docs/zookeeper-protocol.md §2.4 delete).
 var reservedPaths = map[string]bool{
 	"/": true, "/zookeeper": true, "/zookeeper/quota": true, "/zookeeper/config": true,
 }
@@ -107,7 +107,7 @@ func (p *prep) op(op zkproto.Op, body jute.Record) (jute.Record, error) {
 	return nil, fmt.Errorf("zkcore: op %v with body %T is not a write: %w", op, body, zkproto.ErrMarshallingError)
 }
 
-// create follows the check order of spec §2.4; the first failing check
+// create follows the check order of docs/zookeeper-protocol.md §2.4; the first failing check
 // decides the error.
 func (p *prep) create(op zkproto.Op, path string, data []byte, acls []zkproto.ACL, flags int32, ttl int64) (jute.Record, error) {
 	if flags < zkproto.FlagPersistent || flags > zkproto.FlagPersistentSequentialWithTTL {
@@ -235,7 +235,7 @@ func (p *prep) removeNode(path, parentPath string, parent record) {
 }
 
 // nextVersion is the version after an update; -1 means "any version" in
-// requests, so the counter skips it (spec §5.3).
+// requests, so the counter skips it (docs/zookeeper-protocol.md §5.3).
 func nextVersion(v int32) int32 {
 	if v+1 == -1 {
 		return 0
@@ -320,7 +320,7 @@ func (p *prep) check(path string, version int32) (jute.Record, error) {
 
 // multi preps every sub-op against the effects of the ones before it. If one
 // fails, nothing changes and every sub-txn becomes an error txn: 0 before
-// the failure, its code at it, RuntimeInconsistency after (spec §2.3).
+// the failure, its code at it, RuntimeInconsistency after (docs/zookeeper-protocol.md §2.3).
 //
 // A create op with TTL flags that is not a createTTL, and an op whose quota
 // check cannot parse the quota's nodes, are requests Apache ZooKeeper fails

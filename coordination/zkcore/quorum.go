@@ -26,7 +26,7 @@ const (
 	// ones.
 	NotServing
 	// ReadOnly has no leader either, but serves reads to clients that
-	// accept a read-only server (readonlymode.enabled, spec §6.4): their
+	// accept a read-only server (readonlymode.enabled, docs/zookeeper-protocol.md §6.4): their
 	// sessions are local to this server, writes get NotReadOnly.
 	ReadOnly
 )

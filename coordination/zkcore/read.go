@@ -99,7 +99,7 @@ func (s *Server) readable(c *conn, path string) (*datatree.Node, error) {
 	return n, nil
 }
 
-// exists sets a data watch whether or not the node exists (spec §2.4). It
+// exists sets a data watch whether or not the node exists (docs/zookeeper-protocol.md §2.4). It
 // checks READ on an existing node, as 3.8.4+ and 3.9.2+ do.
 func (s *Server) exists(c *conn, r *zkproto.ExistsRequest) (jute.Record, error) {
 	if strings.IndexByte(r.Path, 0) >= 0 {
@@ -148,7 +148,7 @@ func (s *Server) getChildren(c *conn, path string, watch, withStat bool) (jute.R
 }
 
 // getACL needs READ or ADMIN; without ADMIN, digest ids are masked
-// (spec §2.4, CVE-2019-0201).
+// (docs/zookeeper-protocol.md §2.4, CVE-2019-0201).
 func (s *Server) getACL(c *conn, path string) (jute.Record, error) {
 	n := s.tree.Node(path)
 	if n == nil {
@@ -202,7 +202,7 @@ func (s *Server) multiRead(c *conn, m *zkproto.MultiRequest) jute.Record {
 }
 
 // whoAmI reports the connection's identities in the order they were added;
-// a digest identity shows only its user name (spec §2.4).
+// a digest identity shows only its user name (docs/zookeeper-protocol.md §2.4).
 func (s *Server) whoAmI(c *conn) jute.Record {
 	out := &zkproto.WhoAmIResponse{ClientInfo: make([]zkproto.ClientInfo, 0, len(c.ids))}
 	for _, id := range c.ids {

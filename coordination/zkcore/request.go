@@ -62,7 +62,7 @@ func DecodeRequest(payload []byte, maxBuffer int) (Request, error) {
 
 // clientMayNotSend lists opcodes that exist but are not client requests.
 // check(13) outside a multi is refused rather than logged: Apache ZooKeeper
-// 3.4–3.9 logs it as a txn it then cannot replay (spec §2.4).
+// 3.4–3.9 logs it as a txn it then cannot replay (docs/zookeeper-protocol.md §2.4).
 func clientMayNotSend(op zkproto.Op) bool {
 	switch op {
 	case zkproto.OpNotification, zkproto.OpCheck, zkproto.OpDeleteContainer,
@@ -73,7 +73,7 @@ func clientMayNotSend(op zkproto.Op) bool {
 }
 
 // multiKindOK enforces that multi holds only writes and multiRead only
-// reads; mixing is a MarshallingError (spec §2.3).
+// reads; mixing is a MarshallingError (docs/zookeeper-protocol.md §2.3).
 func multiKindOK(op zkproto.Op, body jute.Record) bool {
 	m, ok := body.(*zkproto.MultiRequest)
 	if !ok {
@@ -174,7 +174,7 @@ func (s *Server) runEager(c *conn, e *entry, now Now) {
 }
 
 // runAuth adds the identities an auth packet proves. A rejected packet gets
-// AuthFailed and the connection is closed (spec §7.5). Auth replies carry
+// AuthFailed and the connection is closed (docs/zookeeper-protocol.md §7.5). Auth replies carry
 // zxid 0.
 func (s *Server) runAuth(c *conn, e *entry) {
 	p := e.body.(*zkproto.AuthPacket)

@@ -282,7 +282,7 @@ func (s *Server) dropConn(c *conn) {
 }
 
 // NewConn registers a connection from remote before its handshake. Every
-// connection starts with the identity ip:<remote address> (spec §7.2).
+// connection starts with the identity ip:<remote address> (docs/zookeeper-protocol.md §7.2).
 func (s *Server) NewConn(id ConnID, remote netip.AddrPort, now Now) {
 	c := &conn{id: id, remote: remote, establishedMs: now.WallMs}
 	c.ids = []zkproto.ID{{Scheme: "ip", ID: remote.Addr().Unmap().String()}}

@@ -68,7 +68,7 @@ func TestPipelinedWritesSeeEachOther(t *testing.T) {
 	}
 }
 
-// The writer's own watch fires before the write's reply (spec §3.6).
+// The writer's own watch fires before the write's reply (docs/zookeeper-protocol.md §3.6).
 func TestEventBeforeReply(t *testing.T) {
 	h := newHarness(t)
 	h.open(1)
@@ -88,7 +88,7 @@ func TestEventBeforeReply(t *testing.T) {
 }
 
 // A failed multi answers every op, commits nothing and still consumes a
-// zxid (spec §2.3).
+// zxid (docs/zookeeper-protocol.md §2.3).
 func TestFailedMulti(t *testing.T) {
 	h := newHarness(t)
 	h.open(1)
@@ -162,7 +162,7 @@ func TestSessionExpiry(t *testing.T) {
 }
 
 // Reattaching a session kicks the old connection even if the password is
-// wrong; a wrong password gets the invalid response (spec §1.3).
+// wrong; a wrong password gets the invalid response (docs/zookeeper-protocol.md §1.3).
 func TestReattach(t *testing.T) {
 	h := newHarness(t)
 	sid := h.open(1)
@@ -227,7 +227,7 @@ func TestRequestsBehindHandshake(t *testing.T) {
 }
 
 // Unknown opcodes and a standalone check get Unimplemented with zxid -1,
-// then the connection closes (spec §2.1, §2.4).
+// then the connection closes (docs/zookeeper-protocol.md §2.1, §2.4).
 func TestUnimplementedCloses(t *testing.T) {
 	for _, op := range []zkproto.Op{999, zkproto.OpCheck, zkproto.OpCreateSession} {
 		h := newHarness(t)

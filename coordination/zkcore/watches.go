@@ -6,7 +6,7 @@ import (
 )
 
 // setWatches re-registers a reconnecting client's watches, first sending
-// the events it missed since relativeZxid (spec §3.4). Catch-up events are
+// the events it missed since relativeZxid (docs/zookeeper-protocol.md §3.4). Catch-up events are
 // one-shot: a watch that fires now is not registered.
 func (s *Server) setWatches(c *conn, relativeZxid int64, data, exist, child, persistent, recursive []string) {
 	for _, path := range data {
@@ -47,7 +47,7 @@ func (s *Server) setWatches(c *conn, relativeZxid int64, data, exist, child, per
 }
 
 // addWatch registers a persistent or persistent-recursive watch. The node
-// need not exist. The reply body ErrorResponse{0} is mandatory (spec §3.5).
+// need not exist. The reply body ErrorResponse{0} is mandatory (docs/zookeeper-protocol.md §3.5).
 func (s *Server) addWatch(c *conn, r *zkproto.AddWatchRequest) (jute.Record, error) {
 	switch r.Mode {
 	case zkproto.AddWatchPersistent:

@@ -28,7 +28,7 @@ func (s *Server) propose(t *txn.Txn) {
 }
 
 // prepWrite turns a client's write into a txn. A write that fails its
-// checks still becomes a txn, an error txn, and consumes a zxid (spec §2.4).
+// checks still becomes a txn, an error txn, and consumes a zxid (docs/zookeeper-protocol.md §2.4).
 func (s *Server) prepWrite(c *conn, e *entry, now Now) {
 	switch {
 	case s.writeErr != nil:

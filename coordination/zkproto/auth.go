@@ -3,7 +3,7 @@ package zkproto
 import "keeper/coordination/jute"
 
 // This file holds the authentication records: auth(100), sasl(102) and
-// whoAmI(107) (spec §2.2, §7.5, §7.6).
+// whoAmI(107) (docs/zookeeper-protocol.md §2.2, §7.5, §7.6).
 
 // AuthPacket is the body of auth(100). Its reply has no body and zxid 0;
 // a rejected packet gets AuthFailed and the connection is closed.

@@ -10,7 +10,7 @@ import (
 // server.
 type Code int32
 
-// Result codes (spec §4).
+// Result codes (docs/zookeeper-protocol.md §4).
 const (
 	CodeOK                           Code = 0
 	CodeSystemError                  Code = -1

@@ -8,17 +8,17 @@ import (
 
 // PasswdLen is the length of a session password. A ConnectResponse must
 // carry exactly this many bytes: the C client reads the response into a
-// fixed 41-byte struct (spec §1.3).
+// fixed 41-byte struct (docs/zookeeper-protocol.md §1.3).
 const PasswdLen = 16
 
-// Handshake payload sizes with a 16-byte password (spec §1.2, §1.3).
+// Handshake payload sizes with a 16-byte password (docs/zookeeper-protocol.md §1.2, §1.3).
 const (
 	ConnectRequestLen  = 45 // with the readOnly byte; 44 without
 	ConnectResponseLen = 37 // with the readOnly byte; 36 without
 )
 
 // ConnectRequest is the first frame a client sends on a new connection. It
-// has no RequestHeader (spec §1.2).
+// has no RequestHeader (docs/zookeeper-protocol.md §1.2).
 //
 //	protocolVersion int | lastZxidSeen long | timeOut int | sessionId long |
 //	passwd buffer | [readOnly bool]
@@ -81,7 +81,7 @@ func DecodeConnectRequest(payload []byte, maxLen int) (ConnectRequest, error) {
 	return r, nil
 }
 
-// ConnectResponse is the server's answer to a ConnectRequest (spec §1.3).
+// ConnectResponse is the server's answer to a ConnectRequest (docs/zookeeper-protocol.md §1.3).
 //
 //	protocolVersion int | timeOut int | sessionId long | passwd buffer |
 //	[readOnly bool]

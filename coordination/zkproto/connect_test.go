@@ -8,7 +8,7 @@ import (
 	"keeper/coordination/jute"
 )
 
-// TestConnectRequestBytes checks the handshake request against spec §1.2,
+// TestConnectRequestBytes checks the handshake request against docs/zookeeper-protocol.md §1.2,
 // with and without the optional readOnly byte.
 func TestConnectRequestBytes(t *testing.T) {
 	zeros16 := "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
@@ -63,7 +63,7 @@ func TestConnectRequestBytes(t *testing.T) {
 }
 
 // TestConnectResponseBytes checks the handshake response against the
-// verified 3.8.0 example of spec §1.3: 37 bytes with readOnly, 36 without.
+// verified 3.8.0 example of docs/zookeeper-protocol.md §1.3: 37 bytes with readOnly, 36 without.
 func TestConnectResponseBytes(t *testing.T) {
 	const prefix = "00 00 00 00  00 00 27 10  01 00 00 0c 4c 56 00 00" +
 		"  00 00 00 10  28 04 47 7c 95 e6 6d 09 46 d7 51 30 66 d5 6b d8"

@@ -16,6 +16,6 @@
 //	| xid int32 | zxid int64 | err int32 | response record if err==0 |
 //	+-----------+------------+-----------+---------------------------+
 //
-// The field layouts follow ../shared/spec/zk-protocol.md §0–§3, which
+// The field layouts follow docs/zookeeper-protocol.md §0–§3, which
 // names the Java classes they come from.
 package zkproto

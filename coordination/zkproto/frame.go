@@ -14,7 +14,7 @@ const FrameLengthLen = 4
 
 // ErrFrameTooLarge means a frame's length prefix was negative or above the
 // allowed maximum. The server closes the connection, as the Java server does
-// (spec §1.1); the name follows the common case.
+// (docs/zookeeper-protocol.md §1.1); the name follows the common case.
 var ErrFrameTooLarge = errors.New("zkproto: frame length out of range")
 
 // ParseFrameLength validates a 4-byte big-endian length prefix: it must be in
@@ -79,7 +79,7 @@ func AppendFrame(dst, payload []byte) []byte {
 }
 
 // IsFourLetterWord reports whether the first 4 bytes of a new connection
-// name a four-letter-word command (spec §8.1), and returns its name. Each
+// name a four-letter-word command (docs/zookeeper-protocol.md §8.1), and returns its name. Each
 // of these words, read as a length, is far above any frame limit, so they
 // cannot be mistaken for a ConnectRequest. Whether the command is enabled
 // is the caller's decision (the 4lw whitelist).

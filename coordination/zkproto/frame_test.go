@@ -107,7 +107,7 @@ func TestReadFrameStream(t *testing.T) {
 	}
 }
 
-// TestIsFourLetterWord checks every command of spec §8.1 and some near
+// TestIsFourLetterWord checks every command of docs/zookeeper-protocol.md §8.1 and some near
 // misses.
 func TestIsFourLetterWord(t *testing.T) {
 	for _, w := range []string{"ruok", "stat", "srvr", "cons", "crst", "srst", "envi", "conf",

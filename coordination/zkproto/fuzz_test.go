@@ -143,7 +143,7 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
-// refValidatePath is an independent statement of spec §2.5 that follows the
+// refValidatePath is an independent statement of docs/zookeeper-protocol.md §2.5 that follows the
 // Java server: it turns the bytes into UTF-16 code units (invalid UTF-8
 // becoming U+FFFD, characters above U+FFFF becoming surrogate pairs) and
 // checks the rules one code unit and one component at a time.

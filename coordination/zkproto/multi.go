@@ -10,7 +10,7 @@ import (
 
 // ErrMultiBadOp means a multi request or response held an op type that is
 // not allowed there. Decoding fails with an error wrapping it; the server
-// answers the request with MarshallingError (spec §2.3).
+// answers the request with MarshallingError (docs/zookeeper-protocol.md §2.3).
 var ErrMultiBadOp = errors.New("zkproto: op type not allowed in multi")
 
 // MultiHeader precedes every op of a multi request and every result of a
@@ -93,7 +93,7 @@ type MultiOp struct {
 }
 
 // MultiRequest is the body of multi(14) and multiRead(22), Java's
-// MultiOperationRecord (spec §2.3):
+// MultiOperationRecord (docs/zookeeper-protocol.md §2.3):
 //
 //	+----------------------+--------+-----+------------------------+
 //	| MultiHeader{op,0,-1} | record | ... | MultiHeader{-1,1,-1}   |
@@ -164,7 +164,7 @@ func (m *MultiRequest) Validate(kind Op) error {
 }
 
 // newMultiResultRecord returns an empty body for a result type of a multi
-// response (spec §2.3 table): nil with true for delete and check, which have
+// response (docs/zookeeper-protocol.md §2.3 table): nil with true for delete and check, which have
 // no body, and false for a type that may not appear.
 func newMultiResultRecord(op Op) (jute.Record, bool) {
 	switch op {
@@ -214,7 +214,7 @@ func ErrorResult(c Code) MultiResult {
 }
 
 // FailedMultiResponse builds the reply to a write multi of opCount ops whose
-// op at failedIndex failed with c (spec §2.3): one error result per op, 0
+// op at failedIndex failed with c (docs/zookeeper-protocol.md §2.3): one error result per op, 0
 // for the ops before it (rolled back), c for it, and RuntimeInconsistency
 // for the ops after it (not attempted).
 func FailedMultiResponse(opCount, failedIndex int, c Code) *MultiResponse {

@@ -9,7 +9,7 @@ import (
 	"keeper/coordination/jute"
 )
 
-// The ops of the spec §2.3 example: [create, check, create, delete].
+// The ops of the docs/zookeeper-protocol.md §2.3 example: [create, check, create, delete].
 func exampleMulti() *MultiRequest {
 	return &MultiRequest{Ops: []MultiOp{
 		{Op: OpCreate, Record: &CreateRequest{Path: "/a", Data: []byte("x"), ACL: OpenACLUnsafe}},
@@ -19,7 +19,7 @@ func exampleMulti() *MultiRequest {
 	}}
 }
 
-// TestMultiBytes pins the multi request and response layouts (spec §2.3).
+// TestMultiBytes pins the multi request and response layouts (docs/zookeeper-protocol.md §2.3).
 func TestMultiBytes(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -3,7 +3,7 @@ package zkproto
 import "fmt"
 
 // Op is a request type: the opcode in a RequestHeader, and the type of a
-// transaction in the log (spec §2.1).
+// transaction in the log (docs/zookeeper-protocol.md §2.1).
 type Op int32
 
 // Opcodes.
@@ -43,7 +43,7 @@ const (
 	OpError                Op = -1
 )
 
-// Reserved xids (spec §1.4).
+// Reserved xids (docs/zookeeper-protocol.md §1.4).
 const (
 	XidNotification int32 = -1
 	XidPing         int32 = -2
@@ -75,7 +75,7 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", int32(o))
 }
 
-// ShortName is the four-letter name the cons 4lw shows as lop (spec §8.2).
+// ShortName is the four-letter name the cons 4lw shows as lop (docs/zookeeper-protocol.md §8.2).
 func (o Op) ShortName() string {
 	switch o {
 	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL:

@@ -2,7 +2,7 @@ package zkproto
 
 import "strings"
 
-// ValidatePath checks a znode path against the server's rules (spec §2.5)
+// ValidatePath checks a znode path against the server's rules (docs/zookeeper-protocol.md §2.5)
 // and returns a *Error with CodeBadArguments and Path set if it breaks one.
 // A valid path
 //   - is non-empty and starts with '/';

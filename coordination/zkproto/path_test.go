@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestValidatePath covers each rule of spec §2.5 and its edges.
+// TestValidatePath covers each rule of docs/zookeeper-protocol.md §2.5 and its edges.
 func TestValidatePath(t *testing.T) {
 	tests := []struct {
 		path string
@@ -89,7 +89,7 @@ func TestPathParts(t *testing.T) {
 		{"/a", "/", "a"},
 		{"/a/b", "/a", "b"},
 		{"/a/b/c", "/a/b", "c"},
-		{"/a/", "/a", ""}, // a sequential create's prefix (spec §2.4 step 9)
+		{"/a/", "/a", ""}, // a sequential create's prefix (docs/zookeeper-protocol.md §2.4 step 9)
 		{"a", "", "a"},
 		{"", "", ""},
 	}

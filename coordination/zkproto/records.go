@@ -3,7 +3,7 @@ package zkproto
 import "keeper/coordination/jute"
 
 // This file holds the request and response records of the znode operations
-// (spec §2.2). Each record encodes its fields in declaration order; the
+// (docs/zookeeper-protocol.md §2.2). Each record encodes its fields in declaration order; the
 // comment on each type shows the jute layout.
 
 // CreateRequest is the body of create(1), create2(15) and
@@ -343,7 +343,7 @@ func (r *SyncResponse) Encode(e *jute.Encoder) { e.String(r.Path) }
 func (r *SyncResponse) Decode(d *jute.Decoder) { r.Path = d.String() }
 
 // CheckVersionRequest is the body of check(13), valid only inside multi
-// (spec §2.4).
+// (docs/zookeeper-protocol.md §2.4).
 //
 //	path ustring | version int
 type CheckVersionRequest struct {

@@ -26,7 +26,7 @@ func (h *RequestHeader) Decode(d *jute.Decoder) { h.Xid = d.Int(); h.Op = Op(d.I
 //	xid int | zxid long | err int
 type ReplyHeader struct {
 	Xid  int32 // the request's xid, or XidNotification
-	Zxid int64 // the server's last processed zxid (spec §1.4 for exceptions)
+	Zxid int64 // the server's last processed zxid (docs/zookeeper-protocol.md §1.4 for exceptions)
 	Err  Code  // CodeOK, or the failure; a failed reply has no body
 }
 
@@ -55,7 +55,7 @@ const (
 type recordFunc func() jute.Record
 
 // requestRecords maps every opcode a client may send to its request record
-// (spec §2.1). It is never modified.
+// (docs/zookeeper-protocol.md §2.1). It is never modified.
 var requestRecords = map[Op]recordFunc{
 	OpCreate:               func() jute.Record { return &CreateRequest{} },
 	OpDelete:               func() jute.Record { return &DeleteRequest{} },
@@ -90,7 +90,7 @@ var requestRecords = map[Op]recordFunc{
 }
 
 // responseRecords maps every opcode to the response record of its
-// successful reply (spec §2.1). It is never modified.
+// successful reply (docs/zookeeper-protocol.md §2.1). It is never modified.
 var responseRecords = map[Op]recordFunc{
 	OpCreate:               func() jute.Record { return &CreateResponse{} },
 	OpDelete:               nil,
@@ -143,7 +143,7 @@ func lookup(table map[Op]recordFunc, op Op) (jute.Record, bool) {
 //	                createSession, error); the server answers Unimplemented
 //
 // check(13), deleteContainer(20) and reconfig(16) are decodable here; whether
-// to serve them is the server's decision (spec §2.1, §2.4).
+// to serve them is the server's decision (docs/zookeeper-protocol.md §2.1, §2.4).
 func NewRequest(op Op) (jute.Record, bool) { return lookup(requestRecords, op) }
 
 // NewResponse returns an empty record for the body of a successful reply to
@@ -211,7 +211,7 @@ func AppendRequestFrame(dst []byte, h RequestHeader, r jute.Record) []byte {
 }
 
 // EncodeReply returns the payload of a reply frame (no length prefix): the
-// header, then r only if h.Err is CodeOK (spec §1.4). Pass r nil for replies
+// header, then r only if h.Err is CodeOK (docs/zookeeper-protocol.md §1.4). Pass r nil for replies
 // without a body. A notification is EncodeReply(ReplyHeader{Xid:
 // XidNotification, Zxid: z}, &WatcherEvent{...}).
 func EncodeReply(h ReplyHeader, r jute.Record) []byte {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestFrameBytes pins exact frames from the spec and the rules for reply
-// bodies (spec §1.4, §1.5, §3.3, §3.5, §7.5).
+// bodies (docs/zookeeper-protocol.md §1.4, §1.5, §3.3, §3.5, §7.5).
 func TestFrameBytes(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -18,7 +18,7 @@ func TestFrameBytes(t *testing.T) {
 		want  string
 	}{
 		{
-			name: "notification NodeDataChanged /foo, 3.8 style (spec §3.3)",
+			name: "notification NodeDataChanged /foo, 3.8 style (docs/zookeeper-protocol.md §3.3)",
 			frame: AppendReplyFrame(nil, ReplyHeader{Xid: XidNotification, Zxid: -1},
 				&WatcherEvent{Type: EventNodeDataChanged, State: StateSyncConnected, Path: "/foo"}),
 			want: "00 00 00 20  ff ff ff ff  ff ff ff ff ff ff ff ff  00 00 00 00" +
@@ -46,7 +46,7 @@ func TestFrameBytes(t *testing.T) {
 			want:  "00 00 00 14  00 00 00 03  00 00 00 00 00 00 00 02  00 00 00 00  00 00 00 00",
 		},
 		{
-			name: "auth digest user:pass (spec §7.5)",
+			name: "auth digest user:pass (docs/zookeeper-protocol.md §7.5)",
 			frame: AppendRequestFrame(nil, RequestHeader{Xid: XidAuth, Op: OpAuth},
 				&AuthPacket{Scheme: "digest", Auth: []byte("user:pass")}),
 			want: "00 00 00 23  ff ff ff fc  00 00 00 64  00 00 00 00  00 00 00 06 'digest  00 00 00 09 'user:pass",
@@ -108,7 +108,7 @@ func TestNewRequestContract(t *testing.T) {
 	}
 }
 
-// TestNewResponseContract checks NewResponse against the spec §2.1 table.
+// TestNewResponseContract checks NewResponse against the docs/zookeeper-protocol.md §2.1 table.
 func TestNewResponseContract(t *testing.T) {
 	samples := sampleResponses()
 	empty := []Op{OpDelete, OpPing, OpCheckWatches, OpRemoveWatches, OpDeleteContainer,

@@ -2,7 +2,7 @@ package zkproto
 
 import "keeper/coordination/jute"
 
-// Permission bits of an ACL entry (spec §7.1).
+// Permission bits of an ACL entry (docs/zookeeper-protocol.md §7.1).
 const (
 	PermRead   int32 = 1
 	PermWrite  int32 = 2
@@ -12,7 +12,7 @@ const (
 	PermAll    int32 = 31
 )
 
-// Create flags: Java's CreateMode values (spec §2.2).
+// Create flags: Java's CreateMode values (docs/zookeeper-protocol.md §2.2).
 const (
 	FlagPersistent                  int32 = 0
 	FlagEphemeral                   int32 = 1
@@ -23,7 +23,7 @@ const (
 	FlagPersistentSequentialWithTTL int32 = 6
 )
 
-// EventType is the type of a watch notification (spec §3.3).
+// EventType is the type of a watch notification (docs/zookeeper-protocol.md §3.3).
 type EventType int32
 
 // Event types the server sends.
@@ -41,7 +41,7 @@ const (
 // StateSyncConnected is the only keeper state the server puts in events.
 const StateSyncConnected int32 = 3
 
-// WatcherType selects watches in checkWatches and removeWatches (spec §3.5).
+// WatcherType selects watches in checkWatches and removeWatches (docs/zookeeper-protocol.md §3.5).
 type WatcherType int32
 
 // Watcher types.
@@ -83,7 +83,7 @@ func (a *ACL) Encode(e *jute.Encoder) { e.Int(a.Perms); a.ID.Encode(e) }
 // Decode implements jute.Record.
 func (a *ACL) Decode(d *jute.Decoder) { a.Perms = d.Int(); a.ID.Decode(d) }
 
-// Predefined ACL lists (spec §7.1).
+// Predefined ACL lists (docs/zookeeper-protocol.md §7.1).
 var (
 	OpenACLUnsafe = []ACL{{Perms: PermAll, ID: ID{Scheme: "world", ID: "anyone"}}}
 	CreatorAllACL = []ACL{{Perms: PermAll, ID: ID{Scheme: "auth", ID: ""}}}

@@ -3,10 +3,10 @@ package zkproto
 import "keeper/coordination/jute"
 
 // This file holds the records that register, restore, check and deliver
-// watches (spec §2.2, §3).
+// watches (docs/zookeeper-protocol.md §2.2, §3).
 
 // WatcherEvent is the body of a notification: a reply frame with xid
-// XidNotification (-1) and err 0 (spec §3.3).
+// XidNotification (-1) and err 0 (docs/zookeeper-protocol.md §3.3).
 //
 //	type int | state int | path ustring
 type WatcherEvent struct {
@@ -30,7 +30,7 @@ func (r *WatcherEvent) Decode(d *jute.Decoder) {
 }
 
 // SetWatches is the body of setWatches(101), which re-registers a client's
-// standard watches after a reconnect (spec §3.4). Its reply has no body.
+// standard watches after a reconnect (docs/zookeeper-protocol.md §3.4). Its reply has no body.
 //
 //	relativeZxid long | dataWatches vector<ustring> |
 //	existWatches vector<ustring> | childWatches vector<ustring>
@@ -93,7 +93,7 @@ func (r *SetWatches2) Decode(d *jute.Decoder) {
 }
 
 // CheckWatchesRequest is the body of checkWatches(17). Its reply has no
-// body; NoWatcher means no matching watch exists (spec §3.5).
+// body; NoWatcher means no matching watch exists (docs/zookeeper-protocol.md §3.5).
 //
 //	path ustring | type int
 type CheckWatchesRequest struct {
@@ -111,7 +111,7 @@ func (r *CheckWatchesRequest) Decode(d *jute.Decoder) {
 }
 
 // RemoveWatchesRequest is the body of removeWatches(18). Its reply has no
-// body; NoWatcher means nothing was removed (spec §3.5).
+// body; NoWatcher means nothing was removed (docs/zookeeper-protocol.md §3.5).
 //
 //	path ustring | type int
 type RemoveWatchesRequest struct {
@@ -129,7 +129,7 @@ func (r *RemoveWatchesRequest) Decode(d *jute.Decoder) {
 }
 
 // AddWatchRequest is the body of addWatch(106). A successful reply must
-// carry the body ErrorResponse{CodeOK} (spec §3.5).
+// carry the body ErrorResponse{CodeOK} (docs/zookeeper-protocol.md §3.5).
 //
 //	path ustring | mode int
 type AddWatchRequest struct {

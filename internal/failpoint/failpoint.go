@@ -1,6 +1,6 @@
 // Package failpoint names the durability points of learner sync and
 // snapshot writing, where a fault-injection test crashes a server (the
-// chaos harness, reliability.md §E scenario 3: ZOOKEEPER-3911, 4643, 4646,
+// chaos harness, docs/fault-model.md, scenario 3 (kill during sync): ZOOKEEPER-3911, 4643, 4646,
 // 4685, 2872).
 //
 // The code marks a point with Hit(name). In a release build Hit is an

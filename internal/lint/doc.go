@@ -1,5 +1,5 @@
 // Package lint holds the test that enforces keeper's house rules on the
-// source tree (STYLE.md, "The lint test"): the tier table and its forbidden
+// source tree (docs/development.md): the tier table and its forbidden
 // edges, the purity of tier 0 and 1 packages, and the short list of
 // third-party modules each package may use.
 //
@@ -8,5 +8,5 @@
 //	go test ./internal/lint
 //
 // A new package must be added to the tier table in tiers_test.go before the
-// test passes, so the table in STYLE.md and the tree stay the same.
+// test passes, so the table in docs/development.md and the tree stay the same.
 package lint

@@ -138,7 +138,7 @@ func checkPackage(module, pkg string, fset *token.FileSet, files []*ast.File) []
 	tier, ok := tierOf(pkg)
 	if !ok {
 		return []string{fmt.Sprintf("%s: package is not in the tier table; add it to tierTable in "+
-			"internal/lint/tiers_test.go (and to STYLE.md's layout) with the tier it belongs to", pkg)}
+			"internal/lint/tiers_test.go (and to docs/development.md's layout) with the tier it belongs to", pkg)}
 	}
 	var problems []string
 	for _, f := range files {
@@ -174,7 +174,7 @@ func checkImports(module, pkg string, tier int, f *ast.File, report reportFunc) 
 			}
 		default:
 			if !thirdPartyAllowed(pkg, tier, path) {
-				report(spec.Pos(), "imports %s, which STYLE.md rule 14 does not allow here; "+
+				report(spec.Pos(), "imports %s, which docs/development.md rule 14 does not allow here; "+
 					"add it to thirdParty in internal/lint/tiers_test.go with a written reason if it must be", path)
 			}
 		}
@@ -191,7 +191,7 @@ func checkEdge(pkg string, tier int, target string, pos token.Pos, report report
 	}
 	for _, e := range forbiddenEdges {
 		if under(pkg, e.from) && under(target, e.to) {
-			report(pos, "imports %s; the edge %s -> %s must never exist (STYLE.md)", target, e.from, e.to)
+			report(pos, "imports %s; the edge %s -> %s must never exist (docs/development.md)", target, e.from, e.to)
 		}
 	}
 }

@@ -10,7 +10,7 @@ type tierEntry struct {
 	subpackages bool
 }
 
-// tierTable is STYLE.md's layout. A package may import packages of its own
+// tierTable is docs/development.md's layout. A package may import packages of its own
 // tier or lower, except for the edges in forbiddenEdges.
 var tierTable = []tierEntry{
 	// Tier 0, leaf: stdlib only.
@@ -45,7 +45,7 @@ var tierTable = []tierEntry{
 // maxPureTier is the highest tier whose packages must be pure.
 const maxPureTier = 1
 
-// forbiddenEdges are imports STYLE.md rules out even where the tiers would
+// forbiddenEdges are imports docs/development.md rules out even where the tiers would
 // allow them. Each side matches the package and its subpackages.
 var forbiddenEdges = []struct{ from, to string }{
 	{"coordination/zab", "coordination/txnlog"},
@@ -57,7 +57,7 @@ var forbiddenEdges = []struct{ from, to string }{
 }
 
 // thirdParty lists, per module, the packages whose non-test files may import
-// it (STYLE.md rule 14). Test files may import any module in go.mod. A new
+// it (docs/development.md rule 14). Test files may import any module in go.mod. A new
 // module, or a new user of one, needs a written reason in the commit that
 // adds it here.
 var thirdParty = map[string][]string{

@@ -1,4 +1,4 @@
-// keeper's statement of BookKeeper's v3 wire protocol (spec/bookkeeper.md
+// keeper's statement of BookKeeper's v3 wire protocol (docs/bookkeeper-protocol.md
 // §6.1). Message names, enum values, field numbers and labels are those of
 // apache/bookkeeper bookkeeper-proto/src/main/proto/BookkeeperProtocol.proto,
 // checked against master 9590a97f67c8, so that keeper bookies and clients

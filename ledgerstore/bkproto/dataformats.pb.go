@@ -1,4 +1,4 @@
-// keeper's statement of BookKeeper's stored metadata formats (spec/bookkeeper.md
+// keeper's statement of BookKeeper's stored metadata formats (docs/bookkeeper-protocol.md
 // §5 and §8.2). Message names, enum values, field numbers and labels are
 // those of apache/bookkeeper bookkeeper-proto/src/main/proto/DataFormats.proto,
 // checked against master 9590a97f67c8. Like upstream the file declares no

@@ -5,7 +5,7 @@
 // DataFormats.proto), the frame codec, request and response validation,
 // status codes as Go errors, the master key, and the entry and LAC bodies
 // with their digests. It does no I/O beyond reading frames from an
-// io.Reader. The reference is ../shared/spec/bookkeeper.md §6.
+// io.Reader. The reference is docs/bookkeeper-protocol.md §6.
 //
 // # Frames
 //

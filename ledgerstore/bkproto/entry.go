@@ -24,7 +24,7 @@ const LACHeaderBytes = 16
 // so a ledger's digestType field can be passed as it is.
 type DigestType = LedgerMetadataFormat_DigestType
 
-// The digest types (spec §6.4). The numbers are those stored in ledger
+// The digest types (docs/bookkeeper-protocol.md §6.4). The numbers are those stored in ledger
 // metadata.
 const (
 	DigestCRC32  DigestType = LedgerMetadataFormat_CRC32  // 8 bytes

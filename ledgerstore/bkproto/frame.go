@@ -15,7 +15,7 @@ import (
 const FrameLengthBytes = 4
 
 // DefaultMaxFrameBytes is the default bound on a frame's length field:
-// BookKeeper's nettyMaxFrameSizeBytes default of 5 MiB (spec §6, §12). It
+// BookKeeper's nettyMaxFrameSizeBytes default of 5 MiB (docs/bookkeeper-protocol.md §6, §12). It
 // also caps the size of an entry. (Netty counts the 4-byte prefix against
 // the limit too, so a sender that must also suit Java bookies keeps frames
 // at most DefaultMaxFrameBytes-FrameLengthBytes long.)

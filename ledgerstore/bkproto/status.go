@@ -42,7 +42,7 @@ var (
 	// truly holds nothing for the ledger.
 	ErrNoLedger = &Error{Status: StatusCode_ENOLEDGER}
 	// ErrNoEntry (ENOENTRY): the bookie never stored the entry. The same
-	// care applies as for ErrNoLedger (spec Appendix A, pitfall 1).
+	// care applies as for ErrNoLedger (docs/bookkeeper-protocol.md Appendix A, pitfall 1).
 	ErrNoEntry = &Error{Status: StatusCode_ENOENTRY}
 	// ErrBadRequest (EBADREQ): the request is malformed or unsupported.
 	ErrBadRequest = &Error{Status: StatusCode_EBADREQ}
@@ -92,7 +92,7 @@ func KnownStatus(s StatusCode) bool {
 
 // StatusOf returns the status to send for err: EOK for nil, the status of
 // an *Error, and EIO for anything else. An unexpected failure is reported
-// as "outcome unknown", never as an absence (spec Appendix A, pitfall 1).
+// as "outcome unknown", never as an absence (docs/bookkeeper-protocol.md Appendix A, pitfall 1).
 func StatusOf(err error) StatusCode {
 	if err == nil {
 		return StatusCode_EOK

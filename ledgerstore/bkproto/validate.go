@@ -237,7 +237,7 @@ func validateWriteLac(r *WriteLacRequest) error {
 }
 
 // checkLedgerID rejects negative ledger ids: ids are 63-bit, the sign bit
-// is never set (spec §5.4).
+// is never set (docs/bookkeeper-protocol.md §5.4).
 func checkLedgerID(id int64) error {
 	if id < 0 {
 		return Errorf(StatusCode_EBADREQ, "ledger id %d", id)

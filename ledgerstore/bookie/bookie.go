@@ -128,7 +128,7 @@ func New(cfg Config) (*Bookie, error) {
 // Start brings the bookie up, in BookKeeper's order: listen (to learn the
 // port of the default bookie id), check the cookies against the metadata
 // store, open ledger storage, replay the journals from the last
-// checkpoint, checkpoint, start serving, and register (spec §8.1). A
+// checkpoint, checkpoint, start serving, and register (docs/bookkeeper-protocol.md §8.1). A
 // bookie whose disks or metadata do not match refuses to start with an
 // error matching ErrInvalidCookie. Before all of it Start locks the
 // directories (lockDirs): if another process or bookie holds one, Start
@@ -316,7 +316,7 @@ func (b *Bookie) ledgerLock(ledgerID int64) *sync.Mutex {
 // checkWritable refuses a write while the bookie is read-only. A
 // high-priority write (a recovery add) still goes through when the bookie
 // is read-only only because its disks are full, as BookKeeper lets
-// recovery finish (spec §8.1).
+// recovery finish (docs/bookkeeper-protocol.md §8.1).
 func (b *Bookie) checkWritable(highPriority bool) error {
 	if !b.readOnly.Load() {
 		return nil

@@ -12,7 +12,7 @@ import (
 
 // recover opens the journals and replays each from its last persisted
 // mark into ledger storage: entries are added again (idempotent), and
-// master keys, fences and explicit LACs restored (spec §7.3). A journal is
+// master keys, fences and explicit LACs restored (docs/bookkeeper-protocol.md §7.3). A journal is
 // opened before it is replayed, so that a torn tail is cut first; damage
 // anywhere else stops the start.
 func (b *Bookie) recover() error {
@@ -94,7 +94,7 @@ func (b *Bookie) markDirs() []string {
 	return dirs
 }
 
-// checkpoint runs the checkpoint of spec §7.3 in Appendix A item 8's
+// checkpoint runs the checkpoint of docs/bookkeeper-protocol.md §7.3 in Appendix A item 8's
 // order: capture each journal's durable mark, then flush ledger storage
 // (entry logs, then the index, all synced), then persist the marks, then
 // remove the journal files replay no longer needs. Every record before a

@@ -16,7 +16,7 @@ import (
 	"keeper/ledgerstore/metadata"
 )
 
-// Defaults, BookKeeper's unless a comment says otherwise (spec §12).
+// Defaults, BookKeeper's unless a comment says otherwise (docs/bookkeeper-protocol.md §12).
 const (
 	// DefaultPort is bookiePort.
 	DefaultPort = 3181

@@ -35,7 +35,7 @@ const maxCookieBytes = 64 << 10
 var ErrInvalidCookie = errors.New("bookie: invalid cookie")
 
 // Cookie binds a bookie's identity to its directories and its cluster
-// (spec §8.2). A copy lives in every journal, ledger and index directory
+// (docs/bookkeeper-protocol.md §8.2). A copy lives in every journal, ledger and index directory
 // and one in the metadata store at <ledgers root>/cookies/<bookie id>.
 type Cookie struct {
 	LayoutVersion int
@@ -287,7 +287,7 @@ type cookieStore interface {
 	cookiePath() string
 }
 
-// checkCookies applies BookKeeper's decision table (spec §8.2) to the
+// checkCookies applies BookKeeper's decision table (docs/bookkeeper-protocol.md §8.2) to the
 // cookies of the directories and of the metadata store, and stamps a new
 // bookie's cookies:
 //

@@ -32,7 +32,7 @@ func (b *Bookie) diskLoop() {
 }
 
 // CheckDisks measures the ledger directories now and applies the verdict
-// (spec §8.1): when every directory's usage exceeds diskUsageThreshold the
+// (docs/bookkeeper-protocol.md §8.1): when every directory's usage exceeds diskUsageThreshold the
 // bookie turns read-only (adds refused, reads served) and moves its
 // registration under available/readonly; once a directory is below
 // diskUsageLwmThreshold it turns writable again. Above

@@ -1,5 +1,5 @@
 // Package bookie is keeper's storage server: a BookKeeper-compatible
-// bookie speaking the v3 protocol (spec/bookkeeper.md §6.1), with a
+// bookie speaking the v3 protocol (docs/bookkeeper-protocol.md §6.1), with a
 // group-commit journal (package journal), entry logs and an index
 // (package entrystore), registration and cookies in a ZooKeeper-compatible
 // metadata store, a disk monitor, and garbage collection.
@@ -13,7 +13,7 @@
 //
 // # Write path
 //
-// An add (spec §7.2) takes the ledger's lock, binds or checks the master
+// An add (docs/bookkeeper-protocol.md §7.2) takes the ledger's lock, binds or checks the master
 // key (EUA), checks the fence (EFENCED, unless RECOVERY_ADD), inserts the
 // entry into ledger storage (readable at once, waking long polls), queues
 // a master-key record on the ledger's first contact and then the entry's
@@ -32,7 +32,7 @@
 // # Checkpoint and restart
 //
 // Every flushInterval, and whenever the write cache fills, a checkpoint
-// (spec §7.3, Appendix A item 8) captures each journal's durable mark,
+// (docs/bookkeeper-protocol.md §7.3, Appendix A item 8) captures each journal's durable mark,
 // flushes ledger storage (entry logs, then the index, synced), writes the
 // marks to lastMark in every ledger directory's current/ (lastMark.<i>
 // with several journals), and removes the journal files before them but
@@ -42,7 +42,7 @@
 //
 // # Metadata layout
 //
-// Under the ledgers root (default /ledgers, spec §5.2):
+// Under the ledgers root (default /ledgers, docs/bookkeeper-protocol.md §5.2):
 //
 //	LAYOUT                  "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
 //	INSTANCEID              the cluster's UUID
@@ -69,7 +69,7 @@
 // the bookie runs (its session expired) it registers again on the new
 // session (BookKeeper shuts down instead) (metadata.Registration).
 //
-// The bookie id defaults to host:port (spec §8.2): advertisedAddress, or
+// The bookie id defaults to host:port (docs/bookkeeper-protocol.md §8.2): advertisedAddress, or
 // the listening host, or the first non-loopback IPv4 address, with the
 // listening port. bookieId overrides it.
 //
@@ -88,7 +88,7 @@
 // (the protobuf text of CookieFormat, as Java's TextFormat prints it;
 // journalDir joins several directories with ',', ledgerDirs and
 // indexDirs are "<count>\t<dir>..."). Start-up applies the decision table
-// of spec §8.2 (see checkCookies): a new bookie (no metadata cookie, all
+// of docs/bookkeeper-protocol.md §8.2 (see checkCookies): a new bookie (no metadata cookie, all
 // directories empty) stamps every directory and then the metadata store;
 // a wiped or swapped disk, a lost metadata cookie, a changed bookie id or
 // directory list, or another cluster's instance id refuses the start with
@@ -111,7 +111,7 @@
 // everything), confirms each missing one with a direct read of its znode,
 // and deletes the rest locally; entry logs without live data are removed.
 // Minor and major compaction run at their intervals and thresholds, a step
-// of a few MB at a time, so adds go on (spec §8.3).
+// of a few MB at a time, so adds go on (docs/bookkeeper-protocol.md §8.3).
 //
 // # Configuration
 //
@@ -159,7 +159,7 @@
 //   - The journal is written in format 7 (checksummed) unless
 //     journalFormatVersionToWrite=6; entry logs are keeper's version 2.
 //   - NoSuchEntry/NoSuchLedger only when the store certainly never held
-//     the entry; read and checksum errors are EIO (spec Appendix A item 1).
+//     the entry; read and checksum errors are EIO (docs/bookkeeper-protocol.md Appendix A item 1).
 //   - A fence of a ledger without entries is answered only once durable.
 //   - GC always confirms a deletion with a direct metadata read
 //     (verifyMetadataOnGc). Minor compaction also runs on full disks.

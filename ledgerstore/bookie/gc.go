@@ -56,7 +56,7 @@ func (b *Bookie) gcLoop() {
 	}
 }
 
-// GC runs one garbage collection pass now (spec §8.3, Appendix A item 9):
+// GC runs one garbage collection pass now (docs/bookkeeper-protocol.md §8.3, Appendix A item 9):
 // it snapshots the ledgers stored here BEFORE listing the metadata store,
 // so that a ledger created meanwhile cannot pass for garbage; lists every
 // ledger's metadata (metadata.Store.List); and if the listing is

@@ -110,7 +110,7 @@ func TestGCDeletesLedgersWhoseMetadataIsGone(t *testing.T) {
 
 // TestGCKeepsEverythingWhenTheListingFails: an odd znode in the ledger
 // tree makes the listing fail, and then nothing is deleted, although a
-// ledger's metadata is really gone (spec Appendix A item 9).
+// ledger's metadata is really gone (docs/bookkeeper-protocol.md Appendix A item 9).
 func TestGCKeepsEverythingWhenTheListingFails(t *testing.T) {
 	_, b, c, zc := gcEnv(t)
 	createLedgerZnode(t, zc, 1)

@@ -42,7 +42,7 @@ func (b *Bookie) dispatch(cl call, req *bkproto.Request) {
 
 // statusOf maps an outcome to the status a client receives. Only the
 // store's certain answers become ENOLEDGER or ENOENTRY; any other failure
-// is EIO, "outcome unknown", never absence (spec Appendix A item 1).
+// is EIO, "outcome unknown", never absence (docs/bookkeeper-protocol.md Appendix A item 1).
 func statusOf(err error) bkproto.StatusCode {
 	switch {
 	case err == nil:
@@ -62,7 +62,7 @@ func statusOf(err error) bkproto.StatusCode {
 // bindMasterKey binds ledger to key on first contact, or checks key
 // against the bound one (EUA on a mismatch). On first contact it journals
 // a master-key record ahead of whatever the caller journals next, so that
-// a restart restores the key (spec §7.2 step 3). Caller holds the
+// a restart restores the key (docs/bookkeeper-protocol.md §7.2 step 3). Caller holds the
 // ledger's lock, which keeps the key record ahead of the ledger's other
 // records in the journal.
 func (b *Bookie) bindMasterKey(jr *journaler, ledgerID int64, key []byte) error {
@@ -76,7 +76,7 @@ func (b *Bookie) bindMasterKey(jr *journaler, ledgerID int64, key []byte) error 
 	return nil
 }
 
-// addEntry stores an entry in the order of spec §7.2: check the master
+// addEntry stores an entry in the order of docs/bookkeeper-protocol.md §7.2: check the master
 // key and the fence, insert into ledger storage (the entry is readable
 // and wakes long polls), journal it, and answer only once the batch
 // holding it is synced.

@@ -54,7 +54,7 @@ func corruptPayload(t *testing.T, fsys *vfs.MemFS, dirs []string, ledgerID, entr
 // TestCorruptEntryIsAnErrorNotAbsence damages a stored entry and checks
 // that the bookie answers EIO for it, on a plain read, a fencing read and
 // a last-entry read: never NoSuchEntry, which recovery would count as
-// proof that the entry was never acknowledged (spec Appendix A item 1).
+// proof that the entry was never acknowledged (docs/bookkeeper-protocol.md Appendix A item 1).
 func TestCorruptEntryIsAnErrorNotAbsence(t *testing.T) {
 	e := newEnv(t, false)
 	b := e.start()

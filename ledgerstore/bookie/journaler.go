@@ -33,7 +33,7 @@ type journalOp struct {
 }
 
 // journaler owns one journal directory's Journal and runs its group
-// commit on one goroutine (spec §7.3): it appends queued records, closes a
+// commit on one goroutine (docs/bookkeeper-protocol.md §7.3): it appends queued records, closes a
 // batch when journal.ShouldFlush says so (journalMaxGroupWaitMSec or the
 // buffered-bytes threshold), syncs it, and only then completes the
 // batch's callbacks, in order. Records queued while a sync runs make the

@@ -13,7 +13,7 @@ import (
 )
 
 // metrics are the bookie's Prometheus metrics. Names follow BookKeeper's
-// Prometheus provider (scope_NAME, spec §8.7) where BookKeeper has the
+// Prometheus provider (scope_NAME, docs/bookkeeper-protocol.md §8.7) where BookKeeper has the
 // metric: bookkeeper_server_* for requests, bookie_journal_* for the
 // journal, bookie_* for the bookie's state, bookie_gc_* for garbage
 // collection. Latencies are histograms in seconds, labelled

@@ -91,7 +91,7 @@ func (b *Bookie) knownLAC(ledgerID int64) (lac int64, ok bool) {
 	return lac, ok
 }
 
-// fenceRead fences the ledger and then reads (spec §7.7): bind or check
+// fenceRead fences the ledger and then reads (docs/bookkeeper-protocol.md §7.7): bind or check
 // the master key, set the fenced flag (later normal adds get EFENCED),
 // journal a fence record, and only once it is durable read the entry and
 // answer, whatever the answer is, NoSuchEntry included (Appendix A item
@@ -114,7 +114,7 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 	}
 	if durable {
 		// Fenced by an earlier request whose record is durable: every add
-		// that preceded that fence is durable too (spec §7.7), and no
+		// that preceded that fence is durable too (docs/bookkeeper-protocol.md §7.7), and no
 		// normal add got in since. Journal nothing; just read.
 		lock.Unlock()
 		b.m.fenceWait.Observe(time.Since(start).Seconds())
@@ -170,7 +170,7 @@ func (b *Bookie) fenceJournaled(ledgerID int64, delta int) {
 	}
 }
 
-// longPoll serves a read with previousLAC (spec §3.3): with a timeOut it
+// longPoll serves a read with previousLAC (docs/bookkeeper-protocol.md §3.3): with a timeOut it
 // parks until the bookie-known LAC passes previousLAC or the time is up,
 // then answers with the current state: the last entry, or with
 // ENTRY_PIGGYBACK entry previousLAC+1 if the bookie holds it.

@@ -23,7 +23,7 @@ func writeState(t *testing.T, c *bookierpc.Client, from, to int64) {
 		t.Fatal(err)
 	}
 	// Fencing a ledger with no entries here answers NoSuchEntry, and only
-	// once the fence is durable (the gap spec §4.1 notes in Java).
+	// once the fence is durable (the gap docs/bookkeeper-protocol.md §4.1 notes in Java).
 	_, err := c.FenceRead(ctx(t), 4, bkproto.LastAddConfirmed, testKey)
 	wantStatus(t, "fence of an empty ledger", err, bkproto.StatusCode_ENOENTRY)
 }

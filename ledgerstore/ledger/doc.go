@@ -3,7 +3,7 @@
 // acknowledged, how the LAC advances, how failed bookies are replaced, how
 // a new owner fences the old writer and recovers the ledger's end, and how
 // readers stay below the LAC. The reference is
-// ../shared/spec/bookkeeper.md §§1-4 and Appendix A.
+// docs/bookkeeper-protocol.md §§1-4 and Appendix A.
 //
 // Nothing here touches a socket, a clock, a goroutine or global
 // randomness. The driver (ledgerclient) feeds inputs (answers from bookies,
@@ -13,7 +13,7 @@
 //
 // # Machines
 //
-//	Writer     Append / Close of a ledger this client created (spec §2)
+//	Writer     Append / Close of a ledger this client created (docs/bookkeeper-protocol.md §2)
 //	Recovery   open with recovery: fence, find the end, re-add, close (§4.1)
 //	Reader     entries First..Last, never beyond the LAC (§3.2)
 //	LACReader  the LAC of an open ledger, with ensemble coverage (§3.3)
@@ -58,7 +58,7 @@
 //
 // # Rules the machines keep
 //
-// Writer (spec §2.2-2.4, invariants I2-I4):
+// Writer (docs/bookkeeper-protocol.md §2.2-2.4, invariants I2-I4):
 //   - Entry e goes to ensemble positions (e+k) mod E, k < Qw, of the last
 //     segment; its body carries the LAC at the time of Append and the
 //     cumulative length.
@@ -79,11 +79,11 @@
 //     LAC and the length up to it; finding the same end already stored is
 //     success.
 //
-// Recovery (spec §4.1): see the Recovery type. Its forward reads and its
+// Recovery (docs/bookkeeper-protocol.md §4.1): see the Recovery type. Its forward reads and its
 // fence reads all carry FENCE_LEDGER and the master key; unknown answers
 // are retried, never counted as absent; re-adds carry RECOVERY_ADD.
 //
-// Readers (spec §3): an entry is read from one replica at a time, the next
+// Readers (docs/bookkeeper-protocol.md §3): an entry is read from one replica at a time, the next
 // replica being asked after SpeculativeTicks or at once after an error or a
 // bad digest. Nothing above the LAC (open) or LastEntryID (closed) is ever
 // requested or delivered. A LAC is always a header LAC, a bookie's maxLAC

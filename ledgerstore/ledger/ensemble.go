@@ -9,7 +9,7 @@ import (
 )
 
 // startChange proposes an ensemble change replacing the failed bookies
-// (spec §2.3). The LAC is frozen from here until the change is committed:
+// (docs/bookkeeper-protocol.md §2.3). The LAC is frozen from here until the change is committed:
 // drain does nothing while w.change is set.
 func (w *Writer) startChange() {
 	if w.write != nil {
@@ -32,7 +32,7 @@ func (w *Writer) startChange() {
 		"from", proposed.LastSegment().FirstEntryID, "ensemble", proposed.LastSegment().Bookies)
 	if w.recovery {
 		// In recovery the metadata is IN_RECOVERY: changes stay local and
-		// are folded into the closing write (spec §4.1 step 6).
+		// are folded into the closing write (docs/bookkeeper-protocol.md §4.1 step 6).
 		w.commitChange(proposed)
 		return
 	}
@@ -84,7 +84,7 @@ func (w *Writer) proposeChange(base Metadata) (md Metadata, moot bool, err error
 // commitChange adopts md, whose ensemble change is now stored (or local,
 // in recovery). Entries still pending are re-sent to the replaced positions
 // only; acknowledgements from the bookies that left those positions no
-// longer count (spec §2.3 step 4). Then completions resume, and bookies
+// longer count (docs/bookkeeper-protocol.md §2.3 step 4). Then completions resume, and bookies
 // that failed meanwhile start the next change.
 func (w *Writer) commitChange(md Metadata) {
 	old := w.ensemble

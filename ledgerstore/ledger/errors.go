@@ -6,7 +6,7 @@ import "errors"
 var (
 	// ErrOutcomeUnknown marks a failed add that was sent to at least one
 	// bookie: the entry may or may not be in the ledger once it is closed
-	// (spec Appendix A, pitfall 7). Recovery can and does keep such
+	// (docs/bookkeeper-protocol.md Appendix A, pitfall 7). Recovery can and does keep such
 	// entries. It always comes together with the cause (ErrLedgerFenced,
 	// ErrLedgerClosed, ErrNotEnoughBookies, ...). A failed add without it
 	// was never sent.
@@ -33,7 +33,7 @@ var (
 
 	// ErrReadBeyondLAC means a read asked for entries above the LAC (open
 	// ledger) or the last entry (closed ledger). Such entries may be dropped
-	// by recovery, so they are never served (spec §3.2).
+	// by recovery, so they are never served (docs/bookkeeper-protocol.md §3.2).
 	ErrReadBeyondLAC = errors.New("ledger: read beyond last add confirmed")
 
 	// ErrEntryUnavailable means every replica of an entry failed to return a

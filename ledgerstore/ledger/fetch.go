@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultSpeculativeTicks is how long a read waits, in ticks, for one
-// replica before also asking the next (spec §3.2 step 3), when the config
+// replica before also asking the next (docs/bookkeeper-protocol.md §3.2 step 3), when the config
 // leaves it zero: the Java default of 2 s at a 100 ms tick.
 const DefaultSpeculativeTicks = 20
 
@@ -19,7 +19,7 @@ const DefaultMaxOutstandingReads = 16
 // fetch reads one entry from the replicas of its write set: it asks one,
 // also asks the next after SpeculativeTicks without an answer (a
 // speculative read), and moves on at once after an error or a bad copy.
-// The first digest-valid copy wins (spec §3.2).
+// The first digest-valid copy wins (docs/bookkeeper-protocol.md §3.2).
 type fetch struct {
 	entryID    int64
 	bookies    []BookieID // candidates, in write-set order

@@ -13,7 +13,7 @@ import (
 // opaque id (BP-41).
 type BookieID string
 
-// State is a ledger's metadata state (spec §1.2). The numbers are those of
+// State is a ledger's metadata state (docs/bookkeeper-protocol.md §1.2). The numbers are those of
 // LedgerMetadataFormat.State. No transition leads back to StateOpen.
 type State int8
 
@@ -46,7 +46,7 @@ type Segment struct {
 }
 
 // Metadata is the part of a ledger's metadata the state machines read and
-// write: a view of LedgerMetadataFormat (spec §5.1) that the driver converts
+// write: a view of LedgerMetadataFormat (docs/bookkeeper-protocol.md §5.1) that the driver converts
 // to and from the metadata store's format. ledger never imports the
 // metadata package (STYLE: no edge ledger -> metadata).
 //
@@ -206,7 +206,7 @@ func hasDuplicate(bs []BookieID) bool {
 	return len(slices.Compact(s)) != len(bs)
 }
 
-// CreateConfig describes a new ledger (spec §2.1).
+// CreateConfig describes a new ledger (docs/bookkeeper-protocol.md §2.1).
 type CreateConfig struct {
 	EnsembleSize int // E
 	WriteQuorum  int // Qw
@@ -250,7 +250,7 @@ type Candidates struct {
 }
 
 // ChooseBookies picks n distinct bookies from c.Available that are neither
-// read-only nor in exclude (spec §2.1, §2.3). The choice depends only on
+// read-only nor in exclude (docs/bookkeeper-protocol.md §2.1, §2.3). The choice depends only on
 // the arguments: the pool is sorted and then shuffled with rng (nil: no
 // shuffle, the first n in sorted order). It returns ErrNotEnoughBookies if
 // fewer than n qualify.

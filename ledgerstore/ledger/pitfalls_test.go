@@ -10,7 +10,7 @@ import (
 	"keeper/ledgerstore/bkproto"
 )
 
-// One scenario per pitfall of spec Appendix A (8 and 9 are bookie-side;
+// One scenario per pitfall of docs/bookkeeper-protocol.md Appendix A (8 and 9 are bookie-side;
 // see doc.go), each run by the simulator with the faults that expose it.
 // Each would fail if its pitfall were reintroduced in this package: the
 // scenario asserts the specific outcome, and s.finish runs every checker.

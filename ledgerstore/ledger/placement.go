@@ -3,7 +3,7 @@ package ledger
 import "fmt"
 
 // Placement is the striping of a ledger's entries over an ensemble and the
-// quorum arithmetic built on it (spec §1.1, §1.5). Positions are indexes
+// quorum arithmetic built on it (docs/bookkeeper-protocol.md §1.1, §1.5). Positions are indexes
 // into a segment's Bookies.
 type Placement struct {
 	EnsembleSize int // E

@@ -57,7 +57,7 @@ func TestWriteSet(t *testing.T) {
 
 // TestWriteSetsAreRoundRobin checks that there are exactly E distinct
 // write sets (one when Qw = E) and that every position serves Qw of every E consecutive
-// entries (spec §1.1).
+// entries (docs/bookkeeper-protocol.md §1.1).
 func TestWriteSetsAreRoundRobin(t *testing.T) {
 	for e := 1; e <= 6; e++ {
 		for qw := 1; qw <= e; qw++ {

@@ -42,7 +42,7 @@ func (cfg ReaderConfig) Validate() error {
 	return nil
 }
 
-// Reader reads entries First..Last of a ledger (spec §3.2), never beyond
+// Reader reads entries First..Last of a ledger (docs/bookkeeper-protocol.md §3.2), never beyond
 // the LAC of an open ledger or the last entry of a closed one. It delivers
 // the entries in order, each once, and ends with Done: nil after Last, or
 // ErrEntryUnavailable when no replica of an entry returned a valid copy
@@ -161,7 +161,7 @@ type LACReaderConfig struct {
 // Validate checks the metadata.
 func (cfg LACReaderConfig) Validate() error { return cfg.Metadata.Validate() }
 
-// LACReader learns an open ledger's LAC without fencing (spec §3.3):
+// LACReader learns an open ledger's LAC without fencing (docs/bookkeeper-protocol.md §3.3):
 // READ_LAC to every bookie of the last ensemble, and once the answers
 // cover the ensemble, the greatest of their explicit LACs and the header
 // LACs of their last entries, floored at the first entry of the last

@@ -41,7 +41,7 @@ func (rd *Ready) take() Ready {
 }
 
 // MetadataWrite asks the driver to store Metadata if the stored version is
-// still Metadata.Version (a compare-and-set, spec §5.5). At most one is in
+// still Metadata.Version (a compare-and-set, docs/bookkeeper-protocol.md §5.5). At most one is in
 // flight per state machine.
 type MetadataWrite struct {
 	Metadata Metadata

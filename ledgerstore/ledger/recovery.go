@@ -54,7 +54,7 @@ const (
 	phaseDone
 )
 
-// Recovery opens a ledger with recovery (spec §4.1): it marks the metadata
+// Recovery opens a ledger with recovery (docs/bookkeeper-protocol.md §4.1): it marks the metadata
 // IN_RECOVERY, fences the last ensemble, finds the LAC, reads forward until
 // a coverage quorum of explicit negatives, re-adds every entry found with
 // RECOVERY_ADD, and closes the ledger with a compare-and-set.
@@ -173,7 +173,7 @@ func (r *Recovery) LACRecovered() (lac int64, ok bool) {
 	return r.lacR, r.phase >= phaseForward && r.w != nil
 }
 
-// mark asks for the IN_RECOVERY write on top of base (spec §4.1 step 1).
+// mark asks for the IN_RECOVERY write on top of base (docs/bookkeeper-protocol.md §4.1 step 1).
 func (r *Recovery) mark(base Metadata) {
 	r.phase = phaseMark
 	r.markMD = base.Clone()
@@ -222,7 +222,7 @@ func (r *Recovery) HandleMetadata(current Metadata) {
 
 // startFence sends the fence reads: READ_ENTRY of entry −1 with
 // FENCE_LEDGER and the master key, to every bookie of the last ensemble
-// (spec §4.1 step 2).
+// (docs/bookkeeper-protocol.md §4.1 step 2).
 func (r *Recovery) startFence() {
 	r.phase = phaseFence
 	last := r.md.LastSegment()
@@ -265,7 +265,7 @@ func (r *Recovery) HandleRead(req ReadRequest, reply ReadReply) {
 }
 
 // handleFence counts one fence answer and starts reading forward once the
-// answers cover the ensemble (spec §4.1 steps 3-4).
+// answers cover the ensemble (docs/bookkeeper-protocol.md §4.1 steps 3-4).
 func (r *Recovery) handleFence(i int, reply ReadReply) {
 	switch {
 	case reply.Status == bkproto.StatusCode_EOK:

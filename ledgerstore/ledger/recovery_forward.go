@@ -11,7 +11,7 @@ import (
 
 // startForward begins reading forward from LAC_r + 1, where LAC_r is the
 // greatest header LAC the fence answers carried, floored at the first entry
-// of the last ensemble − 1 (spec §4.1 step 4; the floor is the fix for
+// of the last ensemble − 1 (docs/bookkeeper-protocol.md §4.1 step 4; the floor is the fix for
 // #2615: an empty last ensemble must not send recovery into older,
 // immutable segments).
 func (r *Recovery) startForward() {
@@ -93,7 +93,7 @@ func (r *Recovery) handleAnchor(i int, reply ReadReply) {
 	}
 }
 
-// handleForward takes an answer to a forward read of entry e (spec §4.1
+// handleForward takes an answer to a forward read of entry e (docs/bookkeeper-protocol.md §4.1
 // step 5): one valid copy means found; a coverage quorum of explicit
 // negatives means absent; anything else is unknown and asked again.
 func (r *Recovery) handleForward(e int64, i int, reply ReadReply) {
@@ -156,7 +156,7 @@ func (r *Recovery) feed() {
 }
 
 // maybeClose closes once the end is known, every entry before it is handed
-// to the writer, and the length at LAC_r is known (spec §4.1 step 7). The
+// to the writer, and the length at LAC_r is known (docs/bookkeeper-protocol.md §4.1 step 7). The
 // writer sends the closing write after its re-adds reach Qa.
 func (r *Recovery) maybeClose() {
 	if r.phase != phaseForward || r.end == math.MaxInt64 || r.nextAdd < r.end || r.anchor != nil {

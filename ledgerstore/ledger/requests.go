@@ -5,7 +5,7 @@ import "keeper/ledgerstore/bkproto"
 // NoResponse is the status a driver reports for a request that got no
 // answer: a timeout, a dropped request, a broken connection. It is never
 // sent on the wire. Every state machine treats it as "unknown", never as a
-// negative (spec Appendix A, pitfall 1).
+// negative (docs/bookkeeper-protocol.md Appendix A, pitfall 1).
 const NoResponse bkproto.StatusCode = -1
 
 // HighPriority is the header priority of recovery adds and reads, as the
@@ -68,7 +68,7 @@ type ReadRequest struct {
 	Fence     bool
 	MasterKey [bkproto.MasterKeyBytes]byte
 	// LongPoll asks the bookie to hold the read until its LAC passes
-	// PreviousLAC or TimeoutMillis pass (spec §3.3). Piggyback adds
+	// PreviousLAC or TimeoutMillis pass (docs/bookkeeper-protocol.md §3.3). Piggyback adds
 	// ENTRY_PIGGYBACK: the answer may carry entry PreviousLAC+1.
 	LongPoll      bool
 	PreviousLAC   int64
@@ -141,7 +141,7 @@ func ReadReplyOf(resp *bkproto.Response) ReadReply {
 // bookie says it never stored the entry (or anything of the ledger). With
 // EOK these are the only definitive answers; everything else (EIO,
 // EUNKNOWNLEDGERSTATE, ETOOMANYREQUESTS, NoResponse, a bad digest, ...) is
-// unknown (spec §1.5, Appendix A pitfall 1).
+// unknown (docs/bookkeeper-protocol.md §1.5, Appendix A pitfall 1).
 func isNegative(s bkproto.StatusCode) bool {
 	return s == bkproto.StatusCode_ENOENTRY || s == bkproto.StatusCode_ENOLEDGER
 }

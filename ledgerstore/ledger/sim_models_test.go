@@ -7,7 +7,7 @@ import (
 	"keeper/ledgerstore/bkproto"
 )
 
-// simBookie is an honest bookie (spec §7, as far as a client can see it):
+// simBookie is an honest bookie (docs/bookkeeper-protocol.md §7, as far as a client can see it):
 // it binds the master key on first contact, fences durably, rejects plain
 // adds to a fenced ledger but accepts RECOVERY_ADD, answers NoSuchEntry
 // only for entries it never stored, keeps a bookie-known LAC from the

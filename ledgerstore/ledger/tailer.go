@@ -39,7 +39,7 @@ func (cfg TailerConfig) Validate() error {
 	return cfg.Metadata.Validate()
 }
 
-// Tailer follows a ledger as it is written (spec §3.3): it long-polls the
+// Tailer follows a ledger as it is written (docs/bookkeeper-protocol.md §3.3): it long-polls the
 // bookies of the last ensemble for the LAC, reads every entry up to the
 // LAC, and delivers each entry exactly once, in order, never beyond the LAC
 // (or, once the ledger is closed, beyond its last entry). It ends with

@@ -34,12 +34,12 @@ type WriterConfig struct {
 	Logger *slog.Logger
 }
 
-// Writer is the state of one ledger being written (spec §2): it numbers
+// Writer is the state of one ledger being written (docs/bookkeeper-protocol.md §2): it numbers
 // entries, encodes them with the piggybacked LAC, stripes them over the
 // ensemble, counts acknowledgements, advances the LAC contiguously, replaces
 // failed bookies through ensemble changes, and closes the ledger.
 //
-// Ordering rules it keeps (spec §1.6):
+// Ordering rules it keeps (docs/bookkeeper-protocol.md §1.6):
 //   - Completions are delivered strictly in entry order; the LAC advances
 //     one entry at a time and only over acknowledged entries (I2, pitfall 4).
 //   - While an ensemble change is in flight, the LAC and completions are
@@ -376,7 +376,7 @@ func (w *Writer) failPending(err error) {
 
 // Close stops accepting adds and closes the ledger once the pending adds
 // have completed (or failed): a compare-and-set to CLOSED with
-// LastEntryID = LAC and the length up to it (spec §2.4). Ready.Done
+// LastEntryID = LAC and the length up to it (docs/bookkeeper-protocol.md §2.4). Ready.Done
 // reports the outcome: success (also when the ledger is found already
 // closed at the same point), ErrLedgerClosed if another client closed it
 // elsewhere, ErrLedgerFenced if it is in recovery.

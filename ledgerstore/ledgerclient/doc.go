@@ -7,7 +7,7 @@
 // prescribes. The rules of the protocol (ordering, fencing, coverage,
 // when the LAC may move) live in package ledger; this package adds
 // sockets, timers and goroutines. The reference is
-// ../shared/spec/bookkeeper.md §§1-5.
+// docs/bookkeeper-protocol.md §§1-5.
 //
 // # API
 //
@@ -51,5 +51,5 @@
 // ErrReadBeyondLAC, ErrNotEnoughBookies, ...) and this package's
 // ErrClientClosed, ErrNoSuchLedger and ErrUnauthorized. A failed add whose
 // error matches ledger.ErrOutcomeUnknown may still be in the ledger once
-// it is closed (spec Appendix A, pitfall 7).
+// it is closed (docs/bookkeeper-protocol.md Appendix A, pitfall 7).
 package ledgerclient

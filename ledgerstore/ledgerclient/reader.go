@@ -16,7 +16,7 @@ import (
 type Entry = ledger.Entry
 
 // ReadHandle reads a ledger: a closed one up to its last entry, an open
-// one up to the LAC it has learned (spec §3). It is safe for concurrent
+// one up to the LAC it has learned (docs/bookkeeper-protocol.md §3). It is safe for concurrent
 // use. Each Read, ReadLAC and Tail drives a state machine of its own on
 // the calling goroutine; the handle holds no goroutine between calls.
 type ReadHandle struct {
@@ -30,7 +30,7 @@ type ReadHandle struct {
 	lac     int64 // highest LAC learned; entries up to it may be read
 }
 
-// Open opens a ledger with recovery (spec §4.1), as a new owner does: it
+// Open opens a ledger with recovery (docs/bookkeeper-protocol.md §4.1), as a new owner does: it
 // marks the metadata IN_RECOVERY, fences the last ensemble (every recovery
 // read carries the fence flag), finds the LAC, reads forward and re-adds
 // what it finds with RECOVERY_ADD, and closes the ledger with a
@@ -164,7 +164,7 @@ func (h *ReadHandle) refresh(ctx context.Context) error {
 }
 
 // ReadLAC learns the LAC of an open ledger from the bookies of its last
-// ensemble (spec §3.3: the maximum of their explicit LACs and of the
+// ensemble (docs/bookkeeper-protocol.md §3.3: the maximum of their explicit LACs and of the
 // header LACs of their last entries, once they cover the ensemble). For a
 // closed ledger it is the last entry. It re-reads the metadata first, so
 // an ensemble change or a close is seen.

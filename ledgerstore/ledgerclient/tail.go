@@ -11,7 +11,7 @@ import (
 
 // Tail follows the ledger from entry from on: it yields every entry
 // exactly once, in order, as the LAC moves past it (long polls to the
-// bookies of the last ensemble, spec §3.3), and ends after the last entry
+// bookies of the last ensemble, docs/bookkeeper-protocol.md §3.3), and ends after the last entry
 // once the ledger is closed. A watch on the metadata sees the close and
 // ensemble changes. Breaking out of the loop stops tailing. An error is
 // yielded once, as the last element: ctx's error, or why the ledger can no

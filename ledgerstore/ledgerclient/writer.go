@@ -50,7 +50,7 @@ func (o CreateOptions) withDefaults() CreateOptions {
 // and entryID is -1.
 type AddCallback func(entryID int64, err error)
 
-// Writer appends to a ledger this client created (spec §2). Adds are
+// Writer appends to a ledger this client created (docs/bookkeeper-protocol.md §2). Adds are
 // pipelined: each is sent to its write set at once, and acknowledgements
 // complete strictly in entry order, every entry carrying the LAC of its
 // time. A bookie that fails (an error, a timeout, a dead connection) is
@@ -295,7 +295,7 @@ func (w *Writer) finish() {
 }
 
 // Close waits for the pending adds, then closes the ledger: its last entry
-// is the LAC (spec §2.4). It returns nil if the ledger is closed at this
+// is the LAC (docs/bookkeeper-protocol.md §2.4). It returns nil if the ledger is closed at this
 // writer's LAC (also when another client closed it there),
 // ledger.ErrLedgerFenced if another client is recovering it, or
 // ledger.ErrLedgerClosed if another client closed it elsewhere. Every

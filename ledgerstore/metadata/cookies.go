@@ -20,7 +20,7 @@ var (
 func (s *Store) CookiePath(id BookieID) string { return s.root + "/" + cookiesNode + "/" + string(id) }
 
 // Cookie returns bookie id's cookie as stored (the bookie package parses
-// it, spec §8.2) and its znode version, or ErrNoCookie.
+// it, docs/bookkeeper-protocol.md §8.2) and its znode version, or ErrNoCookie.
 func (s *Store) Cookie(ctx context.Context, id BookieID) ([]byte, Version, error) {
 	if err := id.Validate(); err != nil {
 		return nil, 0, err

@@ -3,11 +3,11 @@
 // github.com/go-zookeeper/zk. It uses BookKeeper's own znode layout and
 // byte formats, so keeper's ledger client, keeper's bookies and Apache
 // BookKeeper's Java clients and bookies can share one tree. The reference
-// is ../shared/spec/bookkeeper.md §5 (and §1.2 for the state machine).
+// is docs/bookkeeper-protocol.md §5 (and §1.2 for the state machine).
 //
 // Every metadata update is a compare-and-set on the znode's version: Write
 // fails with ErrBadVersion when the metadata changed since the caller read
-// it, and the caller re-reads and re-decides (spec §5.5). CheckUpdate holds
+// it, and the caller re-reads and re-decides (docs/bookkeeper-protocol.md §5.5). CheckUpdate holds
 // the state machine's rules for the caller to apply to what it read.
 //
 // A Store runs goroutines only for its watches (Watch, WatchBookies) and

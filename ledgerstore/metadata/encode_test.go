@@ -121,7 +121,7 @@ func TestEncodeUpstreamV3(t *testing.T) {
 }
 
 // TestEncodeExactBytes checks a closed ledger using every field against
-// bytes written out by hand from the format (spec §5.1 and the protobuf
+// bytes written out by hand from the format (docs/bookkeeper-protocol.md §5.1 and the protobuf
 // wire format).
 func TestEncodeExactBytes(t *testing.T) {
 	md := LedgerMetadata{

@@ -16,7 +16,7 @@ import (
 // bytes that do not decode, or a LedgerMetadata that Validate rejects.
 var ErrMalformed = errors.New("metadata: malformed ledger metadata")
 
-// The metadata format versions (spec §5.1). Encode always writes
+// The metadata format versions (docs/bookkeeper-protocol.md §5.1). Encode always writes
 // FormatVersion3; Decode reads all three.
 const (
 	// FormatVersion1 is the line-oriented text layout of BookKeeper 4.0-4.1.
@@ -29,7 +29,7 @@ const (
 	FormatVersion3 = 3
 )
 
-// State is a ledger's place in its life cycle (spec §1.2). The values are
+// State is a ledger's place in its life cycle (docs/bookkeeper-protocol.md §1.2). The values are
 // those stored in LedgerMetadataFormat.state.
 type State int32
 
@@ -81,7 +81,7 @@ func (id BookieID) Validate() error {
 
 // Segment is one ensemble of a ledger and the first entry it serves. It
 // serves every entry from FirstEntryID up to the next segment's
-// FirstEntryID (spec §1.1).
+// FirstEntryID (docs/bookkeeper-protocol.md §1.1).
 type Segment struct {
 	FirstEntryID int64
 	// Ensemble lists the bookies by position; entry e goes to positions
@@ -89,7 +89,7 @@ type Segment struct {
 	Ensemble []BookieID
 }
 
-// LedgerMetadata is one ledger's metadata (spec §5.1), the Go form of
+// LedgerMetadata is one ledger's metadata (docs/bookkeeper-protocol.md §5.1), the Go form of
 // BookKeeper's LedgerMetadataFormat. The ledger id is not part of it: it is
 // the znode's path.
 //

@@ -35,7 +35,7 @@ const keepHOBs = 3
 const maxHOBAttempts = 4
 
 // NewLedgerID mints a cluster-unique ledger id the way BookKeeper's
-// hierarchical ledger managers do (spec §5.4), so Java clients sharing the
+// hierarchical ledger managers do (docs/bookkeeper-protocol.md §5.4), so Java clients sharing the
 // tree never mint the same id:
 //
 //   - Until root/idgen-long exists, the id is the sequence number ZooKeeper

@@ -14,7 +14,7 @@ import (
 var ErrLayoutMismatch = errors.New("metadata: the ledgers tree uses another layout")
 
 // Layout is a scheme that maps ledger ids to znode paths: one of
-// BookKeeper's ledger managers (spec §5.3).
+// BookKeeper's ledger managers (docs/bookkeeper-protocol.md §5.3).
 type Layout int
 
 const (
@@ -90,7 +90,7 @@ func (l Layout) checkLayoutData(data []byte) error {
 // Integer.MAX_VALUE.
 const maxShortID = math.MaxInt32
 
-// Path returns the znode of ledger id's metadata under root (spec §5.3).
+// Path returns the znode of ledger id's metadata under root (docs/bookkeeper-protocol.md §5.3).
 // The id must not be negative.
 func (l Layout) Path(root string, id int64) string {
 	if l == LayoutHierarchical && id < maxShortID {

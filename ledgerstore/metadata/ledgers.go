@@ -19,7 +19,7 @@ var (
 	ErrLedgerExists = errors.New("metadata: ledger already exists")
 	// ErrBadVersion means a compare-and-set lost a race: the metadata
 	// changed since the caller read it. The caller re-reads and decides by
-	// its own rules (spec §5.5) whether its change still applies.
+	// its own rules (docs/bookkeeper-protocol.md §5.5) whether its change still applies.
 	ErrBadVersion = errors.New("metadata: ledger metadata changed since it was read")
 	// ErrInvalidLedgerID means a negative ledger id.
 	ErrInvalidLedgerID = errors.New("metadata: invalid ledger id")

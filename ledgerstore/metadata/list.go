@@ -10,7 +10,7 @@ import (
 )
 
 // ErrIncompleteListing means List could not vouch for having seen every
-// ledger. Garbage collection must then delete nothing (spec Appendix A,
+// ledger. Garbage collection must then delete nothing (docs/bookkeeper-protocol.md Appendix A,
 // pitfall 9).
 var ErrIncompleteListing = errors.New("metadata: ledger listing incomplete")
 
@@ -33,7 +33,7 @@ var specialZnodes = []string{availableNode, cookiesNode, layoutNode, instanceIDN
 //
 // The listing is not a snapshot: a ledger created during the walk may be
 // missing. That is safe for garbage collection as long as the collector
-// takes its list of local ledgers before calling List (spec §8.3).
+// takes its list of local ledgers before calling List (docs/bookkeeper-protocol.md §8.3).
 func (s *Store) List(ctx context.Context) ([]int64, error) {
 	top, err := s.children(ctx, s.root)
 	if err != nil {

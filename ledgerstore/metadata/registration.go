@@ -83,7 +83,7 @@ type sessionOwner interface {
 	SessionID() int64
 }
 
-// Registration publishes a bookie in the registry (spec §8.1): an
+// Registration publishes a bookie in the registry (docs/bookkeeper-protocol.md §8.1): an
 // ephemeral znode root/available/<id> while writable, or
 // root/available/readonly/<id> while read-only, holding the registration
 // data. It moves between the two by creating the new znode before deleting

@@ -13,7 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Znode names under the ledgers root (spec §5.2).
+// Znode names under the ledgers root (docs/bookkeeper-protocol.md §5.2).
 const (
 	availableNode  = "available"
 	readOnlyNode   = "readonly"

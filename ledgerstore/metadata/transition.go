@@ -9,11 +9,11 @@ import (
 )
 
 // ErrIllegalUpdate means a proposed metadata is not a legal successor of
-// the current one under the ledger state machine (spec §1.2).
+// the current one under the ledger state machine (docs/bookkeeper-protocol.md §1.2).
 var ErrIllegalUpdate = errors.New("metadata: illegal ledger metadata update")
 
 // CheckUpdate reports whether next may replace prev under the rules a
-// writer, a recovering reader and a closer follow (spec §1.2, §1.6 I3 and
+// writer, a recovering reader and a closer follow (docs/bookkeeper-protocol.md §1.2, §1.6 I3 and
 // I7). Both must Validate.
 //
 //   - E, Qw, Qa, digest type, password, creation time and custom metadata

@@ -34,8 +34,8 @@ type LedgerCheck struct {
 	Segments    int
 }
 
-// checkLedger judges a ledger after its writer is gone (§A9 item 7,
-// bookkeeper.md §1.6): it must be closed (the liveness half), at or past
+// checkLedger judges a ledger after its writer is gone (docs/fault-model.md, "Checks",
+// docs/bookkeeper-protocol.md §1.6): it must be closed (the liveness half), at or past
 // every acknowledged entry (no divergence: I6), every entry up to the
 // close must read back through the client with the payload sent as that
 // entry (read order = write order, I1), and every entry must be stored at

@@ -1,6 +1,6 @@
 // Package chaos injects faults into real keeper processes and judges what
-// their clients saw: reliability.md's scenarios 1–10 (§E) with the fault
-// catalogue of §A8 and the checks of §A9. It is tier 4 (verification); the
+// their clients saw: the scenarios of docs/fault-model.md, with its
+// fault catalogue and checks. It is tier 4 (verification); the
 // tests run every scenario briefly (`go test ./chaos`), `make chaos` runs
 // them for longer.
 //

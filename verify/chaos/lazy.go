@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Dropping un-synced bytes on a kill (reliability.md §E scenarios 2 and
+// Dropping un-synced bytes on a kill (docs/fault-model.md scenarios 2 and
 // 10). A SIGKILLed process's page cache survives in the kernel, so a kill
 // alone never loses what keeper wrote but had not synced. With
 // Config.DropUnsynced, a chaos build keeps written bytes in the process

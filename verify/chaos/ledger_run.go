@@ -17,7 +17,7 @@ import (
 
 // LedgerScenario is a fault experiment on the ledger store: a metadata
 // ensemble, bookies behind the fault proxy, and a body that writes,
-// injects faults and judges what it saw (§E scenarios 9 and 10).
+// injects faults and judges what it saw (the "fencing race" and "bookie crash and wipe" scenarios of docs/fault-model.md).
 type LedgerScenario struct {
 	ID   int
 	Name string

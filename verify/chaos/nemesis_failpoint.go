@@ -18,7 +18,7 @@ import (
 	"keeper/internal/vfs"
 )
 
-// SyncMode is how a leader brings a learner up to date (spec §10.3).
+// SyncMode is how a leader brings a learner up to date (docs/zookeeper-protocol.md §10.3).
 type SyncMode string
 
 // Sync modes.

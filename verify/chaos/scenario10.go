@@ -24,7 +24,7 @@ const (
 // s10Faults are scenario 10's faults, in turn.
 var s10Faults = []string{"fence-and-lac-survive-restart", "kill-restart", "recovery-races-ensemble-change", "wipe"}
 
-// Scenario10 is §E scenario 10: bookies crash, restart and come back
+// Scenario10 is the "bookie crash and wipe" scenario (docs/fault-model.md, #10): bookies crash, restart and come back
 // wiped, under a writer (E=3, Qw=2, Qa=2; a new ledger every few seconds)
 // and readers that follow each ledger as its LAC moves — one tails it
 // (long polls), one polls its LAC and reads up to it. The faults, in

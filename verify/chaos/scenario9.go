@@ -23,7 +23,7 @@ const (
 var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "writer-session-expired",
 	"recovery-fence-dropped"}
 
-// Scenario9 is §E scenario 9, the BookKeeper fencing race (BK #2614). In
+// Scenario9 is the "fencing race" scenario (docs/fault-model.md, #9), the BookKeeper fencing race (BK #2614). In
 // each round a writer process W1 (`keeper ledger write`, E=3, Qw=3, Qa=2)
 // appends continuously while the harness's client W2 opens the ledger
 // with recovery. The rounds take turns at the faults: W2's link to one

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Scenario1 is reliability.md §E scenario 1: partitions. The leader is
+// Scenario1 is docs/fault-model.md, scenario 1 (partitions): partitions. The leader is
 // cut off from the quorum, then the servers split into random halves,
 // then into two halves joined by a bridge, over and over, while eight
 // clients pinned to different servers run CAS registers on ten keys.
@@ -26,7 +26,7 @@ func Scenario1() *Scenario {
 	}
 }
 
-// Scenario2 is §E scenario 2: kill -9 of a random member, the leader half
+// Scenario2 is the "kill -9" scenario (docs/fault-model.md, #2): kill -9 of a random member, the leader half
 // of the time, every few seconds, restarted with the same data, under a
 // set workload (unique creates) and CAS registers. The kill drops the
 // bytes the server had written but not synced, as a power loss would
@@ -53,7 +53,7 @@ func Scenario2() *Scenario {
 	}
 }
 
-// Scenario3 is §E scenario 3, learner-sync durability: named failpoints
+// Scenario3 is the "kill during sync" scenario (docs/fault-model.md, #3), learner-sync durability: named failpoints
 // in a chaos build of keeper (package internal/failpoint) kill a server at
 // each durability point of a learner's sync and of a snapshot, while a
 // follower is forced into a DIFF (a short absence across a new epoch), a
@@ -86,7 +86,7 @@ func Scenario3() *Scenario {
 	}
 }
 
-// Scenario4 is §E scenario 4: a follower is cut off until the leader has
+// Scenario4 is the "snapshot catch-up" scenario (docs/fault-model.md, #4): a follower is cut off until the leader has
 // committed more txns than it keeps for a DIFF, so it must catch up by
 // SNAP, while clients churn children of one parent (sequential,
 // ephemeral, deletes) under a child watch and others add unique nodes.
@@ -111,7 +111,7 @@ func Scenario4() *Scenario {
 	}
 }
 
-// Scenario5 is §E scenario 5: session holders (long-lived ephemerals)
+// Scenario5 is the "session holders" scenario (docs/fault-model.md, #5): session holders (long-lived ephemerals)
 // and Curator-style lock clients while a holder's client is paused past
 // its session timeout, a holder's server is stopped with SIGSTOP or cut
 // off the quorum, a holder's link turns slow but stays live, and the
@@ -144,7 +144,7 @@ func Scenario5() *Scenario {
 	return sc
 }
 
-// Scenario6 is §E scenario 6: clients move their sessions from server to
+// Scenario6 is the "reconnect" scenario (docs/fault-model.md, #6): clients move their sessions from server to
 // server every 700 ms while one follower at a time lags (the leader's
 // messages to it are delayed), reading with watches and writing CAS
 // registers. A server behind a session must refuse it (CLIENT_ZXID_AHEAD),
@@ -170,7 +170,7 @@ func Scenario6() *Scenario {
 	return sc
 }
 
-// Scenario7 is §E scenario 7: disk faults. Offline, between a kill and a
+// Scenario7 is the "disk faults" scenario (docs/fault-model.md, #7): disk faults. Offline, between a kill and a
 // restart: a bit flip or a zeroed byte in the newest log, its tail cut, a
 // bit flip in or truncation of the newest snapshot, the data directory
 // wiped. Online: the disk fills up (RLIMIT_FSIZE, which a preallocating
@@ -201,7 +201,7 @@ func Scenario7() *Scenario {
 	}
 }
 
-// Scenario8 is §E scenario 8: hostile clients and peers — oversize and
+// Scenario8 is the "adversarial clients" scenario (docs/fault-model.md, #8): hostile clients and peers — oversize and
 // negative length prefixes, truncated frames, unknown opcodes, garbage,
 // a huge multi and setWatches, a 10,000-level path, hundreds of idle
 // connections, garbage and 1 GiB length prefixes on the election and

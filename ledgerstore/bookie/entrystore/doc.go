@@ -1,5 +1,5 @@
 // Package entrystore is a bookie's ledger storage, after BookKeeper's
-// DbLedgerStorage (spec/bookkeeper.md §7.4, §7.5, §8.3): entries go into a
+// DbLedgerStorage (docs/bookkeeper-protocol.md §7.4, §7.5, §8.3): entries go into a
 // write cache, are flushed sorted by (ledger, entry) into append-only entry
 // logs, and are found again through an index of (ledger, entry) -> location
 // kept in pebble, alongside one small record per ledger (master key, fenced
@@ -35,7 +35,7 @@
 //	             | ... more map chunks ...                                | end of file
 //	             +--------------------------------------------------------+
 //
-// An entry is the stored form of spec §6.4 (ledgerId, entryId, LAC,
+// An entry is the stored form of docs/bookkeeper-protocol.md §6.4 (ledgerId, entryId, LAC,
 // length, digest, payload); entries of all ledgers of the directory are
 // interleaved, each flush's sorted by (ledger, entry). The CRC-32C covers
 // the entry bytes; a damaged size field changes the span it is checked
@@ -99,7 +99,7 @@
 // So the index never names bytes that are not durable, and a failure at
 // any step leaves the previous state intact (plus garbage in the logs).
 // A failed write or sync poisons the store: the error is sticky, later
-// writes return it, reads go on. The bookie's checkpoint (spec §7.3,
+// writes return it, reads go on. The bookie's checkpoint (docs/bookkeeper-protocol.md §7.3,
 // Appendix A item 8) wraps Flush:
 //
 //	mark := journal.LastMark() // before: every entry journaled so far was Added first

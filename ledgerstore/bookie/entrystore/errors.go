@@ -9,7 +9,7 @@ var (
 	// ErrNoLedger means the bookie has never stored anything for the
 	// ledger (or has deleted it): no entry, no master key, no fence. It is
 	// returned only when that is certain; a failed read is never reported
-	// as ErrNoLedger (spec Appendix A item 1).
+	// as ErrNoLedger (docs/bookkeeper-protocol.md Appendix A item 1).
 	ErrNoLedger = errors.New("entrystore: no such ledger")
 
 	// ErrNoEntry means the ledger is known but the bookie never stored the

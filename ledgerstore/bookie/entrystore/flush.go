@@ -15,7 +15,7 @@ import (
 // index in one synced batch, and only then empties the half. Adds go on
 // into the other half meanwhile.
 //
-// Flush is the storage step of the bookie's checkpoint (spec §7.3, Appendix
+// Flush is the storage step of the bookie's checkpoint (docs/bookkeeper-protocol.md §7.3, Appendix
 // A item 8):
 //
 //	mark := journal.LastMark() // 1. capture the mark BEFORE flushing

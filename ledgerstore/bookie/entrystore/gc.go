@@ -21,7 +21,7 @@ type GCStats struct {
 // the sealed entry logs left with no live entry. Logs that are only partly
 // dead are Compact's business.
 //
-// The caller must follow the procedure of spec §8.3 and Appendix A item 9,
+// The caller must follow the procedure of docs/bookkeeper-protocol.md §8.3 and Appendix A item 9,
 // or GC deletes live data:
 //
 //  1. snapshot := store.Ledgers(), taken BEFORE listing the metadata;

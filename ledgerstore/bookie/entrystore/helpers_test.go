@@ -16,7 +16,7 @@ import (
 	"keeper/internal/vfs"
 )
 
-// makeEntry returns an entry in stored form (spec §6.4) with a CRC32C
+// makeEntry returns an entry in stored form (docs/bookkeeper-protocol.md §6.4) with a CRC32C
 // digest and a payload derived from the ids, size bytes long in all.
 func makeEntry(ledgerID, entryID, lac int64, size int) []byte {
 	size = max(size, 36)

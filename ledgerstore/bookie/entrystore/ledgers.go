@@ -12,7 +12,7 @@ import (
 
 // Bounds on the ledger record's variable fields. A master key is a SHA-1
 // digest (20 bytes) and an explicit LAC body is ledgerId, LAC and a digest
-// of at most 20 bytes (spec §6.3, §6.4); the bounds leave room and stop a
+// of at most 20 bytes (docs/bookkeeper-protocol.md §6.3, §6.4); the bounds leave room and stop a
 // damaged record from claiming megabytes.
 const (
 	maxMasterKeyBytes   = 256
@@ -189,7 +189,7 @@ func (s *Store) SetMasterKey(ledgerID int64, key []byte) error {
 
 // Fence sets ledger's fenced flag, creating the ledger if needed (a fence
 // may reach a bookie before any entry does). The bookie must journal the
-// fence and answer only once that record is durable (spec §7.7).
+// fence and answer only once that record is durable (docs/bookkeeper-protocol.md §7.7).
 func (s *Store) Fence(ledgerID int64) error {
 	return s.metaOp(ledgerID, func(info *ledgerInfo) (bool, error) {
 		changed := !info.fenced
@@ -215,7 +215,7 @@ func (s *Store) HasLedger(ledgerID int64) bool {
 }
 
 // SetExplicitLAC stores the last explicit-LAC body a writer sent for ledger
-// (spec §6.4: ledgerId, LAC, digest), creating the ledger if needed. The
+// (docs/bookkeeper-protocol.md §6.4: ledgerId, LAC, digest), creating the ledger if needed. The
 // store keeps the body opaque; the bookie checks it.
 func (s *Store) SetExplicitLAC(ledgerID int64, body []byte) error {
 	if len(body) == 0 || len(body) > maxExplicitLACBytes {
@@ -249,7 +249,7 @@ func (s *Store) Ledgers() []int64 {
 
 // LAC returns the bookie's last-add-confirmed for ledger: the greatest LAC
 // piggybacked on the entries it stored. After a restart it is derived from
-// the ledger's last stored entry (spec §7.4). It returns an error matching
+// the ledger's last stored entry (docs/bookkeeper-protocol.md §7.4). It returns an error matching
 // ErrNoLedger or ErrNoEntry (a ledger without entries) when the bookie has
 // nothing to derive it from, and read errors as they are.
 func (s *Store) LAC(ledgerID int64) (int64, error) {

@@ -33,7 +33,7 @@ type indexed struct {
 // index entry pointing at something that is not the entry is returned as
 // an error (matching ErrCorrupt for damage), never as absence: recovery
 // counts absences, and counting an unreadable entry as absent would let it
-// truncate acknowledged data (spec Appendix A item 1).
+// truncate acknowledged data (docs/bookkeeper-protocol.md Appendix A item 1).
 func (s *Store) Get(ledgerID, entryID int64) ([]byte, error) {
 	k := entryKey{ledgerID, entryID}
 	s.mu.Lock()

@@ -138,7 +138,7 @@ func (s *Store) closeFiles() error {
 // journal replay simply Adds every entry after the last mark.
 //
 // Add does not check the fenced flag or the master key: the bookie does,
-// before it calls Add (spec §7.2). It returns ErrCacheFull when both write
+// before it calls Add (docs/bookkeeper-protocol.md §7.2). It returns ErrCacheFull when both write
 // cache halves are full: the caller flushes (or waits for the flush in
 // progress) and retries.
 func (s *Store) Add(ledgerID, entryID int64, entry []byte) error {

@@ -19,7 +19,7 @@ func (u DirUsage) Fraction() float64 {
 
 // Usage reports the filesystem usage of each ledger directory, in
 // Config.Dirs order. The bookie switches to read-only when every directory
-// is above its threshold (spec §8.1) and suspends major compaction above
+// is above its threshold (docs/bookkeeper-protocol.md §8.1) and suspends major compaction above
 // the warning threshold; those decisions, and the clock that drives them,
 // are the caller's.
 func (s *Store) Usage() ([]DirUsage, error) {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults, from BookKeeper's bookie configuration (spec §7.3, §12).
+// Defaults, from BookKeeper's bookie configuration (docs/bookkeeper-protocol.md §7.3, §12).
 const (
 	// DefaultAlignmentBytes is journalAlignmentSize: one disk sector.
 	// Pulsar deployments use 4096.

@@ -1,5 +1,5 @@
 // Package journal is the bookie's write-ahead journal, in BookKeeper's
-// journal format (spec/bookkeeper.md §7.3): an add is acknowledged only
+// journal format (docs/bookkeeper-protocol.md §7.3): an add is acknowledged only
 // after the group commit holding it is synced, and a restart replays the
 // journal from the last checkpoint into ledger storage, restoring entries,
 // master keys, fence flags and explicit LACs.
@@ -35,7 +35,7 @@
 //	            +----------------------------------------------------------+
 //
 // A record body is ledgerId int64 | entryId int64 | rest. For an entry
-// (entryId ≥ 0) it is the entry's stored form (spec §6.4), which replay
+// (entryId ≥ 0) it is the entry's stored form (docs/bookkeeper-protocol.md §6.4), which replay
 // re-inserts as it is. Special records have a negative entryId:
 //
 //	entryId   -0x1000 master key    | keyLen int32 | key           |

@@ -32,7 +32,7 @@ func withFormat(version int) journal.Config {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// entryBody builds an entry's stored form by hand (spec §6.4): ledgerId,
+// entryBody builds an entry's stored form by hand (docs/bookkeeper-protocol.md §6.4): ledgerId,
 // entryId, LAC, length, a 4-byte digest and a payload derived from the
 // ids, so that every entry's bytes differ.
 func entryBody(ledgerID, entryID int64, payloadBytes int) []byte {

@@ -13,10 +13,10 @@ import (
 
 // Journal appends records to the journal in one directory. It does no
 // I/O on its own schedule and starts no goroutines: the bookie driver runs
-// the group-commit loop (spec §7.3), as its owner from one goroutine:
+// the group-commit loop (docs/bookkeeper-protocol.md §7.3), as its owner from one goroutine:
 //
 //  1. Append each queued record (after inserting entries into ledger
-//     storage, spec §7.2).
+//     storage, docs/bookkeeper-protocol.md §7.2).
 //  2. When ShouldFlush says the batch is closed, Flush it, then Sync.
 //  3. Acknowledge the batch's adds (and fences) only after Sync returns nil.
 //
@@ -90,7 +90,7 @@ func Open(fsys vfs.FS, journalDir string, cfg Config) (*Journal, error) {
 
 // Mark returns the log mark: every record before it is durable. A
 // checkpoint captures it BEFORE flushing ledger storage, and persists it
-// with WriteLastMark only after storage is durable (spec §7.3, Appendix A
+// with WriteLastMark only after storage is durable (docs/bookkeeper-protocol.md §7.3, Appendix A
 // item 8). Right after Open it is where the data already in the journal
 // ends, which covers records only Replay puts back into storage: the
 // driver must replay (from the persisted mark) before its first

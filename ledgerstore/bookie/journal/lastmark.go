@@ -35,7 +35,7 @@ func LastMarkName(journalIndex, journalCount int) string {
 // the failure as a failing disk.
 //
 // p must be a mark captured before a ledger-storage flush that has since
-// completed (spec §7.3, Appendix A item 8), and must not be below a mark
+// completed (docs/bookkeeper-protocol.md §7.3, Appendix A item 8), and must not be below a mark
 // already written: the caller keeps marks monotonic.
 func WriteLastMark(fsys vfs.FS, dirs []string, name string, p Position) error {
 	if p.LogID < 0 || p.Offset < 0 {

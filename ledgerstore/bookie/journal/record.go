@@ -45,7 +45,7 @@ type Record struct {
 }
 
 // NewEntryRecord returns the record of an entry, given the entry's stored
-// form (spec §6.4), which begins with ledgerId and entryId ≥ 0. The record
+// form (docs/bookkeeper-protocol.md §6.4), which begins with ledgerId and entryId ≥ 0. The record
 // aliases stored.
 func NewEntryRecord(stored []byte) (Record, error) {
 	r, err := DecodeRecord(stored)

@@ -50,7 +50,7 @@ const (
 //
 // The digest check compares the `hash` four-letter word (the server's
 // incrementally maintained digest after loading the snapshot and replaying
-// the log) with a digest this test computes itself (spec §9.5) from a full
+// the log) with a digest this test computes itself (docs/zookeeper-protocol.md §9.5) from a full
 // read of the tree through the client. That proves more than checking
 // files alone: every node's data and every stat field the server serves
 // after recovery agree with the digest it carried through recovery, which
@@ -486,7 +486,7 @@ func readTree(t *testing.T, addr string) map[string]node {
 	return tree
 }
 
-// treeDigest computes the tree digest of spec §9.5 from what clients see:
+// treeDigest computes the tree digest of docs/zookeeper-protocol.md §9.5 from what clients see:
 // CRC-32 of the path ("" for the root), the data and the stat fields, with
 // the stored cversion recovered as (cversion + numChildren) / 2; nodes
 // under /zookeeper/ count zero. The tree must hold only persistent and

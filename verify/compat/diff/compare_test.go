@@ -224,7 +224,7 @@ func (n *normalizer) apply(st *step, k, z *outcome) {
 	}
 	if st.noRead && k.reply.hdr.Err == zkproto.CodeNoAuth && z.reply.hdr.Err == zkproto.CodeOK &&
 		z.readCheck != nil && z.readCheck.hdr.Err == zkproto.CodeNoAuth {
-		// exists needs READ on 3.8.4+ (spec §2.4, §7.1); 3.8.0 answers.
+		// exists needs READ on 3.8.4+ (docs/zookeeper-protocol.md §2.4, §7.1); 3.8.0 answers.
 		z.reply = reply{hdr: zkproto.ReplyHeader{Xid: z.reply.hdr.Xid, Zxid: z.reply.hdr.Zxid, Err: zkproto.CodeNoAuth}}
 		n.counts["exists without READ: keeper NoAuth, 3.8.0 Stat"]++
 	}
@@ -234,7 +234,7 @@ func (n *normalizer) apply(st *step, k, z *outcome) {
 }
 
 // multiCreate2 rewrites keeper's create2 results inside a multi to the
-// create results 3.8.0 sends (spec §2.3, §11), after checking that keeper's
+// create results 3.8.0 sends (docs/zookeeper-protocol.md §2.3, §11), after checking that keeper's
 // Stat is that of a node this multi created.
 func (n *normalizer) multiCreate2(st *step, k, z *outcome) {
 	req, _ := st.req.(*zkproto.MultiRequest)

@@ -35,23 +35,23 @@ var knownBugs = map[string]string{}
 // TestKnownDifferences reproduces each with -diff.bugs.
 var undecided = map[string]string{
 	variantWatcherType45: "checkWatches/removeWatches with WatcherType 4 or 5: 3.8.0 answers " +
-		"MarshallingError (its WatcherType knows only 1-3), keeper answers as 3.9 does (spec §3.5)",
+		"MarshallingError (its WatcherType knows only 1-3), keeper answers as 3.9 does (docs/zookeeper-protocol.md §3.5)",
 	variantIPv6ACL: "ip ACL ids that are IPv6 literals (ip:::1, ip:fe80::/10): 3.8.0 answers InvalidACL " +
-		"(IPv4 only until ZOOKEEPER-4240, 3.9.5), keeper accepts them (spec §7.3, §7.4)",
+		"(IPv4 only until ZOOKEEPER-4240, 3.9.5), keeper accepts them (docs/zookeeper-protocol.md §7.3, §7.4)",
 	variantNullWatchList: "setWatches/setWatches2 with a null (length -1) path vector: 3.8.0 answers " +
-		"MarshallingError (a NullPointerException inside), keeper treats it as empty (spec §3.4)",
+		"MarshallingError (a NullPointerException inside), keeper treats it as empty (docs/zookeeper-protocol.md §3.4)",
 	variantCheckOthersWatches: "checkWatches on a path that another connection watches: 3.8.0 answers OK " +
 		"(WatchManager.containsWatcher checks only that the path has watchers), keeper and 3.9 NoWatcher " +
-		"unless the asking connection has one (spec §3.5)",
+		"unless the asking connection has one (docs/zookeeper-protocol.md §3.5)",
 	variantMultiReadWriteOp: "multiRead holding a write op (check): both answer MarshallingError, but " +
 		"3.8.0 sends a body after the error header (an empty MultiResponse, 9 bytes: it had built the " +
-		"response before failing), keeper the header alone (spec §1.4, §2.3)",
+		"response before failing), keeper the header alone (docs/zookeeper-protocol.md §1.4, §2.3)",
 	variantCheckRelativePath: "checkWatches on a path without a leading slash (\"a\") while any recursive " +
 		"watch exists: 3.8.0 answers MarshallingError (its PathParentIterator fails on the path), keeper " +
-		"NoWatcher (spec §2.5, §3.5)",
+		"NoWatcher (docs/zookeeper-protocol.md §2.5, §3.5)",
 	variantMixedWatchModes: "one connection registering watches of different kinds on one path: 3.8 keeps " +
 		"one mode per (connection, path) and table, the last registered, and matches Data/Children " +
-		"checks against any mode; keeper keeps a set of modes as 3.9 does (ZOOKEEPER-4466; spec §3.1, §3.5)",
+		"checks against any mode; keeper keeps a set of modes as 3.9 does (ZOOKEEPER-4466; docs/zookeeper-protocol.md §3.1, §3.5)",
 }
 
 // gated is knownBugs and undecided together: what the generator skips.

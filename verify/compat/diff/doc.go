@@ -51,7 +51,7 @@
 //
 // # Intended differences
 //
-// keeper follows a few rules of later ZooKeeper releases (spec §11). The
+// keeper follows a few rules of later ZooKeeper releases (docs/zookeeper-protocol.md §11). The
 // test normalizes exactly these and counts each normalization:
 //
 //   - exists() on a node the session may not read: keeper answers NoAuth

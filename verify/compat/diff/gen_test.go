@@ -16,7 +16,7 @@ import (
 var names = []string{"a", "b", "c"}
 
 // specialPaths are system nodes and paths that are invalid in one way or
-// another (spec §2.5).
+// another (docs/zookeeper-protocol.md §2.5).
 var specialPaths = []string{
 	"/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config", "/zookeeper/quota/x",
 	"", "a", "/a/", "//a", "/a//b", "/a/.", "/a/..", "/.", "/a\x00", "/a\x01", "/\u00ff",
@@ -307,7 +307,7 @@ func (g *gen) data() []byte {
 }
 
 // acl picks an ACL list: mostly open, often restrictive, sometimes
-// invalid (spec §7.3).
+// invalid (docs/zookeeper-protocol.md §7.3).
 func (g *gen) acl() []zkproto.ACL {
 	if g.chance(0.08) {
 		return g.invalidACL()
@@ -588,7 +588,7 @@ func (g *gen) closeSession(st *step) {
 
 // reconnect drops the connection; most of the time the new connection
 // restores a random set of watches, with a relative zxid that makes some
-// of them fire at once (spec §3.4).
+// of them fire at once (docs/zookeeper-protocol.md §3.4).
 func (g *gen) reconnect(st *step) {
 	st.kind = kindReconnect
 	g.resetWatches(st.slot)

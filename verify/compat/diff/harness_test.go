@@ -50,7 +50,7 @@ const (
 // through JAVA_TOOL_OPTIONS, which the JVM that zkreal starts inherits.
 const containerCheckJavaOpts = "-Dznode.container.checkIntervalMs=2147483647"
 
-// digestID is the identity a digest auth of user:pass gives (spec §7.4).
+// digestID is the identity a digest auth of user:pass gives (docs/zookeeper-protocol.md §7.4).
 func digestID(user, pass string) string {
 	sum := sha1.Sum([]byte(user + ":" + pass))
 	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
@@ -326,7 +326,7 @@ func (s *side) execClose(st *step, o *outcome) error {
 // execBadReattach tries to reattach to a session it may not have: the
 // slot's live session with a wrong password, or the slot's last closed
 // session. The server refuses (timeout 0) and closes that connection; for a
-// live session it first kicks the session's own connection (spec §1.3),
+// live session it first kicks the session's own connection (docs/zookeeper-protocol.md §1.3),
 // which the barrier then finds closed.
 func (s *side) execBadReattach(st *step, o *outcome) error {
 	live := s.conns[st.slot]
@@ -347,7 +347,7 @@ func (s *side) execBadReattach(st *step, o *outcome) error {
 	o.attempt = &attempt{resp: resp, closed: closed}
 	if cred.sid == live.sid {
 		// The server should have kicked the session's own connection
-		// (spec §1.3), and keeper always does; Apache ZooKeeper 3.8 has
+		// (docs/zookeeper-protocol.md §1.3), and keeper always does; Apache ZooKeeper 3.8 has
 		// been seen to leave it open under load (its session-to-connection
 		// map can lose the entry). Close it here either way, so that both
 		// sides reattach the slot and go on from the same state.
@@ -534,7 +534,7 @@ func zkserverConfig(o serverOptions) zkcore.Config {
 // opens its own. zkreal's readiness probe opens and closes sessions; one it
 // could not close would expire in the middle of a run and shift every later
 // zxid. The sessions are listed by the dump four-letter word and closed by
-// reattaching with their password, which is derived from the id (spec §6.2).
+// reattaching with their password, which is derived from the id (docs/zookeeper-protocol.md §6.2).
 func closeStraySessions(addr string) error {
 	out, err := fourLetter(addr, "dump")
 	if err != nil {

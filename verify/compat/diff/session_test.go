@@ -29,7 +29,7 @@ func eventSet(o *outcome, slot int) []string {
 // txn's zxid as their parents' pzxid, and every other session's watchers
 // see NodeDeleted and NodeChildrenChanged for them. Both servers must agree
 // (runScript compares every step), and ZooKeeper's outcome must be the
-// one spec §3.2 and §6.3 describe.
+// one docs/zookeeper-protocol.md §3.2 and §6.3 describe.
 func TestSessionClose(t *testing.T) {
 	for _, expire := range []bool{false, true} {
 		name := "closeSession"
@@ -121,7 +121,7 @@ func testSessionEnd(t *testing.T, expire bool) {
 }
 
 // TestTTLDisabled compares the servers with extended types off, where
-// createTTL is refused (spec §2.4: Unimplemented, and the zxid is still
+// createTTL is refused (docs/zookeeper-protocol.md §2.4: Unimplemented, and the zxid is still
 // consumed).
 func TestTTLDisabled(t *testing.T) {
 	ttl := func(slot int, path string, flags int32, ttlMs int64) *step {

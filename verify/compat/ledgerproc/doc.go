@@ -8,7 +8,7 @@
 // every entry it reported acknowledged), and pause a writer process with
 // SIGSTOP while another client recovers its ledger (once resumed, the old
 // writer must be fenced and acknowledge nothing beyond the recovered
-// end). These are scenarios 9 and 10 of ../../shared/spec/reliability.md
+// end). These are scenarios 9 and 10 of docs/fault-model.md
 // with real sockets, real processes and real fsyncs. It is a test-only
 // package: see the _test.go files.
 package ledgerproc

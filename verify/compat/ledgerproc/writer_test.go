@@ -61,7 +61,7 @@ func TestWriterKilledMidStream(t *testing.T) {
 // mid-stream, recovers its ledger from another client, and resumes it.
 // The old writer must fail as fenced and exit non-zero, and nothing it
 // reports acknowledged, before the pause or after, may lie beyond the
-// recovered end (reliability.md scenario 9: no divergence).
+// recovered end (docs/fault-model.md scenario 9: no divergence).
 func TestOldWriterFenced(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := testContext(t, 2*time.Minute)
