@@ -8,8 +8,8 @@ import (
 	"keeper/coordination/zkcore"
 )
 
-// connNotes carries what connection goroutines tell the loop — bytes
-// written, connections closed — without waiting for it. The loop sends to
+// connNotes carries what connection goroutines tell the loop — connections
+// opened, bytes written, connections closed — without waiting for it. The loop sends to
 // connections and may close them (clientconn calls Closed from whichever
 // goroutine closes), so a report that waited for room in the loop's inbox
 // could wait for the loop itself: the loop would block on its own inbox.
@@ -17,7 +17,8 @@ import (
 // of capacity one; their memory is bounded by the number of connections.
 type connNotes struct {
 	mu        sync.Mutex
-	bytes     map[zkcore.ConnID]int // mu guards bytes and gone
+	opened    []*clientconn.Conn    // mu guards opened, bytes and gone
+	bytes     map[zkcore.ConnID]int
 	gone      []zkcore.ConnID
 	wake      chan struct{}
 	spareByte map[zkcore.ConnID]int // the loop's, reused between takes
@@ -29,6 +30,13 @@ func newConnNotes() connNotes {
 		spareByte: make(map[zkcore.ConnID]int),
 		wake:      make(chan struct{}, 1),
 	}
+}
+
+func (n *connNotes) open(c *clientconn.Conn) {
+	n.mu.Lock()
+	n.opened = append(n.opened, c)
+	n.mu.Unlock()
+	n.poke()
 }
 
 func (n *connNotes) written(id zkcore.ConnID, bytes int) {
@@ -52,15 +60,21 @@ func (n *connNotes) poke() {
 	}
 }
 
-// takeNotes hands the notes to the core, on the loop: written bytes first
-// (they may let blocked connections run), then closed connections.
+// takeNotes hands the notes to the core, on the loop: opened connections
+// first, then written bytes (they may let blocked connections run), then
+// closed connections. A connection's notes are taken in the order it made
+// them, since its close comes after its open.
 func (s *Server) takeNotes() {
 	n := &s.notes
 	n.mu.Lock()
-	bytes, gone := n.bytes, n.gone
-	n.bytes, n.gone = n.spareByte, nil
+	opened, bytes, gone := n.opened, n.bytes, n.gone
+	n.opened, n.bytes, n.gone = nil, n.spareByte, nil
 	n.mu.Unlock()
 	now := s.now()
+	for _, c := range opened {
+		s.conns[c.ID()] = c
+		s.core.NewConn(c.ID(), c.Remote(), now)
+	}
 	for id, b := range bytes {
 		if _, ok := s.conns[id]; ok {
 			s.core.Written(id, b, now)
@@ -71,6 +85,17 @@ func (s *Server) takeNotes() {
 	for _, id := range gone {
 		delete(s.conns, id)
 		s.core.Disconnect(id)
+	}
+}
+
+// takeNotesFirst takes the pending notes, if any, before the loop runs
+// work from its inbox: a connection's handshake or four-letter word was
+// posted after the note of its opening, and must find it taken.
+func (s *Server) takeNotesFirst() {
+	select {
+	case <-s.notes.wake:
+		s.takeNotes()
+	default:
 	}
 }
 

@@ -118,27 +118,53 @@ func TestSlowReaderIsServedInFull(t *testing.T) {
 		t.Fatalf("create /big: %v", code)
 	}
 	const requests = 400
-	c.nc.SetWriteDeadline(time.Now().Add(waitTimeout))
 	var buf []byte
 	for i := range requests {
 		buf = zkproto.AppendRequestFrame(buf, zkproto.RequestHeader{Xid: int32(i + 1), Op: zkproto.OpGetData},
 			&zkproto.GetDataRequest{Path: "/big"})
 	}
-	go c.nc.Write(buf)
+	// One goroutine writes: the requests, then a ping every 100 ms, as a
+	// client does while it waits, so that the session stays alive however
+	// long this machine takes to deliver 100 MB. The pings touch the
+	// session when they arrive; their replies queue behind the reads.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		if _, err := c.nc.Write(buf); err != nil {
+			return
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				ping := zkproto.AppendRequestFrame(nil, zkproto.RequestHeader{Xid: zkproto.XidPing, Op: zkproto.OpPing}, nil)
+				if _, err := c.nc.Write(ping); err != nil {
+					return
+				}
+			}
+		}
+	}()
 	eventually(t, waitTimeout, func() bool { return coreStats(t, s).OutputThrottled >= 1 }, "the reader throttled")
 	if held := coreStats(t, s).HeldOutputBytes; held > zkcore.DefaultMaxConnOutputBytes+2*nodeBytes {
 		t.Errorf("server holds %d bytes for one slow reader, want at most %d", held, zkcore.DefaultMaxConnOutputBytes+2*nodeBytes)
 	}
-	for i := range requests {
+	for i := 0; i < requests; {
 		c.nc.SetReadDeadline(time.Now().Add(waitTimeout))
 		payload, err := zkproto.ReadFrame(c.r, nil, 4*nodeBytes)
 		if err != nil {
 			t.Fatalf("reply %d: %v", i+1, err)
 		}
 		h, _, err := zkproto.DecodeReply(payload, zkproto.OpGetData, 4*nodeBytes)
+		if err == nil && h.Xid == zkproto.XidPing {
+			continue
+		}
 		if err != nil || h.Xid != int32(i+1) || h.Err != zkproto.CodeOK {
 			t.Fatalf("reply %d: %+v %v", i+1, h, err)
 		}
+		i++
 	}
 }
 

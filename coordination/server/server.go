@@ -416,6 +416,7 @@ func (s *Server) drainInbox() {
 	for range inboxBatch - 1 {
 		select {
 		case fn := <-s.inbox:
+			s.takeNotesFirst()
 			fn()
 		default:
 			return
@@ -453,6 +454,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.abortSnapshot()
 			return
 		case fn := <-s.inbox:
+			s.takeNotesFirst()
 			fn()
 			s.drainInbox()
 		case <-s.notes.wake:
@@ -573,34 +575,24 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	// The loop learns of a connection only at its handshake: a
-	// four-letter word, or a client that never finishes its handshake,
-	// costs the loop nothing, so ruok answers even while the loop is busy.
+	// The loop learns of the connection from a note, which never waits:
+	// accepting costs the loop nothing until the client speaks, so ruok
+	// answers even while the loop works through a backlog.
 	c := clientconn.New(zkcore.ConnID(s.nextID.Add(1)), nc, s.cfg.Conn, handler{s})
 	if !s.addLive(c) {
 		s.releaseSlot(ap)
 		nc.Close()
 		return
 	}
+	s.notes.open(c)
 	c.Start()
 }
 
 // handler adapts clientconn callbacks to loop work.
 type handler struct{ s *Server }
 
-// Connect registers the connection with the loop and the core, then
-// hands over the handshake. A connection that closed before the loop got
-// here is left out: its close note may already have been taken.
 func (h handler) Connect(c *clientconn.Conn, req *zkproto.ConnectRequest) {
-	h.s.post(func() {
-		if c.IsClosed() {
-			return
-		}
-		now := h.s.now()
-		h.s.conns[c.ID()] = c
-		h.s.core.NewConn(c.ID(), c.Remote(), now)
-		h.s.core.Connect(c.ID(), req, now)
-	})
+	h.s.post(func() { h.s.core.Connect(c.ID(), req, h.s.now()) })
 }
 
 func (h handler) Request(c *clientconn.Conn, r zkcore.Request) {
