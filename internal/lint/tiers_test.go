@@ -15,6 +15,7 @@ type tierEntry struct {
 var tierTable = []tierEntry{
 	// Tier 0, leaf: stdlib only.
 	{pkg: "coordination/zxid"}, {pkg: "coordination/jute"}, {pkg: "coordination/zoocfg"},
+	{pkg: "coordination/jaas"}, // JAAS login configuration files, parsed from bytes
 	{pkg: "internal/invariants"},
 	{pkg: "internal/failpoint"}, // named crash points; the binary installs the actions
 	{pkg: "internal/skewclock"}, // a chaos build's skewable clock, pure: real readings passed in
@@ -24,6 +25,7 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/datatree", tier: 1}, {pkg: "coordination/session", tier: 1},
 	{pkg: "coordination/watch", tier: 1}, {pkg: "coordination/acl", tier: 1},
 	{pkg: "coordination/zkcore", tier: 1}, {pkg: "coordination/zab", tier: 1},
+	{pkg: "coordination/sasl", tier: 1}, // SASL mechanisms: token in, token out
 	{pkg: "ledgerstore/ledger", tier: 1}, {pkg: "ledgerstore/bkproto", tier: 1},
 	// Tier 2, storage: files only through vfs.FS.
 	{pkg: "internal/vfs", tier: 2, subpackages: true},

@@ -1,0 +1,103 @@
+package jaas
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+// kazooServer is the Server section kazoo's test harness writes.
+const kazooServer = `
+Server {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_super="super_secret"
+    user_jaasuser="jaas_password";
+};`
+
+func TestServerUsers(t *testing.T) {
+	lookup := func(name string) (string, bool) {
+		v, ok := map[string]string{"user.home": "/home/zk", "pw": "from-property"}[name]
+		return v, ok
+	}
+	for _, tc := range []struct {
+		name    string
+		file    string
+		section string
+		want    map[string]string // nil: no usable section
+	}{
+		{"kazoo", kazooServer, "Server", map[string]string{"super": "super_secret", "jaasuser": "jaas_password"}},
+		{"empty file", "", "Server", nil},
+		{"other section only", `Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="a" password="b"; };`, "Server", nil},
+		{"renamed section", `ZKServer { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="b"; };`, "ZKServer", map[string]string{"a": "b"}},
+		{"names are case-sensitive", `server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="b"; };`, "Server", nil},
+		{"section without modules", `Server { };`, "Server", nil},
+		{"flag in any case, unquoted value", `Server { org.apache.zookeeper.server.auth.DigestLoginModule REQUIRED user_a=secret; };`, "Server", map[string]string{"a": "secret"}},
+		{"comments", "// c\n/* block\n comment */ Server /* x */ {\n org.apache.zookeeper.server.auth.DigestLoginModule required / lone slash\n user_a=\"b\"; // end\n};", "Server", map[string]string{"a": "b"}},
+		{"escapes", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="q\"b\\s\101\t"; };`, "Server", map[string]string{"a": "q\"b\\sA\t"}},
+		{"quoted key and section", `"Server" { "org.apache.zookeeper.server.auth.DigestLoginModule" "optional" "user_bob@EXAMPLE.COM"="pw"; };`, "Server", map[string]string{"bob@EXAMPLE.COM": "pw"}},
+		{"other options ignored", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required username="x" password="y" user_="empty"; };`, "Server", map[string]string{"": "empty"}},
+		{"two modules, later wins", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="1" user_b="2"; org.apache.zookeeper.server.auth.DigestLoginModule optional user_a="3"; };`, "Server", map[string]string{"a": "3", "b": "2"}},
+		{"duplicate key, last wins", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="1" user_a="2"; };`, "Server", map[string]string{"a": "2"}},
+		{"expansion", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="${pw}" user_b="${user.home}${/}x" user_c="${open"; };`, "Server", map[string]string{"a": "from-property", "b": "/home/zk/x", "c": "${open"}},
+		{"string ends at the end of the line", "Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a=\"open\n; };", "Server", map[string]string{"a": "open"}},
+		{"unicode word", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_jörg=pässword; };`, "Server", map[string]string{"jörg": "pässword"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.file), lookup)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			users, ok, err := cfg.ServerUsers(tc.section)
+			if err != nil {
+				t.Fatalf("ServerUsers: %v", err)
+			}
+			if ok != (tc.want != nil) || !maps.Equal(users, tc.want) {
+				t.Fatalf("ServerUsers(%q) = %v, %v; want %v", tc.section, users, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, wantErr string
+	}{
+		{"duplicate section", "A { };\nA { };", "line 2: section \"A\" is given more than once"},
+		{"bad flag", "A { m maybe; };", `invalid control flag "maybe"`},
+		{"missing semicolon after section", "A { }", "expected ';', found end of file"},
+		{"missing brace", "A m required;", "expected '{'"},
+		{"value starting with a digit", "A { m required user_a=123; };", "found a number"},
+		{"value starting with a dash", "A { m required user_a=-x; };", "found a number"},
+		{"single quotes", "A { m required user_a='x'; };", "expected option value, found a single-quoted string"},
+		{"hash is not a comment", "# comment\nA { };", "line 1: expected section name, found '#'"},
+		{"missing equals", "A { m required user_a \"x\"; };", "expected '='"},
+		{"unknown property", "A { m required\n user_a=\"${nope}\"; };", `line 2: option user_a: unable to expand property "nope"`},
+		{"unterminated module", "A { m required user_a=\"secret\"", "expected option key, found end of file"},
+		{"unterminated block comment", "A { /* m required ; };", "expected login module class, found end of file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.file), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Parse(%q) = %v; want an error containing %q", tc.file, err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error %q shows an option value", err)
+			}
+		})
+	}
+}
+
+func TestServerUsersRefusesOtherModules(t *testing.T) {
+	file := `Server {
+  com.sun.security.auth.module.Krb5LoginModule required
+  useKeyTab=true keyTab="/etc/zk.keytab" principal="zookeeper/host@EXAMPLE.COM";
+};`
+	cfg, err := Parse([]byte(file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := cfg.ServerUsers("Server")
+	if !ok || err == nil || !strings.Contains(err.Error(), "Krb5LoginModule") || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("ServerUsers = %v, %v; want an error naming Krb5LoginModule on line 2", ok, err)
+	}
+}
