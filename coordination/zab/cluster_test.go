@@ -35,6 +35,8 @@ type cluster struct {
 	failed map[PeerID]error
 	cut    map[[2]PeerID]bool
 	trace  []string
+	// ticks counts the rounds of ticks step gave the nodes.
+	ticks int
 	// lastStepped is the last message delivered to a node.
 	lastStepped Message
 	// committedHook, if set, sees what a node that serves clients has
@@ -307,6 +309,7 @@ func (c *cluster) step() {
 		}
 	}
 	if len(c.queue) == 0 {
+		c.ticks++
 		for _, id := range c.ids {
 			if !c.down[id] {
 				c.nodes[id].Tick()

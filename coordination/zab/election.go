@@ -14,6 +14,11 @@ type election struct {
 	votes   map[PeerID]Message // votes of this round (state and vote), self included
 	outside map[PeerID]Message // notifications from peers that left the election
 	decided Vote               // the vote that won, reported to latecomers
+	// absent holds the voter whose link this node lost when it left its
+	// role (the leader it followed, gone with a reset or a closed
+	// connection) until a notification shows it is alive: a vote with a
+	// quorum waits FinalizeTicks only for voters not in it.
+	absent map[PeerID]bool
 
 	finalizeIn int // ticks until deciding on a vote that has a quorum; 0 = not waiting
 	quietTicks int // ticks since the last notification arrived
@@ -39,6 +44,7 @@ func (n *Node) becomeLooking() {
 	e.votes = map[PeerID]Message{}
 	e.outside = map[PeerID]Message{}
 	e.early = map[PeerID]Message{}
+	e.absent = map[PeerID]bool{}
 	e.finalizeIn = 0
 	e.quietTicks = 0
 	e.retryTicks = n.cfg.ElectionRetryTicks
@@ -93,6 +99,7 @@ func (n *Node) stepNotification(m Message) {
 		return
 	}
 	e.quietTicks = 0
+	delete(e.absent, m.From)
 	if !n.isVoter(m.From) {
 		n.sendVote(m.From) // observers never count; they learn from our answer
 		return
@@ -132,6 +139,10 @@ func (n *Node) lookingVote(m Message) {
 	}
 	e.votes[m.From] = m
 	if n.hasQuorum(e.votes, e.vote, true) {
+		if n.heardAll(e.vote) {
+			n.decide(e.vote)
+			return
+		}
 		if e.finalizeIn == 0 {
 			e.finalizeIn = n.cfg.FinalizeTicks
 		}
@@ -171,6 +182,25 @@ func (n *Node) hasQuorum(set map[PeerID]Message, v Vote, looking bool) bool {
 		}
 	}
 	return k > len(n.cfg.Voters)/2
+}
+
+// heardAll reports whether every voter this node has reason to think
+// alive voted v in this round: no better vote can come, so waiting for one
+// (FinalizeTicks) would only delay the election. Apache ZooKeeper always
+// waits finalizeWait; deciding sooner is safe, since a leader that a better
+// candidate follows gives up at ACKEPOCH (ackEpoch), and it costs an
+// election round only when a voter thought gone was in fact alive.
+func (n *Node) heardAll(v Vote) bool {
+	e := &n.elect
+	for _, p := range n.cfg.Voters {
+		if e.absent[p] {
+			continue
+		}
+		if got, ok := e.votes[p]; !ok || got.Vote != v {
+			return false
+		}
+	}
+	return true
 }
 
 // leaderConfirmed reports whether the proposed leader itself says it leads

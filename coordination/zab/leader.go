@@ -36,6 +36,7 @@ type leaderState struct {
 	epochAcked   bool
 	established  bool
 	ticks        int                   // since becoming leader, until established
+	pingIn       int                   // ticks until the next PING to the learners
 	learners     map[PeerID]*peerState // change only through addLearner and dropLearner
 	sorted       []PeerID              // learners' ids in order, nil until asked for again after a change
 	syncs        []zxid.ID             // pending sync requests (local ones: RequestSync), by the zxid they wait for
@@ -417,10 +418,15 @@ func (n *Node) answerSyncs() {
 	l.syncs = l.syncs[:k]
 }
 
-// tickLeader pings learners, drops silent ones, and gives up leadership
+// tickLeader pings learners every PingTicks, drops silent ones, and gives up leadership
 // when it cannot establish the epoch in time or loses its quorum.
 func (n *Node) tickLeader() {
 	l := n.lead
+	l.pingIn--
+	ping := l.pingIn <= 0
+	if ping {
+		l.pingIn = n.cfg.PingTicks
+	}
 	for _, id := range n.sortedLearners() {
 		p := l.learners[id]
 		p.quietTicks++
@@ -434,7 +440,7 @@ func (n *Node) tickLeader() {
 			n.holdLate(id)
 			continue
 		}
-		if p.forward {
+		if p.forward && ping {
 			n.send(Message{Type: MsgPing, To: id, Zxid: n.log.last})
 		}
 	}

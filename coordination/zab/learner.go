@@ -75,7 +75,14 @@ func (n *Node) stepLearner(m Message) error {
 	ls.quietTicks = 0
 	switch m.Type {
 	case MsgDisconnected:
+		// The link went down under us (the leader's process died, or it
+		// closed the link): look for a new leader at once, and do not
+		// wait for the old one's vote.
+		lost := n.leader
 		n.becomeLooking()
+		if n.isVoter(lost) {
+			n.elect.absent[lost] = true
+		}
 	case MsgLeaderInfo:
 		return n.leaderInfo(m)
 	case MsgDiff, MsgTrunc, MsgSnap:
@@ -267,6 +274,17 @@ func (n *Node) RequestSync() error {
 	default:
 		return ErrNotLeader
 	}
+	return nil
+}
+
+// PingLeader sends the leader a PING of the learner's own, between the
+// leader's: the caller fills it with its clients' session activity, so
+// that the leader learns of it without waiting for its next PING.
+func (n *Node) PingLeader() error {
+	if (n.role != Following && n.role != Observing) || !n.serving {
+		return ErrNotLeader
+	}
+	n.send(Message{Type: MsgPing, To: n.leader, Zxid: n.log.last})
 	return nil
 }
 

@@ -30,8 +30,14 @@ type Config struct {
 	ElectionRetryTicks    int
 	ElectionMaxRetryTicks int
 	// FinalizeTicks is how long a node whose vote has a quorum waits for a
-	// better vote before it decides (Apache ZooKeeper's finalizeWait).
+	// better vote before it decides (Apache ZooKeeper's finalizeWait). It
+	// waits only while a voter it has reason to think alive has not voted
+	// the same: once every other voter did, or is the leader whose link it
+	// just lost, no better vote can come and it decides at once.
 	FinalizeTicks int
+	// PingTicks is how often a leader pings its learners (Apache ZooKeeper
+	// pings every half tickTime); default 1.
+	PingTicks int
 
 	// HardState, LastZxid and Recent describe what the node found on disk:
 	// its epochs, the last zxid in its log, and the tail of the log (oldest
@@ -104,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.FinalizeTicks <= 0 {
 		c.FinalizeTicks = 1
+	}
+	if c.PingTicks <= 0 {
+		c.PingTicks = 1
 	}
 	if c.MaxRecentEntries <= 0 {
 		c.MaxRecentEntries = 10000
@@ -342,7 +351,7 @@ func (n *Node) mayGoEarly(m Message) bool {
 		}
 	case Following, Observing:
 		switch m.Type {
-		case MsgRequest, MsgSyncRequest, MsgRevalidate:
+		case MsgRequest, MsgSyncRequest, MsgRevalidate, MsgPing:
 			return true
 		}
 	}

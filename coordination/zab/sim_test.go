@@ -21,7 +21,8 @@ var seedFlag = flag.Uint64("seed", 0, "run TestSimulation with this seed only")
 // ever; 10182: a TRUNC below a snapshot installed from such a leader.
 var regressionSeeds = []uint64{1, 2, 3, 5184, 7361, 7888, 7940, 8218, 9033, 9420, 9637, 9965, 10182, 10221, 10605, 10731}
 
-// TestSimulation runs five nodes through random crashes (also between a
+// TestSimulation runs five nodes (odd seeds with several ticks per
+// tickTime, as servers tick them) through random crashes (also between a
 // batch's log and its epochs), restarts and partitions (links break and
 // heal, reordering across links), with proposals whenever a leader serves,
 // then heals everything and checks that every node applied the same
@@ -60,6 +61,12 @@ func simulate(t *testing.T, seed uint64, steps int) error {
 	c := newCluster(t, voters, nil, func(id PeerID, cfg *Config) {
 		cfg.MaxRecentEntries = 8 + int(seed%16)
 		cfg.Rand = rand.New(rand.NewPCG(seed, uint64(id)))
+		if seed%2 == 1 {
+			// Several ticks per tickTime, as servers run (TimingFor):
+			// pings every other tick, a finalize wait of three.
+			cfg.InitLimitTicks, cfg.SyncLimitTicks = 20, 10
+			cfg.PingTicks, cfg.FinalizeTicks, cfg.ElectionRetryTicks = 2, 3, 3
+		}
 	})
 	c.crashMidBatch = func() bool { return rng.IntN(1000) < crashPerMille }
 	// A stream of its own, so that this fault does not reshuffle the rest

@@ -177,8 +177,8 @@ type Ready struct {
 	// Entries: the caller may send them before it persists the batch, and
 	// must send them no later than Messages. They are the serving leader's
 	// broadcast (PROPOSAL, COMMIT, INFORM, PING, SYNC and REVALIDATE
-	// answers) and a serving learner's forwarded requests, sync requests
-	// and revalidations, as Apache ZooKeeper's leader sends a proposal
+	// answers) and a serving learner's forwarded requests, sync requests,
+	// revalidations and pings, as Apache ZooKeeper's leader sends a proposal
 	// while it logs it. A message goes here only while no message to the
 	// same peer waits in Messages of this or an earlier batch not yet
 	// Advanced, so each link keeps the order the node sent in. TakeEarly
