@@ -168,7 +168,11 @@ func (s *Server) emit(c *conn, frame []byte) {
 	if frame == nil || c.closeAfter {
 		return
 	}
-	c.out = append(c.out, frame...)
+	if c.out == nil {
+		c.out = frame // the entry's frame is not used again: no copy
+	} else {
+		c.out = append(c.out, frame...)
+	}
 	c.heldBytes += len(frame)
 	s.heldBytes += len(frame)
 	c.stats.sent++
@@ -202,10 +206,20 @@ func (s *Server) finish(e *entry, zx zxid.ID, code zkproto.Code, body jute.Recor
 // or with a stat and about 100 bytes of data, fits without growing.
 const replyCap = 256
 
+// replyCapFor sizes a reply's buffer: a getData reply of a large node is
+// allocated once at its size, not grown (and copied) a dozen times.
+func replyCapFor(code zkproto.Code, body jute.Record) int {
+	if r, ok := body.(*zkproto.GetDataResponse); ok && code == zkproto.CodeOK {
+		const statBytes = 68 // a Stat on the wire
+		return max(replyCap, 4+16+4+len(r.Data)+statBytes)
+	}
+	return replyCap
+}
+
 // replyFrame encodes a length-prefixed reply. The body is present only when
 // code is OK (docs/zookeeper-protocol.md §1.4).
 func replyFrame(xid int32, zx zxid.ID, code zkproto.Code, body jute.Record) []byte {
-	e := jute.Encoder{B: make([]byte, 4, replyCap)}
+	e := jute.Encoder{B: make([]byte, 4, replyCapFor(code, body))}
 	e.Int(xid)
 	e.Long(int64(zx))
 	e.Int(int32(code))
