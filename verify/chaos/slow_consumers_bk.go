@@ -96,7 +96,14 @@ func slowBKBody(ctx context.Context, r *LedgerRun) {
 	st := &slowBK{r: r}
 	clients := map[string]*ledgerclient.Client{}
 	for _, name := range []string{"big", "writer", "tail", "other"} {
-		c, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog(name)})
+		cfg := ledgerclient.Config{Logger: r.ClientLog(name)}
+		if name == "big" {
+			// The large entry goes to every bookie with no spare: a bookie
+			// slow to fsync a megabyte on a busy machine must not be
+			// replaced, as there is none to replace it with.
+			cfg.AddTimeout = 30 * time.Second
+		}
+		c, err := r.LedgerClient(harnessNode, cfg)
 		if err != nil {
 			r.Report.Violate("harness", "%s client: %v", name, err)
 			return
