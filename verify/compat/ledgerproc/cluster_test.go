@@ -294,8 +294,12 @@ func (c *cluster) bookie(t *testing.T, id string) *bookieProc {
 // ends.
 func (c *cluster) client(t *testing.T) *ledgerclient.Client {
 	t.Helper()
+	// A killed bookie's connections fail at once (the kernel closes
+	// them), so the tests need no add timeout to notice it; a short one
+	// only let a live bookie that was slow on a busy machine be replaced
+	// too, leaving no spare (TestBookieKillUnderLoad, E=3 of 4 bookies).
 	cl, err := ledgerclient.New(ledgerclient.Config{ZKServers: []string{c.zkAddr},
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), AddTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
