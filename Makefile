@@ -16,7 +16,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Python client suite).
 APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
 
-.PHONY: test deps race check fuzz build invariants chaos
+.PHONY: test test-loaded deps race check fuzz build invariants chaos
 
 # test is what CI runs: prerequisites, static checks, then every test under
 # the race detector, then the full seed sweep of the simulator (the race
@@ -27,6 +27,12 @@ test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'TestSimulation$$' ./verify/sim
+
+# test-loaded is make test on a busy machine: a busy loop per core and an
+# fdatasync-heavy writer on the same disk run until it ends. The suite's
+# verdicts must not depend on the machine's speed.
+test-loaded:
+	bash verify/loaded.sh $(MAKE) test
 
 # deps installs what is missing and nothing else, so it is cheap to repeat.
 deps:
