@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newBookieCmd())
 	root.AddCommand(newLedgerCmd())
+	addVersion(root)
 	return root
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
+	"keeper/internal/metric"
 )
 
 // DefaultTraceMask is Apache ZooKeeper's initial trace mask: client
@@ -36,8 +37,12 @@ type Core interface {
 // Config configures an Admin.
 type Config struct {
 	// Version is the full version text of srvr, stat, mntr and envi, for
-	// example "3.8.0-keeper, built on 11/30/2026 00:00 GMT". Required.
+	// example "3.8.0-keeper-0123456789ab, built on 05/17/2026 09:30 GMT"
+	// (Build.FullVersion). Required.
 	Version string
+	// Build is the binary's build information, which envi and the
+	// keeper_build_info metric report.
+	Build Build
 	// FourLetterWhitelist lists the four-letter words that run; "*" allows
 	// all. It does not apply to the HTTP commands, as in ZooKeeper.
 	FourLetterWhitelist []string
@@ -58,10 +63,14 @@ type Config struct {
 	// server); nil means standalone. It must be safe to call from any
 	// goroutine.
 	State func() string
-	// Quorum, if set, reports a leader's learners for mntr (zk_followers,
-	// zk_synced_followers, zk_pending_syncs). It runs inside Inspect, on
-	// the goroutine that owns the core; ok is false when not leading.
+	// Quorum, if set, reports the ensemble for mntr (peer_state,
+	// quorum_size and a leader's learners). It runs inside Inspect, on the
+	// goroutine that owns the core; ok is false for a standalone server.
 	Quorum func() (q QuorumFacts, ok bool)
+	// Metrics holds the counters and summaries the core, the storage and
+	// the quorum record; mntr and /metrics show each one registered under a
+	// name ZooKeeper uses (catalog). nil means none.
+	Metrics *metric.Registry
 	// Logger receives the admin logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -134,7 +143,7 @@ func (a *Admin) wallTime(monoMs int64) time.Time {
 // copied from the core in one Inspect.
 type facts struct {
 	quorum      QuorumFacts
-	leading     bool
+	inQuorum    bool
 	stats       zkcore.Stats
 	conns       []zkcore.ConnInfo
 	outstanding int
@@ -163,15 +172,20 @@ func (a *Admin) facts() (f facts, ok bool) {
 			sessions:    core.Sessions().Len(),
 		}
 		if a.cfg.Quorum != nil {
-			f.quorum, f.leading = a.cfg.Quorum()
+			f.quorum, f.inQuorum = a.cfg.Quorum()
 		}
 	})
 	return f, ok
 }
 
-// QuorumFacts are a leader's figures about its learners.
+// QuorumFacts describe a member of an ensemble; the learner figures are
+// set only when Leading.
 type QuorumFacts struct {
+	// PeerState is ZooKeeper's detailed peer state: "looking", or the role
+	// and the Zab phase, such as "leading - broadcast".
+	PeerState       string
 	QuorumSize      int // voters in the ensemble
+	Leading         bool
 	Followers       int
 	SyncedFollowers int
 	Observers       int

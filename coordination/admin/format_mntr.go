@@ -3,7 +3,12 @@ package admin
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
+	"unicode/utf16"
+
+	"keeper/internal/metric"
 )
 
 // field is one named value of a command's output. Commands build ordered
@@ -24,57 +29,135 @@ func (f javaFloat) String() string { return javaDouble(float64(f)) }
 func (f javaFloat) MarshalJSON() ([]byte, error) { return []byte(javaDouble(float64(f))), nil }
 
 // monitorFields lists mntr's values without the zk_ prefix, in the order
-// Apache ZooKeeper 3.8 prints them (which comes from a Java HashMap, so it
-// is fixed but not sorted).
-//
-// Keeper prints ZooKeeper's core set plus the 3.6 additions it can compute.
-// The remaining several hundred 3.6+ metrics (processor queue sizes, fsync
-// and commit-processor summaries, response-size and TLS counters) are left
-// out rather than printed as zeros. File-descriptor counts appear only
-// where the platform reports them, as in ZooKeeper.
+// Apache ZooKeeper 3.8 prints them: version and server_state (and a
+// quorum member's peer_state), then the catalog, each entry that keeper
+// measures (docs/observability.md lists the ones it does not, and why).
+// File-descriptor counts appear only where the platform reports them, as
+// in ZooKeeper.
 func (a *Admin) monitorFields(f facts) []field {
-	st := f.stats
 	fields := []field{
 		{"version", a.cfg.Version},
 		{"server_state", a.state()},
-		{"ephemerals_count", int64(f.ephemerals)},
-		{"num_alive_connections", int64(len(f.conns))},
-		{"avg_latency", javaFloat(roundLatency(st.AvgLatencyMs))},
-		{"outstanding_requests", int64(f.outstanding)},
-		{"znode_count", int64(f.nodeCount)},
-		{"global_sessions", int64(f.sessions)},
-		{"packets_sent", st.PacketsSent},
-		{"packets_received", st.PacketsReceived},
-		{"connection_drop_probability", javaFloat(0)},
-		{"watch_count", int64(f.watchCount)},
-		{"auth_failed_count", st.AuthFailed},
-		{"min_latency", st.MinLatencyMs},
 	}
-	open, limit, fdOK := fileDescriptors()
-	if fdOK {
-		fields = append(fields, field{"max_file_descriptor_count", limit})
+	if f.inQuorum && f.quorum.PeerState != "" {
+		fields = append(fields, field{"peer_state", f.quorum.PeerState})
 	}
-	fields = append(fields, field{"approximate_data_size", f.dataSize})
-	if fdOK {
-		fields = append(fields, field{"open_file_descriptor_count", open})
+	gauges := a.gauges(f)
+	for _, e := range catalog {
+		if e.kind == kindGauge {
+			if v, ok := gauges[e.name]; ok {
+				fields = append(fields, field{e.name, v})
+			}
+			continue
+		}
+		m, ok := a.cfg.Metrics.Lookup(e.name)
+		if !ok {
+			continue
+		}
+		switch m := m.(type) {
+		case *metric.Counter:
+			fields = append(fields, field{e.name, m.Load()})
+		case *metric.CounterSet:
+			for _, k := range javaOrder(m.Snapshot()) {
+				fields = append(fields, field{k.Key + "_" + e.name, k.Count})
+			}
+		case *metric.Summary:
+			fields = appendSummary(fields, e.name, m.Snapshot(), e.detailed)
+		case *metric.SummarySet:
+			for _, k := range javaOrder(m.Snapshot()) {
+				fields = appendSummary(fields, k.Key+"_"+e.name, k.Snapshot, e.detailed)
+			}
+		}
 	}
-	fields = append(fields,
-		field{"local_sessions", int64(0)}, // keeper has no local sessions yet
-		field{"uptime", a.uptime()},
-		field{"max_latency", st.MaxLatencyMs},
-	)
-	if f.leading {
+	return fields
+}
+
+// gauges returns the sampled values of the catalog's gauges that keeper
+// measures.
+func (a *Admin) gauges(f facts) map[string]any {
+	st := f.stats
+	g := map[string]any{
+		"ephemerals_count":            int64(f.ephemerals),
+		"num_alive_connections":       int64(len(f.conns)),
+		"avg_latency":                 javaFloat(roundLatency(st.AvgLatencyMs)),
+		"outstanding_requests":        int64(f.outstanding),
+		"znode_count":                 int64(f.nodeCount),
+		"global_sessions":             int64(f.sessions),
+		"last_client_response_size":   st.LastResponseBytes,
+		"packets_sent":                st.PacketsSent,
+		"packets_received":            st.PacketsReceived,
+		"max_client_response_size":    st.MaxResponseBytes,
+		"connection_drop_probability": javaFloat(0), // keeper has no connection-drop throttle
+		"watch_count":                 int64(f.watchCount),
+		"auth_failed_count":           st.AuthFailed,
+		"min_latency":                 st.MinLatencyMs,
+		"approximate_data_size":       f.dataSize,
+		"local_sessions":              int64(0), // keeper has no local sessions
+		"uptime":                      a.uptime(),
+		"max_latency":                 st.MaxLatencyMs,
+		"min_client_response_size":    st.MinResponseBytes,
+	}
+	if open, limit, ok := fileDescriptors(); ok {
+		g["max_file_descriptor_count"] = limit
+		g["open_file_descriptor_count"] = open
+	}
+	if f.inQuorum {
 		q := f.quorum
+		g["quorum_size"] = int64(q.QuorumSize)
+		if q.Leading {
+			g["learners"] = int64(q.Followers + q.Observers)
+			g["synced_followers"] = int64(q.SyncedFollowers)
+			g["synced_observers"] = int64(q.Observers)
+			g["pending_syncs"] = int64(q.PendingSyncs)
+		}
+	}
+	return g
+}
+
+// appendSummary adds a summary's avg_, min_, max_, cnt_ and sum_ fields,
+// and p50_ to p999_ when detailed, as ZooKeeper's AvgMinMaxCounter and
+// AvgMinMaxPercentileCounter print them: the average rounded half up to 4
+// decimals, percentiles rounded to whole numbers.
+func appendSummary(fields []field, name string, s metric.Snapshot, detailed bool) []field {
+	fields = append(fields,
+		field{"avg_" + name, javaFloat(roundLatency(s.Avg()))},
+		field{"min_" + name, s.Min},
+		field{"max_" + name, s.Max},
+		field{"cnt_" + name, s.Count},
+		field{"sum_" + name, s.Sum},
+	)
+	if detailed {
 		fields = append(fields,
-			field{"quorum_size", int64(q.QuorumSize)},
-			field{"learners", int64(q.Followers + q.Observers)},
-			field{"followers", int64(q.Followers)},
-			field{"synced_followers", int64(q.SyncedFollowers)},
-			field{"synced_observers", int64(q.Observers)},
-			field{"pending_syncs", int64(q.PendingSyncs)},
+			field{"p50_" + name, int64(math.Round(s.Quantile(0.5)))},
+			field{"p95_" + name, int64(math.Round(s.Quantile(0.95)))},
+			field{"p99_" + name, int64(math.Round(s.Quantile(0.99)))},
+			field{"p999_" + name, int64(math.Round(s.Quantile(0.999)))},
 		)
 	}
 	return fields
+}
+
+// javaOrder orders the keys of a summary or counter set as ZooKeeper's
+// ConcurrentHashMap iterates them: by bucket, the bucket being the spread
+// String.hashCode of the key modulo the table size, which starts at 16 and
+// doubles once the map holds three quarters of it. Keys in one bucket keep
+// their sorted order.
+func javaOrder(keys []metric.Keyed) []metric.Keyed {
+	table := 16
+	for len(keys) >= table-table/4 {
+		table *= 2
+	}
+	bucket := func(s string) int {
+		var h int32
+		for _, r := range utf16.Encode([]rune(s)) {
+			h = 31*h + int32(r)
+		}
+		u := uint32(h)
+		return int((u ^ u>>16) & 0x7fffffff & uint32(table-1))
+	}
+	out := slices.Clone(keys)
+	slices.SortStableFunc(out, func(x, y metric.Keyed) int { return bucket(x.Key) - bucket(y.Key) })
+	return out
 }
 
 // mntr renders monitorFields as "zk_<key>\t<value>" lines (docs/zookeeper-protocol.md §8.2).

@@ -239,7 +239,7 @@ func (stopped) Inspect(func(*zkcore.Server)) bool { return false }
 // TestNotServing checks what each word answers once the core has stopped:
 // the words that need it say so, the others answer as usual.
 func TestNotServing(t *testing.T) {
-	a, err := admin.New(admin.Config{Version: server.Version, FourLetterWhitelist: []string{"*"}, Start: time.Now()}, stopped{})
+	a, err := admin.New(admin.Config{Version: server.Version(), FourLetterWhitelist: []string{"*"}, Start: time.Now()}, stopped{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func TestAdminErrors(t *testing.T) {
 
 // TestAdminNotServing checks the HTTP answers once the core has stopped.
 func TestAdminNotServing(t *testing.T) {
-	a, err := admin.New(admin.Config{Version: server.Version, Start: time.Now()}, stopped{})
+	a, err := admin.New(admin.Config{Version: server.Version(), Start: time.Now()}, stopped{})
 	if err != nil {
 		t.Fatal(err)
 	}

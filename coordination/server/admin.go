@@ -13,8 +13,11 @@ import (
 // after s.start is set (the origin of the core's monotonic clock) and
 // before any connection is admitted.
 func (s *Server) startAdmin() error {
+	build := admin.ReadBuild()
 	a, err := admin.New(admin.Config{
-		Version:             Version,
+		Version:             build.FullVersion(),
+		Build:               build,
+		Metrics:             s.metrics,
 		FourLetterWhitelist: s.cfg.FourLetterWhitelist,
 		SnapDir:             versionDir(s.cfg.DataDir),
 		LogDir:              versionDir(s.cfg.DataLogDir),

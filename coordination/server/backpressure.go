@@ -107,10 +107,12 @@ func (s *Server) takeSlot(ap netip.AddrPort) bool {
 	defer s.ipMu.Unlock()
 	if s.cfg.MaxClientCnxns > 0 && s.perIP[ip] >= s.cfg.MaxClientCnxns {
 		s.log.Warn("too many connections from client", "ip", ip.String(), "max", s.cfg.MaxClientCnxns)
+		s.stm.rejected()
 		return false
 	}
 	if s.cfg.MaxCnxns > 0 && s.totalConns >= s.cfg.MaxCnxns {
 		s.log.Warn("too many connections", "max", s.cfg.MaxCnxns)
+		s.stm.rejected()
 		return false
 	}
 	s.perIP[ip]++

@@ -123,7 +123,7 @@ func (s *Server) startQuorum() error {
 	// unless it is the only voter: then no one has the state it lost.
 	fromLeader := !(len(q.Voters) == 1 && q.Voters[0] == q.MyID)
 	lost, err := loadState(&s.cfg.Storage, s.core, maxRecord, s.now(), s.log,
-		loadOptions{recent: recent, atStart: true, fromLeader: fromLeader})
+		loadOptions{recent: recent, atStart: true, fromLeader: fromLeader, metrics: s.stm})
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (s *Server) startQuorum() error {
 	coreCfg := s.cfg.Core
 	coreCfg.Logger = nil
 	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
-		logger: s.log, hard: hs, now: s.now, purgeMu: &s.storageMu}
+		logger: s.log, hard: hs, now: s.now, purgeMu: &s.storageMu, metrics: s.stm}
 	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")
@@ -299,15 +299,33 @@ func (s *Server) quorumRole() string {
 	return s.quorum.role.Load().(string)
 }
 
-// quorumFacts reports a leader's learners to mntr; it runs on the loop.
+// quorumFacts reports the member and a leader's learners to mntr; it runs
+// on the loop.
 func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
 	if s.quorum == nil {
 		return admin.QuorumFacts{}, false
 	}
-	st, ok := s.quorum.peer.Node().LeaderStats()
-	if !ok {
-		return admin.QuorumFacts{}, false
+	n := s.quorum.peer.Node()
+	q := admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), PeerState: peerState(n.Role(), n.Serving())}
+	if st, ok := n.LeaderStats(); ok {
+		q.Leading, q.Followers, q.SyncedFollowers = true, st.Followers, st.SyncedFollowers
+		q.Observers, q.PendingSyncs = st.Observers, st.PendingSyncs
 	}
-	return admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), Followers: st.Followers,
-		SyncedFollowers: st.SyncedFollowers, Observers: st.Observers, PendingSyncs: st.PendingSyncs}, true
+	return q, true
+}
+
+// peerState is ZooKeeper's detailed peer state (mntr's peer_state): the
+// role, then the Zab phase. keeper's Node tells serving (broadcast) from
+// not yet serving, which it reports as synchronization: it does not
+// distinguish ZooKeeper's discovery phase.
+func peerState(role zab.Role, serving bool) string {
+	name := map[zab.Role]string{zab.Looking: "looking", zab.Leading: "leading", zab.Following: "following",
+		zab.Observing: "observing"}[role]
+	switch {
+	case role == zab.Looking || name == "":
+		return name
+	case serving:
+		return name + " - broadcast"
+	}
+	return name + " - synchronization"
 }

@@ -145,7 +145,8 @@ func TestEnsembleMntr(t *testing.T) {
 			}
 			out := string(s.fourLetter(0, "mntr", 0))
 			if strings.Contains(out, "zk_synced_followers\t2\n") && strings.Contains(out, "zk_server_state\tleader\n") &&
-				strings.Contains(out, "zk_followers\t2\n") && strings.Contains(out, "zk_pending_syncs\t0\n") {
+				strings.Contains(out, "zk_learners\t2\n") && strings.Contains(out, "zk_pending_syncs\t0\n") &&
+				strings.Contains(out, "zk_peer_state\tleading - broadcast\n") && strings.Contains(out, "zk_quorum_size\t3\n") {
 				return
 			}
 		}

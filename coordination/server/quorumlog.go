@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"keeper/coordination/datatree"
 	"keeper/coordination/snap"
@@ -39,6 +40,7 @@ type diskLog struct {
 	hard      zab.HardState
 	now       func() zkcore.Now
 	purgeMu   *sync.Mutex // Server.storageMu: no purge during Truncate or InstallSnapshot
+	metrics   *storageMetrics
 }
 
 // readEpochs reads the epoch files; a missing file is epoch 0, a damaged
@@ -116,7 +118,14 @@ func (l *diskLog) Append(es []zab.Entry) error {
 }
 
 // Sync is the group commit point.
-func (l *diskLog) Sync() error { return l.log.Sync() }
+func (l *diskLog) Sync() error {
+	start := time.Now()
+	err := l.log.Sync()
+	if err == nil {
+		l.metrics.fsynced(start)
+	}
+	return err
+}
 
 // Truncate (Zab's TRUNC) is in truncate.go.
 

@@ -27,15 +27,17 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/internal/metric"
 	"keeper/internal/vfs"
 )
 
-// Version is what srvr, stat, mntr and envi report. It follows Apache
-// ZooKeeper's "<version>-<build>, built on <date>" form, with the build date
-// in ZooKeeper 3.4's MM/dd/yyyy HH:mm zone style: go-zookeeper's FLWSrvr
-// accepts only that style, and kazoo's server_version() reads the numbers
-// before the first '-' of envi's zookeeper.version line.
-const Version = "3.8.0-keeper, built on 11/30/2026 00:00 GMT"
+// Version returns what srvr, stat, mntr and envi report: the ZooKeeper
+// version keeper follows and this binary's build, in ZooKeeper's
+// "<version>-<build>, built on <date>" form (admin.Build.FullVersion), with
+// the date in ZooKeeper 3.4's MM/dd/yyyy HH:mm zone style: go-zookeeper's
+// FLWSrvr accepts only that style, and kazoo's server_version() reads the
+// numbers before the first '-' of envi's zookeeper.version line.
+func Version() string { return admin.ReadBuild().FullVersion() }
 
 // Config configures a Server.
 type Config struct {
@@ -153,6 +155,10 @@ type Server struct {
 
 	admin     *admin.Admin      // set by Start, before any connection
 	adminHTTP *admin.HTTPServer // nil when Config.AdminAddr is ""
+	// metrics holds what the core, the storage and the quorum measure,
+	// under ZooKeeper's names (docs/observability.md).
+	metrics *metric.Registry
+	stm     *storageMetrics
 
 	// Persistence; nil committer when data lives in memory only.
 	committer     *committer
@@ -179,6 +185,8 @@ type Server struct {
 
 // New validates cfg and builds a server; Start makes it listen.
 func New(cfg Config) (*Server, error) {
+	metrics := metric.NewRegistry()
+	cfg.Core.Metrics = metrics
 	core, err := zkcore.New(cfg.Core)
 	if err != nil {
 		return nil, err
@@ -225,6 +233,8 @@ func New(cfg Config) (*Server, error) {
 		rng:      rng,
 		trigger:  snap.NewTrigger(cfg.Storage.SnapCount, cfg.Storage.SnapSizeLimitBytes, rng),
 		snapDone: make(chan snapshotResult, 1),
+		metrics:  metrics,
+		stm:      newStorageMetrics(metrics),
 	}, nil
 }
 
@@ -250,12 +260,12 @@ func (s *Server) Start() (err error) {
 			return err
 		}
 	case s.cfg.Storage.enabled():
-		log, err := recoverState(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log)
+		log, err := recoverState(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log, s.stm)
 		if err != nil {
 			return err
 		}
 		s.core.RenewSessions(s.now())
-		s.committer = newCommitter(log)
+		s.committer = newCommitter(log, s.stm)
 		go s.committer.run()
 	}
 	ln, err := net.Listen("tcp", s.cfg.ClientAddr)
@@ -327,6 +337,7 @@ func (s *Server) storageFailed(durable <-chan []*txn.Txn, err error) {
 		}
 		break
 	}
+	s.stm.failed()
 	s.core.FailWrites(err)
 }
 

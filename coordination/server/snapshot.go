@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"keeper/coordination/datatree"
 	"keeper/coordination/snap"
@@ -29,6 +30,7 @@ const snapshotChunks = 8
 // lists the nodes used.
 type snapshotJob struct {
 	zxid     zxid.ID // the last txn applied when the walk started
+	began    time.Time
 	sessions []snap.SessionEntry
 	body     *datatree.FuzzyBody
 	leading  []byte // the body's leading ACL section, fixed at the start
@@ -64,6 +66,7 @@ func (s *Server) startSnapshot() {
 	s.sinceSnapshot = 0
 	tree := s.core.Tree()
 	job := &snapshotJob{
+		began:  time.Now(),
 		zxid:   s.core.LastZxid(),
 		body:   tree.StartFuzzyBody(),
 		staged: s.stageNextSnapshot,
@@ -275,5 +278,6 @@ func (s *Server) snapshotFinished(r snapshotResult) {
 		s.log.Error("snapshot failed", "zxid", job.zxid, "err", r.err)
 		return
 	}
+	s.stm.snapshotTaken(job.began)
 	s.log.Info("snapshot taken", "file", r.name, "nodes", r.nodes, "staged", job.staged)
 }

@@ -71,8 +71,9 @@ func (c *StorageConfig) snapDir() string { return filepath.Join(c.DataDir, txnlo
 // for stops start-up with an *UnaccountedError that names the files
 // (recovery.go); only a torn tail at the very end of the log is repaired,
 // since it can only hold txns never acknowledged.
-func recoverState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger) (*txnlog.Log, error) {
-	if _, err := loadState(cfg, core, maxRecord, now, logger, loadOptions{atStart: true}); err != nil {
+func recoverState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger,
+	m *storageMetrics) (*txnlog.Log, error) {
+	if _, err := loadState(cfg, core, maxRecord, now, logger, loadOptions{atStart: true, metrics: m}); err != nil {
 		return nil, err
 	}
 	return txnlog.Open(cfg.FS, cfg.logDir(), txnlogConfig(cfg, maxRecord, logger))
@@ -95,6 +96,8 @@ type loadOptions struct {
 	// snapshot: one that starts empty in place of data it lost writes no
 	// snapshot of its own, so that it stays lost until the leader's.
 	fromLeader bool
+	// metrics, when not nil, receives the load's timings.
+	metrics *storageMetrics
 }
 
 // loadState restores core from the newest valid snapshot and the log after
@@ -104,6 +107,12 @@ type loadOptions struct {
 // with an empty tree.
 func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger,
 	opts loadOptions) (lost bool, err error) {
+	began := time.Now()
+	defer func() {
+		if err == nil {
+			opts.metrics.loaded(began)
+		}
+	}()
 	fs := cfg.FS
 	snapDir := cfg.snapDir()
 	defer relaxGC(loadBudget(fs, snapDir))()
@@ -121,7 +130,8 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 	if err != nil {
 		return false, err
 	}
-	err = restore(cfg, found, core, maxRecord, now, logger, opts.recent)
+	opts.metrics.snapLoaded(began)
+	err = restore(cfg, found, core, maxRecord, now, logger, opts.recent, opts.metrics)
 	var unaccounted *UnaccountedError
 	switch {
 	case err == nil:
@@ -146,7 +156,7 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 // repairing a torn tail first. Data it cannot account for gives an
 // *UnaccountedError.
 func restore(cfg *StorageConfig, found *dataFiles, core *zkcore.Server, maxRecord int, now zkcore.Now,
-	logger *slog.Logger, recent *recentTail) error {
+	logger *slog.Logger, recent *recentTail, m *storageMetrics) error {
 	for _, sk := range found.skipped {
 		logger.Warn("skipped unusable snapshot", "file", sk.Info.Name, "reason", sk.Err)
 	}
@@ -176,10 +186,12 @@ func restore(cfg *StorageConfig, found *dataFiles, core *zkcore.Server, maxRecor
 	} else if torn != nil {
 		logger.Warn("truncated a torn record at the end of the log", "file", torn.File, "offset", torn.Offset)
 	}
+	replayStart := time.Now()
 	replayed, lastFile, err := replay(cfg.FS, cfg.logDir(), lcfg, core, pendingDigest, now, recent)
 	if err != nil {
 		return found.damaged(err)
 	}
+	m.replayed(replayStart, replayed)
 	if reason := found.tailUnaccounted(core.LastZxid(), lastFile); reason != "" {
 		return found.unaccounted(reason, nil)
 	}
@@ -316,11 +328,13 @@ func follows(last, next zxid.ID) bool {
 // hands over while the previous fsync runs shares the next one (group
 // commit). It is the only goroutine that touches the log.
 type committer struct {
-	log *txnlog.Log
+	log     *txnlog.Log
+	metrics *storageMetrics
 
 	mu      sync.Mutex
-	queue   []*txn.Txn // mu guards queue, roll, closed
-	roll    bool       // start a new log file before the next append
+	queue   []*txn.Txn  // mu guards queue, queued, roll, closed
+	queued  []time.Time // when each txn of queue was submitted
+	roll    bool        // start a new log file before the next append
 	closed  bool
 	wake    chan struct{}
 	durable chan []*txn.Txn // batches now on disk, in order, for the loop
@@ -332,9 +346,10 @@ type committer struct {
 // unbounded amount of data to be written first.
 const maxBatchTxns = 4096
 
-func newCommitter(log *txnlog.Log) *committer {
+func newCommitter(log *txnlog.Log, m *storageMetrics) *committer {
 	return &committer{
 		log:     log,
+		metrics: m,
 		wake:    make(chan struct{}, 1),
 		durable: make(chan []*txn.Txn, 64),
 		failed:  make(chan error, 1),
@@ -344,9 +359,16 @@ func newCommitter(log *txnlog.Log) *committer {
 
 // submit queues txns for the log; it never blocks.
 func (c *committer) submit(ts []*txn.Txn) {
+	now := time.Now()
 	c.mu.Lock()
 	c.queue = append(c.queue, ts...)
+	for range ts {
+		c.queued = append(c.queued, now)
+	}
 	c.mu.Unlock()
+	if c.metrics != nil {
+		c.metrics.queued.Add(int64(len(ts)))
+	}
 	c.signal()
 }
 
@@ -377,25 +399,30 @@ func (c *committer) close() error {
 
 // take returns the next batch, whether to roll first, and whether the
 // committer was closed with nothing left to do.
-func (c *committer) take() (batch []*txn.Txn, roll, stop bool) {
+func (c *committer) take() (batch []*txn.Txn, queued []time.Time, roll, stop bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := min(len(c.queue), maxBatchTxns)
+	if n > 0 && c.metrics != nil {
+		c.metrics.queueSize.Add(int64(len(c.queue)))
+	}
 	batch = c.queue[:n:n]
+	queued = c.queued[:n:n]
 	c.queue = c.queue[n:]
+	c.queued = c.queued[n:]
 	if len(c.queue) == 0 {
-		c.queue = nil
+		c.queue, c.queued = nil, nil
 	}
 	if n > 0 { // a roll applies to the next txn appended, not to an empty take
 		roll, c.roll = c.roll, false
 	}
-	return batch, roll, c.closed && n == 0
+	return batch, queued, roll, c.closed && n == 0
 }
 
 func (c *committer) run() {
 	defer close(c.done)
 	for {
-		batch, roll, stop := c.take()
+		batch, queued, roll, stop := c.take()
 		if stop {
 			return
 		}
@@ -403,10 +430,12 @@ func (c *committer) run() {
 			<-c.wake
 			continue
 		}
+		taken := time.Now()
 		if err := c.write(batch, roll); err != nil {
 			c.failed <- err
 			return
 		}
+		c.measure(queued, taken)
 		c.durable <- batch
 	}
 }
@@ -424,5 +453,25 @@ func (c *committer) write(batch []*txn.Txn, roll bool) error {
 			return err
 		}
 	}
-	return c.log.Sync()
+	start := time.Now()
+	err := c.log.Sync()
+	if err == nil {
+		c.metrics.fsynced(start)
+	}
+	return err
+}
+
+// measure records a durable batch: its size, and each txn's time in the
+// queue and until durable, as ZooKeeper's SyncRequestProcessor does.
+func (c *committer) measure(queued []time.Time, taken time.Time) {
+	m := c.metrics
+	if m == nil {
+		return
+	}
+	m.batchSize.Add(int64(len(queued)))
+	m.flushTime.Add(since(taken))
+	for _, q := range queued {
+		m.queueTime.Add(taken.Sub(q).Milliseconds())
+		m.queueAndFlushTime.Add(since(q))
+	}
 }

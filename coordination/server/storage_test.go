@@ -735,16 +735,16 @@ func TestCloseWaitsForSnapshotWriter(t *testing.T) {
 // roll flag even when it returned no txns, and a stale wake-up made that
 // common under load (verify/compat/migrate saw 7 snapshots over 3 log files).
 func TestRollRequestSurvivesEmptyTake(t *testing.T) {
-	c := newCommitter(nil)
+	c := newCommitter(nil, nil)
 	c.rollLog()
-	if batch, _, _ := c.take(); len(batch) != 0 {
+	if batch, _, _, _ := c.take(); len(batch) != 0 {
 		t.Fatalf("take returned %d txns from an empty queue", len(batch))
 	}
 	c.submit([]*txn.Txn{{
 		Header: txn.Header{ClientID: 1, Zxid: 1, Type: zkproto.OpCreateSession},
 		Record: &txn.CreateSession{TimeoutMs: 30000},
 	}})
-	if batch, roll, _ := c.take(); len(batch) != 1 || !roll {
+	if batch, _, roll, _ := c.take(); len(batch) != 1 || !roll {
 		t.Fatalf("the first batch after a roll request: %d txns, roll %v; want 1 txn and a roll", len(batch), roll)
 	}
 }

@@ -27,6 +27,7 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 	case zkproto.OpCloseSession:
 		s.sessions.Remove(sid)
 	}
+	s.metrics.applied(t, now)
 	s.notify(changes)
 	s.complete(t, res, now)
 }
@@ -36,12 +37,16 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 // without READ on the node gets no event, though its watch is consumed.
 func (s *Server) notify(changes []datatree.Change) {
 	for _, ch := range changes {
-		for _, id := range s.watches.Trigger(ch.Type, ch.Path) {
+		fired := s.watches.Trigger(ch.Type, ch.Path)
+		s.metrics.fired(ch.Type, len(fired))
+		for _, id := range fired {
 			c, ok := s.conns[id]
 			if !ok || !acl.Check(ch.ACL, zkproto.PermRead, c.ids) {
 				continue
 			}
-			s.emit(c, eventFrame(ch.Type, ch.Path))
+			frame := eventFrame(ch.Type, ch.Path)
+			s.emit(c, frame)
+			s.metrics.response(frame, true)
 		}
 	}
 }

@@ -142,8 +142,13 @@ func (s *Server) flush(c *conn, now Now) {
 		}
 		n++
 		s.emit(c, e.reply)
+		if e.kind != kindConnect {
+			s.metrics.response(e.reply, false)
+		}
 		c.stats.lastRespMs = now.MonoMs
-		s.stats.recordLatency(c, e)
+		if ms, ok := s.stats.recordLatency(c, e); ok {
+			s.metrics.latency(e, ms)
+		}
 		if e.close {
 			s.closeConn(c)
 			n = len(c.queue)

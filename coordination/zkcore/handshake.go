@@ -20,6 +20,10 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 		return
 	}
 	s.stats.packetsReceived++
+	s.metrics.connectionRequests.Inc()
+	var enc jute.Encoder
+	req.Encode(&enc)
+	s.metrics.bytesReceived.Add(int64(len(enc.B) + frameHeaderBytes))
 	c.stats.received++
 	c.stats.lastOp = zkproto.OpCreateSession
 	c.readOnlyByte = req.HasReadOnly
@@ -84,6 +88,7 @@ func (s *Server) newSession(c *conn, e *entry, timeoutMs int32, now Now) {
 // with the leader's verdict in Revalidated.
 func (s *Server) reattach(c *conn, e *entry, req *zkproto.ConnectRequest, timeoutMs int32, now Now) {
 	sid := req.SessionID
+	s.metrics.connectionRevalidate.Inc()
 	if oldID, ok := s.sessionConn[sid]; ok && oldID != c.id {
 		if old, ok := s.conns[oldID]; ok {
 			s.closeConn(old)

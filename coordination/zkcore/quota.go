@@ -54,9 +54,11 @@ func (p *prep) checkQuota(path string, bytesDiff, countDiff int64) error {
 		return errQuotaData
 	}
 	if checkCount && p.exceeds(prefix, "count", stats.Count()+countDiff, limits.Count(), limits.CountHardLimit()) {
+		p.s.metrics.quota(prefix)
 		return zkproto.Errorf(zkproto.CodeQuotaExceeded, prefix)
 	}
 	if checkBytes && p.exceeds(prefix, "bytes", stats.Bytes()+bytesDiff, limits.Bytes(), limits.ByteHardLimit()) {
+		p.s.metrics.quota(prefix)
 		return zkproto.Errorf(zkproto.CodeQuotaExceeded, prefix)
 	}
 	return nil

@@ -13,6 +13,9 @@ import (
 // every earlier write of the connection has been applied.
 func (s *Server) runRead(c *conn, e *entry, now Now) {
 	body, err := s.read(c, e.op, e.body)
+	if err == nil {
+		s.metrics.read(e.body, body)
+	}
 	code := zkproto.CodeOf(err)
 	if code == zkproto.CodeSystemError {
 		s.log.Error("read failed", "conn", c.id, "op", e.op, "err", err)

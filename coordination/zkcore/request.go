@@ -20,6 +20,8 @@ type Request struct {
 	// Unknown is set for opcodes a client may not send: the reply is
 	// Unimplemented and the connection is closed.
 	Unknown bool
+	// Bytes is the frame's size, its length prefix included.
+	Bytes int
 }
 
 // ErrShortFrame means a frame was too short to hold a request header; the
@@ -35,7 +37,7 @@ func DecodeRequest(payload []byte, maxBuffer int) (Request, error) {
 		return Request{}, fmt.Errorf("%w: %d bytes", ErrShortFrame, len(payload))
 	}
 	d := jute.NewDecoder(payload, maxBuffer)
-	var r Request
+	r := Request{Bytes: len(payload) + frameHeaderBytes}
 	r.Header.Xid = d.Int()
 	r.Header.Op = zkproto.Op(d.Int())
 	if clientMayNotSend(r.Header.Op) {
@@ -135,6 +137,7 @@ func (s *Server) Request(id ConnID, r Request, now Now) {
 		return
 	}
 	s.stats.packetsReceived++
+	s.metrics.bytesReceived.Add(int64(r.Bytes))
 	c.stats.received++
 	c.stats.lastOp = r.Header.Op
 	s.touch(c, now)

@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/watch"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
+	"keeper/internal/metric"
 )
 
 // ConnID identifies a client connection for the lifetime of the process.
@@ -72,6 +73,9 @@ type Config struct {
 	StartWallMs int64
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics receives the core's counters and summaries under ZooKeeper's
+	// names (docs/observability.md); nil keeps them unreported.
+	Metrics *metric.Registry
 }
 
 // DefaultConfig returns the defaults of a standalone Apache ZooKeeper with
@@ -180,8 +184,9 @@ type Server struct {
 	lastProposed zxid.ID // the zxid of the last prepared txn
 	proposals    []*txn.Txn
 
-	reaper reaper
-	stats  serverStats
+	reaper  reaper
+	stats   serverStats
+	metrics *coreMetrics
 
 	// writeErr is the storage failure that stopped all writes; see
 	// FailWrites.
@@ -224,6 +229,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.view = newView(tree)
 	s.stats.reset()
+	s.metrics = newCoreMetrics(cfg.Metrics)
 	return s, nil
 }
 

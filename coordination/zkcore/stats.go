@@ -59,6 +59,12 @@ type Stats struct {
 	OutputThrottled int64
 	// HeldOutputBytes is the output emitted and not yet written.
 	HeldOutputBytes int64
+	// LastResponseBytes, MinResponseBytes and MaxResponseBytes are the
+	// sizes of the replies and notifications sent since the last stat
+	// reset, without length prefixes; -1 before the first.
+	LastResponseBytes, MinResponseBytes, MaxResponseBytes int64
+	// LocalSessions counts the sessions a read-only server created.
+	LocalSessions int64
 }
 
 type serverStats struct {
@@ -74,12 +80,13 @@ func (st *serverStats) reset() {
 	st.lat.min = math.MaxInt64
 }
 
-// recordLatency notes a reply leaving the head of c's queue.
-func (st *serverStats) recordLatency(c *conn, e *entry) {
+// recordLatency notes a reply leaving the head of c's queue, and returns
+// its latency; ok is false for pings and handshakes, which count for none.
+func (st *serverStats) recordLatency(c *conn, e *entry) (ms int64, ok bool) {
 	if e.op == zkproto.OpPing || e.kind == kindConnect {
-		return
+		return 0, false
 	}
-	ms := c.stats.lastRespMs - e.received
+	ms = c.stats.lastRespMs - e.received
 	if ms < 0 {
 		ms = 0
 	}
@@ -90,6 +97,7 @@ func (st *serverStats) recordLatency(c *conn, e *entry) {
 	if e.zxid > 0 {
 		c.stats.lastZxid = e.zxid
 	}
+	return ms, true
 }
 
 // Stats returns the server-wide counters.
@@ -104,15 +112,21 @@ func (s *Server) Stats() Stats {
 		AuthFailed:      s.stats.authFailed,
 		OutputThrottled: s.stats.throttled,
 		HeldOutputBytes: int64(s.heldBytes),
+		LocalSessions:   int64(len(s.localSessions)),
 	}
+	st.LastResponseBytes, st.MinResponseBytes, st.MaxResponseBytes = s.metrics.responseSize.Get()
 	if s.stats.lat.count > 0 {
 		st.MinLatencyMs = s.stats.lat.min
 	}
 	return st
 }
 
-// ResetStats clears the latency and packet counters (srst).
-func (s *Server) ResetStats() { s.stats.reset() }
+// ResetStats clears the latency and packet counters and the response
+// sizes (srst).
+func (s *Server) ResetStats() {
+	s.stats.reset()
+	s.metrics.responseSize.Reset()
+}
 
 // ConnInfo describes one connection for cons, stat and dump.
 type ConnInfo struct {

@@ -24,6 +24,7 @@ func (s *Server) Tick(now Now) {
 	for _, sid := range s.sessions.Expire(now.MonoMs) {
 		s.log.Info("session expired", "session", sessionHex(sid))
 		s.stats.expiredSessions++
+		s.metrics.staleSessionsExpired.Inc()
 		s.closeSessionTxn(sid, now)
 	}
 	if s.reaper.nextCheckMs == 0 {

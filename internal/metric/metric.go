@@ -34,30 +34,32 @@ func (c *Counter) Load() int64 { return c.v.Load() }
 // Reset sets the count to 0.
 func (c *Counter) Reset() { c.v.Store(0) }
 
-// WindowSize is how many recent values a detailed Summary keeps for its
+// WindowSize is how many recent values a Summary keeps for its
 // percentiles. ZooKeeper keeps a uniform random sample of 4096 values since
 // the last reset; keeper keeps the most recent 4096, so that the figures
 // are deterministic and follow the present load.
 const WindowSize = 4096
 
 // Summary accumulates values: count, sum, min and max since the last
-// reset, and, when detailed, the most recent WindowSize values for
-// percentiles.
+// reset, and the most recent WindowSize values for percentiles. Detailed
+// only marks the summaries whose percentiles mntr prints (ZooKeeper's
+// DetailLevel.ADVANCED); Prometheus exports a median for every summary, as
+// ZooKeeper's provider does.
 type Summary struct {
 	detailed bool
 	mu       sync.Mutex
 	count    int64
 	sum      int64
 	min, max int64
-	window   []int64 // ring of the last values, detailed only
+	window   []int64 // ring of the last values
 	next     int     // where the next value goes in window
 }
 
-// NewSummary returns an empty summary; detailed keeps values for
-// percentiles (ZooKeeper's DetailLevel.ADVANCED).
+// NewSummary returns an empty summary; detailed marks it as one whose
+// percentiles mntr prints (ZooKeeper's DetailLevel.ADVANCED).
 func NewSummary(detailed bool) *Summary { return &Summary{detailed: detailed} }
 
-// Detailed reports whether the summary answers percentiles.
+// Detailed reports whether mntr prints the summary's percentiles.
 func (s *Summary) Detailed() bool { return s.detailed }
 
 // Add records one value.
@@ -72,9 +74,6 @@ func (s *Summary) Add(v int64) {
 	}
 	s.count++
 	s.sum += v
-	if !s.detailed {
-		return
-	}
 	if len(s.window) < WindowSize {
 		s.window = append(s.window, v)
 		return
@@ -96,10 +95,8 @@ func (s *Summary) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := Snapshot{Count: s.count, Sum: s.sum, Min: s.min, Max: s.max, Detailed: s.detailed}
-	if s.detailed {
-		snap.sorted = slices.Clone(s.window)
-		slices.Sort(snap.sorted)
-	}
+	snap.sorted = slices.Clone(s.window)
+	slices.Sort(snap.sorted)
 	return snap
 }
 
@@ -152,7 +149,7 @@ func NewSummarySet(detailed bool) *SummarySet {
 	return &SummarySet{detailed: detailed, byKey: make(map[string]*Summary)}
 }
 
-// Detailed reports whether the set's summaries answer percentiles.
+// Detailed reports whether mntr prints the set's percentiles.
 func (s *SummarySet) Detailed() bool { return s.detailed }
 
 // Add records v under key.

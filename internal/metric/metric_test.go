@@ -19,8 +19,8 @@ func TestSummaryFigures(t *testing.T) {
 		// Positions q·(n+1): p50 of 4 values is 2.5 → halfway between the
 		// 2nd and 3rd; p95 is 4.75 → past the last.
 		{name: "four", detailed: true, values: []int64{4, 1, 3, 2}, count: 4, sum: 10, lo: 1, hi: 4, avg: 2.5, p50: 2.5, p95: 4},
-		{name: "basic has no percentiles", values: []int64{5, 9}, count: 2, sum: 14, lo: 5, hi: 9, avg: 7},
-		{name: "negative minimum", values: []int64{-3, 2}, count: 2, sum: -1, lo: -3, hi: 2, avg: -0.5},
+		{name: "basic keeps percentiles too", values: []int64{5, 9}, count: 2, sum: 14, lo: 5, hi: 9, avg: 7, p50: 7, p95: 9},
+		{name: "negative minimum", values: []int64{-3, 2}, count: 2, sum: -1, lo: -3, hi: 2, avg: -0.5, p50: -0.5, p95: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

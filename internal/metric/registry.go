@@ -61,8 +61,11 @@ func (r *Registry) CounterSet(name string) *CounterSet {
 }
 
 // Lookup returns the metric named name: a *Counter, *Summary,
-// *SummarySet or *CounterSet.
+// *SummarySet or *CounterSet. A nil registry holds nothing.
 func (r *Registry) Lookup(name string) (any, bool) {
+	if r == nil {
+		return nil, false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, ok := r.byName[name]
@@ -71,6 +74,9 @@ func (r *Registry) Lookup(name string) (any, bool) {
 
 // Names returns every registered name, sorted.
 func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	names := make([]string, 0, len(r.byName))
@@ -83,6 +89,9 @@ func (r *Registry) Names() []string {
 
 // Reset clears every metric, as ZooKeeper's srst clears ServerMetrics.
 func (r *Registry) Reset() {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range r.byName {
