@@ -98,6 +98,14 @@ type Config struct {
 	// Seed seeds the choice of ensembles and replacements; 0 draws a
 	// random seed. Tests set it to make placement repeatable.
 	Seed uint64
+	// UseV2WireProtocol speaks BookKeeper's v2 protocol to bookies, as the
+	// Java client's useV2WireProtocol (Pulsar's default) does
+	// (docs/bookkeeper-protocol.md §6.2, §6.5): adds, reads and fencing
+	// reads travel as v2 packets; a LAC read reads the bookies' last
+	// entries (the piggybacked LAC) instead of READ_LAC, and a tailing
+	// reader's long poll becomes plain reads of the last entry, one per
+	// Tick, until the LAC moves or LongPollTimeout passes.
+	UseV2WireProtocol bool
 }
 
 // Validate checks the configuration.

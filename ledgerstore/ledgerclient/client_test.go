@@ -101,8 +101,13 @@ func roundTrip(t *testing.T, c *Client, opts CreateOptions, entries int) {
 // writer goes on: reads stop at the LAC, which ReadLAC learns.
 func TestReadOpenLedger(t *testing.T) {
 	cl := ledgertest.Start(t, 3)
+	readOpenLedger(t, newClient(t, testConfig(cl, 2)), newClient(t, testConfig(cl, 3)))
+}
+
+// readOpenLedger is TestReadOpenLedger with writer client wc and reader
+// client rc.
+func readOpenLedger(t *testing.T, wc, rc *Client) {
 	ctx := testCtx(t)
-	wc, rc := newClient(t, testConfig(cl, 2)), newClient(t, testConfig(cl, 3))
 	w, err := wc.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: testPassword})
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +213,13 @@ func TestEnsembleChange(t *testing.T) {
 // and everything up to it reads back.
 func TestRecoveryFencesWriter(t *testing.T) {
 	cl := ledgertest.Start(t, 3)
+	recoveryFencesWriter(t, newClient(t, testConfig(cl, 6)), newClient(t, testConfig(cl, 7)))
+}
+
+// recoveryFencesWriter is TestRecoveryFencesWriter with writer client wc
+// and recovering client rc.
+func recoveryFencesWriter(t *testing.T, wc, rc *Client) {
 	ctx := testCtx(t)
-	wc, rc := newClient(t, testConfig(cl, 6)), newClient(t, testConfig(cl, 7))
 	w, err := wc.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
 	if err != nil {
 		t.Fatal(err)
@@ -275,8 +285,12 @@ func TestRecoveryFencesWriter(t *testing.T) {
 // arrives exactly once, in order, and the tail ends at the close.
 func TestTail(t *testing.T) {
 	cl := ledgertest.Start(t, 3)
+	tail(t, newClient(t, testConfig(cl, 8)), newClient(t, testConfig(cl, 9)))
+}
+
+// tail is TestTail with writer client wc and tailing client rc.
+func tail(t *testing.T, wc, rc *Client) {
 	ctx := testCtx(t)
-	wc, rc := newClient(t, testConfig(cl, 8)), newClient(t, testConfig(cl, 9))
 	w, err := wc.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: testPassword})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package ledgerclient creates, writes, reads, tails, recovers and deletes
 // BookKeeper-style ledgers. It is the driver of package ledger's pure state
 // machines: it feeds them the answers of real bookies (package bookierpc,
-// one pipelined v3 connection per bookie) and of the metadata store
+// one pipelined connection per bookie, v3, or v2 with
+// Config.UseV2WireProtocol) and of the metadata store
 // (package metadata, ledger metadata in ZooKeeper or keeper), and carries
 // out the work they hand back, exactly as ledger's "Driving a machine"
 // prescribes. The rules of the protocol (ordering, fencing, coverage,

@@ -219,12 +219,60 @@ func (d *driver) sendRead(req ledger.ReadRequest) {
 	go func() {
 		ctx, cancel := context.WithTimeout(d.life, timeout)
 		defer cancel()
-		reply := ledger.ReadReply{Status: ledger.NoResponse}
-		if resp, err := d.c.pool.call(ctx, req.Bookie, req.Request(0)); err == nil {
-			reply = ledger.ReadReplyOf(resp)
+		var reply ledger.ReadReply
+		if d.c.cfg.UseV2WireProtocol {
+			reply = d.readV2(ctx, req)
+		} else {
+			reply = d.read(ctx, req.Bookie, req.Request(0))
 		}
 		d.post(func() { h.HandleRead(req, reply) })
 	}()
+}
+
+// read sends one read request and returns its reply (NoResponse if none
+// came).
+func (d *driver) read(ctx context.Context, b ledger.BookieID, r *bkproto.Request) ledger.ReadReply {
+	resp, err := d.c.pool.call(ctx, b, r)
+	if err != nil {
+		return ledger.ReadReply{Status: ledger.NoResponse}
+	}
+	return ledger.ReadReplyOf(resp)
+}
+
+// readV2 carries out a read over v2 as BookKeeper's client does
+// (docs/bookkeeper-protocol.md §6.5): v2 has no READ_LAC, so a LAC read
+// reads the last entry, whose header carries the piggybacked LAC; and it
+// has no long poll, so a long poll reads the last entry once per Tick
+// until its header LAC passes PreviousLAC, the answer is not EOK, or
+// TimeoutMillis pass, and answers with the last of those reads.
+func (d *driver) readV2(ctx context.Context, req ledger.ReadRequest) ledger.ReadReply {
+	if req.Kind == ledger.ReadLAC || req.LongPoll {
+		req = ledger.ReadRequest{Bookie: req.Bookie, Kind: ledger.ReadEntry, LedgerID: req.LedgerID,
+			EntryID: bkproto.LastAddConfirmed, LongPoll: req.LongPoll, PreviousLAC: req.PreviousLAC,
+			TimeoutMillis: req.TimeoutMillis}
+	}
+	if !req.LongPoll {
+		return d.read(ctx, req.Bookie, req.Request(0))
+	}
+	plain := req
+	plain.LongPoll = false
+	deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+	for {
+		reply := d.read(ctx, req.Bookie, plain.Request(0))
+		if reply.Status != bkproto.StatusCode_EOK || time.Now().After(deadline) {
+			return reply
+		}
+		if h, err := bkproto.ParseEntryHeader(reply.Body); err == nil && h.LAC > req.PreviousLAC {
+			return reply
+		}
+		t := time.NewTimer(d.c.cfg.Tick)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return reply
+		}
+	}
 }
 
 // writeMetadata starts the compare-and-set a machine asked for. A write

@@ -15,7 +15,8 @@ import (
 	"keeper/ledgerstore/metadata"
 )
 
-// pool holds one pipelined connection per bookie, shared by every handle
+// pool holds one pipelined connection per bookie (v3, or v2 with
+// Config.UseV2WireProtocol), shared by every handle
 // of a Client. A connection is dialled on first use and again on the first
 // use after it ended; when one ends, the Client tells its handles (a
 // writer then replaces the bookie without waiting for timeouts).
@@ -110,7 +111,11 @@ func (p *pool) dial(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, 
 	if err != nil {
 		return nil, err
 	}
-	cl, err := bookierpc.Dial(ctx, addr)
+	dial := bookierpc.Dial
+	if p.c.cfg.UseV2WireProtocol {
+		dial = bookierpc.DialV2
+	}
+	cl, err := dial(ctx, addr)
 	if err != nil {
 		p.forget(b) // the bookie may come back elsewhere
 		return nil, err
