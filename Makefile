@@ -13,8 +13,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the test suites use: Apache ZooKeeper (the reference
 # server, verify/compat/zkreal), its C client (cli_mt), and kazoo with pytest (the
-# Python client suite).
-APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest
+# Python client suite, with pure-sasl for kazoo's SASL tests).
+APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest python3-pure-sasl
 
 .PHONY: test test-loaded deps race check fuzz build invariants chaos
 
@@ -41,6 +41,7 @@ deps:
 	[ -x /usr/lib/zookeeper/bin/cli_mt ] || missing="$$missing zookeeper-bin"; \
 	$(PYTHON) -c 'import kazoo' 2>/dev/null || missing="$$missing python3-kazoo"; \
 	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	$(PYTHON) -c 'import puresasl' 2>/dev/null || missing="$$missing python3-pure-sasl"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \

@@ -4,13 +4,17 @@ go 1.26.8
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/chzyer/readline v1.5.1
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/go-zookeeper/zk v1.0.4
+	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	golang.org/x/sys v0.48.0
 	google.golang.org/protobuf v1.36.12
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
@@ -40,7 +44,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
+	golang.org/x/crypto v0.11.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )

@@ -35,7 +35,8 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/peer", tier: 3}, {pkg: "coordination/quorumnet", tier: 3},
 	{pkg: "coordination/clientconn", tier: 3}, {pkg: "coordination/server", tier: 3},
 	{pkg: "coordination/admin", tier: 3},
-	{pkg: "coordination/zkclient", tier: 3}, // keeper's own ZooKeeper client: sockets and goroutines
+	{pkg: "coordination/clienttls", tier: 3}, // TLS for the client port: key and trust store files
+	{pkg: "coordination/zkclient", tier: 3},  // keeper's own ZooKeeper client: sockets and goroutines
 	{pkg: "ledgerstore/bookie", tier: 3}, {pkg: "ledgerstore/metadata", tier: 3},
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
 	// Tier 4, verification and the binary.
@@ -73,7 +74,13 @@ var thirdParty = map[string][]string{
 	"github.com/cockroachdb/datadriven":   {testSupport},
 	"github.com/anishathalye/porcupine":   {testSupport},
 	// The ledger store's v3 protocol and metadata are protobuf, as the mission's dependency list says.
-	"google.golang.org/protobuf": {"ledgerstore/bkproto", "ledgerstore/bookie", "ledgerstore/bookierpc", "ledgerstore/metadata", "ledgerstore/ledgerclient"},
+	// Java's key and trust store formats, for TLS on the client port
+	// (docs/tls.md): maintained readers rather than hand-written parsers.
+	"software.sslmate.com/src/go-pkcs12":         {"coordination/clienttls"},
+	"github.com/pavlo-v-chernykh/keystore-go/v4": {"coordination/clienttls"},
+	"google.golang.org/protobuf":                 {"ledgerstore/bkproto", "ledgerstore/bookie", "ledgerstore/bookierpc", "ledgerstore/metadata", "ledgerstore/ledgerclient"},
+	// keeper shell's line editor (history, completion), as zkCli has JLine's.
+	"github.com/chzyer/readline": {"cmd/keeper"},
 }
 
 // testSupport stands for tier-4 packages and scenario environments (a

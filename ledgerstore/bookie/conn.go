@@ -48,6 +48,11 @@ type conn struct {
 	dead       bool          // closed: responses are dropped
 	changed    chan struct{} // closed, and cleared, when the connection releases anything; made by a waiter
 
+	// v2 is set by the reader, for good, once a frame is not a v3 Request:
+	// from then on the connection speaks BookKeeper's v2 protocol
+	// (docs/bookkeeper-protocol.md §6.2). Only the reader touches it.
+	v2 bool
+
 	turn   chan struct{} // cap 1: held while building a response that carries entry data
 	wake   chan struct{} // cap 1: out has data
 	closed chan struct{}
@@ -116,11 +121,16 @@ func (c *conn) close() {
 	})
 }
 
-// readLoop reads and dispatches requests until the connection ends. A
-// frame that is too large or is not a v3 Request at all closes the
-// connection: it cannot be resynchronised. A Request that is malformed
-// for its operation gets its status (EBADREQ, EBADVERSION, EUA), as a Java
-// bookie answers, and the connection goes on.
+// readLoop reads and dispatches requests until the connection ends. As
+// BookKeeper's bookie does, it decodes each frame as a v3 Request until one
+// is not a Request at all, and from that frame on decodes v2 packets
+// (docs/bookkeeper-protocol.md §6.2), which bkproto translates into the v3
+// requests they stand for: both protocols run the same handlers, and only
+// the responses are encoded differently (call.v2). A frame that is too
+// large, or that is not a v2 packet either, closes the connection: it
+// cannot be resynchronised. A request that is malformed for its operation
+// gets its status (EBADREQ, EBADVERSION, EUA), as a Java bookie answers,
+// and the connection goes on.
 func (c *conn) readLoop() {
 	b := c.b
 	defer b.tasks.Done()
@@ -143,13 +153,13 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		req, err := bkproto.DecodeRequest(frame)
+		req, v2, err := c.decode(frame)
 		var perr *bkproto.Error
 		if err != nil && (!errors.As(err, &perr) || req.GetHeader() == nil) {
 			b.log.Debug("closing connection on an undecodable frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return
 		}
-		cl := call{c: c, write: isWrite(req.GetHeader().GetOperation()), bytes: int64(len(frame)) + requestReserveBytes}
+		cl := call{c: c, v2: v2, write: isWrite(req.GetHeader().GetOperation()), bytes: int64(len(frame)) + requestReserveBytes}
 		if !c.admit(cl) {
 			return
 		}
@@ -159,6 +169,22 @@ func (c *conn) readLoop() {
 		}
 		b.dispatch(cl, req)
 	}
+}
+
+// decode decodes one request frame in the connection's protocol, and
+// switches the connection to v2 at the first frame that is not a v3
+// Request. v2 is non-nil for a v2 request: what its response repeats.
+func (c *conn) decode(frame []byte) (*bkproto.Request, *bkproto.V2Request, error) {
+	if !c.v2 {
+		req, err := bkproto.DecodeRequest(frame)
+		if req != nil {
+			return req, nil, err
+		}
+		c.v2 = true
+		c.b.log.Debug("connection speaks v2", "remote", c.nc.RemoteAddr().String())
+	}
+	req, v2, err := bkproto.DecodeV2Request(frame)
+	return req, &v2, err
 }
 
 // writeLoop writes queued responses until the connection closes. Only

@@ -1,5 +1,6 @@
 // Package bookie is keeper's storage server: a BookKeeper-compatible
-// bookie speaking the v3 protocol (docs/bookkeeper-protocol.md §6.1), with a
+// bookie speaking the v3 and v2 protocols (docs/bookkeeper-protocol.md §6.1,
+// §6.2) on one port, with a
 // group-commit journal (package journal), entry logs and an index
 // (package entrystore), registration and cookies in a ZooKeeper-compatible
 // metadata store, a disk monitor, and garbage collection.
@@ -10,6 +11,12 @@
 // group commit; one each runs checkpoints, the disk monitor and GC with
 // compaction; parked long polls and fence completions have short-lived
 // goroutines of their own.
+//
+// A connection is v3 until a frame is not a v3 Request; from then on it is
+// v2 for good, as in BookKeeper. bkproto translates each v2 packet into
+// the v3 request it stands for, so both protocols run the same handlers
+// (master key, fence, durability, limits), and only the response is
+// encoded in the connection's protocol (call.v2).
 //
 // # Write path
 //
@@ -152,8 +159,10 @@
 //
 // # Differences from BookKeeper
 //
-//   - Only the v3 protocol is served; a v2 frame closes the connection.
-//     AUTH, START_TLS and GET_LIST_OF_ENTRIES_OF_LEDGER answer EBADREQ.
+//   - START_TLS and GET_LIST_OF_ENTRIES_OF_LEDGER answer EBADREQ. AUTH is
+//     answered as by a bookie without an auth provider (EOK,
+//     AuthDisabledPlugin); v2's BATCH_READ_ENTRY is not served (its
+//     packet closes the connection, as a 4.16 bookie's does).
 //   - DEFERRED_SYNC adds are acknowledged after their sync like any other
 //     (stronger than required); FORCE_LEDGER then costs one more sync.
 //   - The journal is written in format 7 (checksummed) unless

@@ -82,6 +82,10 @@ func FuzzRequestFrames(f *testing.F) {
 		WriteLacRequest: &bkproto.WriteLacRequest{LedgerId: proto.Int64(2), Lac: proto.Int64(0), MasterKey: testKey,
 			Body: bkproto.EncodeLAC(2, 0, bkproto.DigestCRC32C, nil)}}))
 	f.Add([]byte("\x0a\x06\x08\x03\x10\x08\x18\x05\xaa\x06\x00"))
+	// v2 packets (docs/bookkeeper-protocol.md §6.2): an add, a fencing read, an auth.
+	f.Add(v2Add(hdrAdd, testKey, body(1, 1, 10)))
+	f.Add(v2Read(hdrFence, 1, -1, testKey))
+	f.Add(join(u32(hdrAuth), []byte("\x0a\x01x\x12\x00")))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		fuzzOnce.Do(func() {
 			// One bookie for the whole fuzzing process, in memory; it is

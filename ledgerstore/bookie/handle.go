@@ -33,11 +33,26 @@ func (b *Bookie) dispatch(cl call, req *bkproto.Request) {
 		b.forceLedger(cl, h, req.ForceLedgerRequest)
 	case bkproto.OperationType_GET_BOOKIE_INFO:
 		b.bookieInfo(cl, h, req.GetBookieInfoRequest)
+	case bkproto.OperationType_AUTH:
+		b.auth(cl, h)
 	default:
-		// AUTH (no auth plugin is configured), START_TLS (no TLS) and
-		// GET_LIST_OF_ENTRIES_OF_LEDGER are not served.
+		// START_TLS (no TLS) and GET_LIST_OF_ENTRIES_OF_LEDGER are not
+		// served.
 		cl.sendStatus(h, bkproto.StatusCode_EBADREQ)
 	}
+}
+
+// AuthDisabledPlugin is the auth plugin name of a bookie without an auth
+// provider, as BookKeeper names it.
+const AuthDisabledPlugin = "AuthDisabledPlugin"
+
+// auth answers AUTH as a BookKeeper bookie without an auth provider does
+// (docs/bookkeeper-protocol.md §6.2): every connection is already
+// authenticated, so the message is ignored and answered with EOK and the
+// disabled plugin's name and an empty payload.
+func (b *Bookie) auth(cl call, h *bkproto.BKPacketHeader) {
+	cl.send(&bkproto.Response{Header: responseHeader(h), Status: bkproto.StatusCode_EOK.Enum(),
+		AuthResponse: &bkproto.AuthMessage{AuthPluginName: proto.String(AuthDisabledPlugin), Payload: []byte{}}})
 }
 
 // statusOf maps an outcome to the status a client receives. Only the

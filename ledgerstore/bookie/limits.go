@@ -110,8 +110,9 @@ func (m *memBudget) unwatch() { m.waiters.Add(-1) }
 // through send or drop.
 type call struct {
 	c     *conn
-	write bool  // ADD_ENTRY, WRITE_LAC or FORCE_LEDGER: counted against MaxPendingAddsPerConn
-	bytes int64 // the request's frame and requestReserveBytes
+	v2    *bkproto.V2Request // a v2 request: its response goes out in v2's layout; nil for v3
+	write bool               // ADD_ENTRY, WRITE_LAC or FORCE_LEDGER: counted against MaxPendingAddsPerConn
+	bytes int64              // the request's frame and requestReserveBytes
 }
 
 // isWrite reports whether op counts as a write (maxPendingAddRequests)
@@ -282,7 +283,7 @@ func (cl call) send(resp *bkproto.Response) {
 		return
 	}
 	start := len(c.out)
-	out, err := bkproto.AppendFrame(c.out, resp)
+	out, err := cl.encode(c.out, resp)
 	if err != nil {
 		c.mu.Unlock()
 		c.b.log.Error("cannot encode a response", "op", resp.GetHeader().GetOperation().String(), "err", err)
@@ -304,6 +305,14 @@ func (cl call) send(resp *bkproto.Response) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// encode appends resp to dst in the protocol of cl's request.
+func (cl call) encode(dst []byte, resp *bkproto.Response) ([]byte, error) {
+	if cl.v2 != nil {
+		return bkproto.AppendV2Response(dst, *cl.v2, resp)
+	}
+	return bkproto.AppendFrame(dst, resp)
 }
 
 // sendStatus answers with only a status: the header echoed, the overall

@@ -43,16 +43,27 @@ func bigEntry(t *testing.T, c *bookierpc.Client, ledgerID int64, payloadBytes in
 }
 
 // flood sends n reads of an entry on a fresh connection that never reads
-// a response, and returns it.
-func flood(t *testing.T, b *Bookie, ledgerID int64, n int) *rawConn {
+// a response, and returns it. With v2 the reads are v2 packets (the same
+// read, n times: v2 has no transaction id).
+func flood(t *testing.T, b *Bookie, ledgerID int64, n int, v2 bool) *rawConn {
 	t.Helper()
 	a := rawDial(t, b)
 	_ = a.nc.SetDeadline(time.Time{})
 	for txn := range n {
+		if v2 {
+			a.writeFrame(v2Read(hdrRead, ledgerID, 0, nil))
+			continue
+		}
 		a.writeRequest(&bkproto.Request{Header: bkproto.NewHeader(bkproto.OperationType_READ_ENTRY, uint64(txn+1)),
 			ReadRequest: &bkproto.ReadRequest{LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(0)}})
 	}
 	return a
+}
+
+// protocols runs test once for each protocol's attackers.
+func protocols(t *testing.T, test func(t *testing.T, v2 bool)) {
+	t.Run("v3", func(t *testing.T) { test(t, false) })
+	t.Run("v2", func(t *testing.T) { test(t, true) })
 }
 
 // serverConn returns the bookie's side of the client connection nc, nil
@@ -90,8 +101,12 @@ func connPeakBytes(c *conn) int64 {
 // a response. What the bookie holds stays within the stated bounds, per
 // connection and in all, while a healthy client on another connection
 // still gets its adds and reads answered; once the attackers leave, all
-// of it is released.
+// of it is released. The attackers speak v3, and then v2.
 func TestBoundedMemoryUnderUnreadResponses(t *testing.T) {
+	protocols(t, testBoundedMemoryUnderUnreadResponses)
+}
+
+func testBoundedMemoryUnderUnreadResponses(t *testing.T, v2 bool) {
 	const (
 		attackers    = 3
 		readsEach    = 150
@@ -117,7 +132,7 @@ func TestBoundedMemoryUnderUnreadResponses(t *testing.T) {
 
 	var attacks []*rawConn
 	for range attackers {
-		attacks = append(attacks, flood(t, b, 1, readsEach))
+		attacks = append(attacks, flood(t, b, 1, readsEach, v2))
 	}
 	// The attack is in full swing once the budget is spent: the bookie has
 	// stopped reading the attackers' requests.
@@ -164,15 +179,17 @@ func TestBoundedMemoryUnderUnreadResponses(t *testing.T) {
 
 // TestStuckClientClosed: a client that takes no responses for
 // StuckClientTimeout is closed and what it held released, and the bookie
-// goes on serving others.
-func TestStuckClientClosed(t *testing.T) {
+// goes on serving others, whichever protocol the client speaks.
+func TestStuckClientClosed(t *testing.T) { protocols(t, testStuckClientClosed) }
+
+func testStuckClientClosed(t *testing.T, v2 bool) {
 	e := newEnv(t, false)
 	e.tweak = func(c *Config) { c.StuckClientTimeout = 200 * time.Millisecond }
 	b := e.start()
 	healthy := dial(t, b)
 	bigEntry(t, healthy, 1, 1<<20)
 	// More than the kernel's socket buffers and the bookie's bound take.
-	a := flood(t, b, 1, 64)
+	a := flood(t, b, 1, 64, v2)
 	eventually(t, "the bookie to take the attacker's requests", func() bool { return serverConn(b, a.nc) != nil })
 	eventually(t, "the stuck client to be closed and its memory released", func() bool {
 		now, _ := heldBytes(b)

@@ -18,8 +18,9 @@ import (
 // outstanding when its connection broke.
 var ErrClientClosed = errors.New("bookierpc: client connection closed")
 
-// Client is a BookKeeper v3 client for one bookie: requests are
-// pipelined over one connection and matched to responses by txnId. It
+// Client is a BookKeeper client for one bookie: requests are pipelined
+// over one connection and matched to responses by txnId (v3, Dial), or by
+// operation, ledger and entry (v2, DialV2). It
 // knows nothing of ledgers, ensembles or quorums (that is the ledger
 // client's job); tests, `keeper bench bookie` and the crash test use it to
 // speak the protocol. It is safe for concurrent use.
@@ -33,9 +34,16 @@ type Client struct {
 
 	mu      sync.Mutex
 	nextTxn uint64
-	pending map[uint64]chan<- Result // mu guards pending, nextTxn, err
+	pending map[uint64]chan<- Result // mu guards pending, nextTxn, err, v2q, v2keys
 	err     error
 	done    chan struct{}
+
+	// A v2 connection (DialV2) matches responses by key, not txnId: v2q
+	// holds each key's calls in order, the first on the wire; v2keys finds
+	// a call's key by its txn. v2 is set before the reader starts.
+	v2     bool
+	v2q    map[v2Key][]*v2Call
+	v2keys map[uint64]v2Key
 }
 
 // Result is the outcome of one call: the response, or why there is none.
@@ -45,7 +53,10 @@ type Result struct {
 }
 
 // Dial connects to a bookie.
-func Dial(ctx context.Context, addr string) (*Client, error) {
+func Dial(ctx context.Context, addr string) (*Client, error) { return dial(ctx, addr, false) }
+
+// dial connects to a bookie in the v3 or the v2 protocol.
+func dial(ctx context.Context, addr string, v2 bool) (*Client, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -56,6 +67,9 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 	}
 	c := &Client{nc: nc, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]chan<- Result),
 		done: make(chan struct{})}
+	if v2 {
+		c.v2, c.v2q, c.v2keys = true, map[v2Key][]*v2Call{}, map[uint64]v2Key{}
+	}
 	go c.readLoop()
 	return c, nil
 }
@@ -77,6 +91,13 @@ func (c *Client) readLoop() {
 		if frame, err = bkproto.ReadFrame(r, nil, c.maxFrame); err != nil {
 			break
 		}
+		if c.v2 {
+			if err = c.deliverV2(frame); err != nil {
+				err = fmt.Errorf("bookierpc: undecodable v2 response: %w", err)
+				break
+			}
+			continue
+		}
 		resp, derr := bkproto.DecodeResponse(frame)
 		if resp == nil || resp.GetHeader() == nil {
 			err = fmt.Errorf("bookierpc: undecodable response: %w", derr)
@@ -97,6 +118,7 @@ func (c *Client) readLoop() {
 		ch <- Result{Err: c.err}
 		delete(c.pending, txn)
 	}
+	c.failV2Locked(c.err)
 	c.mu.Unlock()
 	close(c.done)
 }
@@ -117,6 +139,9 @@ const WriteTimeout = 10 * time.Second
 
 // send is Go, also returning the call's txnId (0 if it was not sent).
 func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
+	if c.v2 {
+		return c.sendV2(req)
+	}
 	ch := make(chan Result, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -159,7 +184,11 @@ func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
 // not stay in the table until the connection ends.
 func (c *Client) forget(txn uint64) {
 	c.mu.Lock()
-	delete(c.pending, txn)
+	if c.v2 {
+		c.forgetV2Locked(txn)
+	} else {
+		delete(c.pending, txn)
+	}
 	c.mu.Unlock()
 }
 

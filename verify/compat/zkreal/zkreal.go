@@ -65,6 +65,9 @@ type Options struct {
 	// StartTimeout bounds the wait for the server to serve a read; 0 means
 	// 60s.
 	StartTimeout time.Duration
+	// JVMFlags are more java flags, such as
+	// -Djava.security.auth.login.config=<file> for SASL.
+	JVMFlags []string
 }
 
 // Server is a running ZooKeeper. Stop is safe to call more than once and
@@ -185,10 +188,20 @@ func locate() (java, classpath string, err error) {
 		return "", "", fmt.Errorf("ZooKeeper is not installed (%s: %w)", ZooKeeperJar, err)
 	}
 	classpath = ZooKeeperJar
-	if _, err := os.Stat(loggingJar); err == nil {
-		classpath += string(os.PathListSeparator) + loggingJar
+	for _, jar := range append([]string{loggingJar}, nettyJars...) {
+		if _, err := os.Stat(jar); err == nil {
+			classpath += string(os.PathListSeparator) + jar
+		}
 	}
 	return java, classpath, nil
+}
+
+// nettyJars are the Netty modules the jar's manifest leaves out and
+// NettyServerCnxnFactory, which ZooKeeper needs for TLS, loads.
+var nettyJars = []string{
+	"/usr/share/java/netty-codec.jar",
+	"/usr/share/java/netty-resolver.jar",
+	"/usr/share/java/netty-transport-native-unix-common.jar",
 }
 
 var errPortTaken = errors.New("client port already in use")
@@ -311,6 +324,7 @@ func javaArgs(classpath, cfgPath string, opts Options) []string {
 	if opts.SuperDigest != "" {
 		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+opts.SuperDigest)
 	}
+	args = append(args, opts.JVMFlags...)
 	return append(args, "-cp", classpath, mainClass, cfgPath)
 }
 

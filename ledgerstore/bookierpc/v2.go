@@ -1,0 +1,168 @@
+package bookierpc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"keeper/ledgerstore/bkproto"
+)
+
+// DialV2 connects to a bookie and speaks BookKeeper's v2 protocol on the
+// connection, as a Java client with useV2WireProtocol=true does
+// (docs/bookkeeper-protocol.md §6.2). Requests are still given and answers
+// still returned as v3 messages; the Client translates them (bkproto's v2
+// codec). What v2 cannot express follows BookKeeper's client:
+//
+//   - ADD_ENTRY, READ_ENTRY (plain and fencing) and AUTH travel as v2
+//     packets; a header priority above 0 becomes HIGH_PRIORITY;
+//   - a long poll (previousLAC, timeOut, ENTRY_PIGGYBACK) has no v2 form and
+//     is sent as the plain read v2 can carry, which the bookie answers at
+//     once: the caller learns the LAC from the entry's header and polls
+//     again;
+//   - READ_LAC, WRITE_LAC, FORCE_LEDGER, GET_BOOKIE_INFO and the other v3
+//     operations fail at once with an error wrapping bkproto.ErrNoV2Form
+//     (BookKeeper's client sends the first three over a separate v3
+//     connection and fails FORCE_LEDGER).
+//
+// v2 responses name no transaction, only their operation, ledger and
+// entry, so the Client keeps at most one request per (operation, ledger,
+// entry) on the wire: a second one waits until the first is answered, and
+// a caller that stops waiting leaves its request's slot taken until its
+// answer arrives, so that an answer is never given to the wrong request
+// (a plain read's answer to a fencing read, say). A response that matches
+// no request is dropped, as BookKeeper's client drops it.
+func DialV2(ctx context.Context, addr string) (*Client, error) { return dial(ctx, addr, true) }
+
+// V2 reports whether the connection speaks the v2 protocol.
+func (c *Client) V2() bool { return c.v2 }
+
+// v2Key is what matches a v2 response to its request.
+type v2Key struct {
+	op              bkproto.V2OpCode
+	ledger, entryID int64
+}
+
+// v2Call is one request of a v2 connection. The first call of its key's
+// queue is on the wire (or being written); the others wait for it.
+type v2Call struct {
+	txn   uint64
+	ch    chan<- Result // nil once its caller stopped waiting
+	frame []byte        // the packet, with its length prefix
+}
+
+// sendV2 is send on a v2 connection.
+func (c *Client) sendV2(req *bkproto.Request) (uint64, <-chan Result) {
+	ch := make(chan Result, 1)
+	v2, _ := bkproto.V2RequestOf(req)
+	frame, err := bkproto.AppendV2Request(nil, req)
+	if err != nil {
+		ch <- Result{Err: fmt.Errorf("bookierpc: v2: %w", err)}
+		return 0, ch
+	}
+	key := v2Key{op: v2.Header.OpCode, ledger: v2.LedgerID, entryID: v2.EntryID}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		ch <- Result{Err: c.err}
+		return 0, ch
+	}
+	c.nextTxn++
+	call := &v2Call{txn: c.nextTxn, ch: ch, frame: frame}
+	q := c.v2q[key]
+	c.v2q[key] = append(q, call)
+	c.v2keys[call.txn] = key
+	c.mu.Unlock()
+	if len(q) == 0 {
+		c.writeV2(call)
+	}
+	return call.txn, ch
+}
+
+// writeV2 writes a call's packet. A failed write closes the connection,
+// and the reader fails every call outstanding on it.
+func (c *Client) writeV2(call *v2Call) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	if _, err := c.nc.Write(call.frame); err != nil {
+		_ = c.nc.Close()
+	}
+}
+
+// deliverV2 hands a v2 response to the request it answers and puts the
+// next request of the same key on the wire. An undecodable response is an
+// error: the connection cannot be trusted any more.
+func (c *Client) deliverV2(frame []byte) error {
+	resp, err := bkproto.DecodeV2Response(frame)
+	if err != nil {
+		return err
+	}
+	key := v2Key{op: bkproto.V2Auth, ledger: -1, entryID: -1}
+	switch {
+	case resp.AddResponse != nil:
+		key = v2Key{op: bkproto.V2AddEntry, ledger: resp.AddResponse.GetLedgerId(), entryID: resp.AddResponse.GetEntryId()}
+	case resp.ReadResponse != nil:
+		key = v2Key{op: bkproto.V2ReadEntry, ledger: resp.ReadResponse.GetLedgerId(), entryID: resp.ReadResponse.GetEntryId()}
+	}
+	c.mu.Lock()
+	q := c.v2q[key]
+	if len(q) == 0 {
+		c.mu.Unlock()
+		return nil // answers nothing outstanding: dropped
+	}
+	call := q[0]
+	delete(c.v2keys, call.txn)
+	var next *v2Call
+	if len(q) == 1 {
+		delete(c.v2q, key)
+	} else {
+		c.v2q[key] = q[1:]
+		next = q[1]
+	}
+	c.mu.Unlock()
+	if call.ch != nil {
+		resp.Header.TxnId = &call.txn
+		call.ch <- Result{Resp: resp}
+	}
+	if next != nil {
+		go c.writeV2(next) // never block the reader on a write
+	}
+	return nil
+}
+
+// forgetV2Locked is forget on a v2 connection: a waiting call leaves its queue;
+// the call on the wire keeps its slot, unanswered, until its response
+// comes. Caller holds c.mu.
+func (c *Client) forgetV2Locked(txn uint64) {
+	key, ok := c.v2keys[txn]
+	if !ok {
+		return
+	}
+	q := c.v2q[key]
+	for i, call := range q {
+		if call.txn != txn {
+			continue
+		}
+		if i == 0 {
+			call.ch = nil
+			return
+		}
+		c.v2q[key] = append(q[:i:i], q[i+1:]...)
+		delete(c.v2keys, txn)
+		return
+	}
+}
+
+// failV2Locked fails every v2 call with err. Caller holds c.mu.
+func (c *Client) failV2Locked(err error) {
+	for key, q := range c.v2q {
+		for _, call := range q {
+			if call.ch != nil {
+				call.ch <- Result{Err: err}
+			}
+		}
+		delete(c.v2q, key)
+	}
+	clear(c.v2keys)
+}
