@@ -30,8 +30,10 @@ import (
 // entry) on the wire: a second one waits until the first is answered, and
 // a caller that stops waiting leaves its request's slot taken until its
 // answer arrives, so that an answer is never given to the wrong request
-// (a plain read's answer to a fencing read, say). A response that matches
-// no request is dropped, as BookKeeper's client drops it.
+// (a plain read's answer to a fencing read, say). If a request then waits
+// out its own deadline behind that one, the connection is closed (see
+// forgetV2Locked). A response that matches no request is dropped, as
+// BookKeeper's client drops it.
 func DialV2(ctx context.Context, addr string) (*Client, error) { return dial(ctx, addr, true) }
 
 // V2 reports whether the connection speaks the v2 protocol.
@@ -131,9 +133,13 @@ func (c *Client) deliverV2(frame []byte) error {
 	return nil
 }
 
-// forgetV2Locked is forget on a v2 connection: a waiting call leaves its queue;
-// the call on the wire keeps its slot, unanswered, until its response
-// comes. Caller holds c.mu.
+// forgetV2Locked is forget on a v2 connection: a waiting call leaves its
+// queue; the call on the wire keeps its slot, unanswered, until its
+// response comes. A call that waited its caller's whole deadline behind one
+// whose caller had already given up closes the connection: that answer may
+// never come (the bookie lost the request), and only a new connection frees
+// the key without risking a late answer going to the wrong request. Caller
+// holds c.mu.
 func (c *Client) forgetV2Locked(txn uint64) {
 	key, ok := c.v2keys[txn]
 	if !ok {
@@ -150,6 +156,9 @@ func (c *Client) forgetV2Locked(txn uint64) {
 		}
 		c.v2q[key] = append(q[:i:i], q[i+1:]...)
 		delete(c.v2keys, txn)
+		if q[0].ch == nil {
+			_ = c.nc.Close() // the reader fails the calls left
+		}
 		return
 	}
 }

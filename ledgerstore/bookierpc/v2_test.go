@@ -208,3 +208,26 @@ func TestV2Matching(t *testing.T) {
 	}
 	<-c.Done()
 }
+
+// TestV2LostAnswer: a request whose caller gave up and whose answer never
+// comes holds its key; a later request of the key that waits out its own
+// deadline behind it closes the connection, so that the next connection
+// starts clean, and is never sent on this one.
+func TestV2LostAnswer(t *testing.T) {
+	c, f := dialFake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Call(ctx, readReq(1, -1, false)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read whose caller gives up: %v", err)
+	}
+	f.next()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := c.Call(ctx2, readReq(1, -1, true)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("fencing read behind a lost one: %v", err)
+	}
+	<-c.Done()
+	if _, err := f.r.Peek(1); err == nil {
+		t.Fatal("the fencing read was sent behind the lost read")
+	}
+}
