@@ -124,13 +124,20 @@ func (p *Peer) Step(m zab.Message, now zkcore.Now) error {
 	return p.node.Step(m)
 }
 
-// Tick lets time pass for Zab and for the core.
+// Tick lets time pass for Zab and for the core. A learner whose clients
+// were active since its last PING sends the leader one now, with their
+// sessions: the leader then extends them within a tick of their activity,
+// not at its next PING (every half tickTime), and a session expires within
+// its timeout and a tick wherever its client is attached.
 func (p *Peer) Tick(now zkcore.Now) {
 	if p.writeErr != nil {
 		return
 	}
 	p.node.Tick()
 	p.zk.Tick(now)
+	if p.zk.HasTouches() && p.node.Role() != zab.Leading {
+		_ = p.node.PingLeader() // not serving: the touches wait for a leader
+	}
 }
 
 // HandleReady carries out the work of the core and of the node until

@@ -140,14 +140,18 @@ func (s *Server) startQuorum() error {
 		lg.Close()
 		return err
 	}
-	node, err := zab.New(zab.Config{
+	zcfg := zab.Config{
 		ID: q.MyID, Voters: q.Voters, Observers: q.Observers,
-		InitLimitTicks: q.InitLimitTicks, SyncLimitTicks: q.SyncLimitTicks,
 		HardState: hs, LastZxid: s.core.LastZxid(), Recent: recent.tail(), MaxRecentEntries: maxRecent,
 		TruncateFloor: floor,
 		StateLost:     lost && fromLeader,
 		Rand:          rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
-	})
+	}
+	// The loop ticks the node every zab tick (loopTick), a fraction of
+	// tickTime: syncLimit and initLimit keep their length, and elections
+	// and pings keep Apache ZooKeeper's (docs/zookeeper-protocol.md §10).
+	zab.TimingFor(s.cfg.Core.TickMs, q.InitLimitTicks, q.SyncLimitTicks).Apply(&zcfg)
+	node, err := zab.New(zcfg)
 	if err != nil {
 		lg.Close()
 		return err

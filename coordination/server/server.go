@@ -401,6 +401,14 @@ func (t *clockTicks) due(monoMs int64) bool {
 	return true
 }
 
+// loopTick is how often the loop ticks the core (and, in an ensemble, the
+// Zab node): Zab's tick for this tickTime (zab.TimingFor), about 50 ms,
+// so that sessions expire within that much of their expiry bucket and
+// elections, pings and syncLimit keep their lengths in milliseconds.
+func loopTick(tickMs int64) time.Duration {
+	return zab.TimingFor(tickMs, 1, 1).Tick
+}
+
 // tick lets time pass for the core, or for the peer in an ensemble. With
 // Config.Clock set, the loop's ticker polls and ticks only count when
 // the clock says a tick is due.
@@ -438,10 +446,7 @@ func (s *Server) drainInbox() {
 // loop is the only goroutine that touches the core.
 func (s *Server) loop(ctx context.Context) {
 	defer close(s.stopped)
-	tickEvery := time.Duration(s.cfg.Core.TickMs) * time.Millisecond / 2
-	if s.quorum != nil {
-		tickEvery = time.Duration(s.cfg.Core.TickMs) * time.Millisecond
-	}
+	tickEvery := loopTick(s.cfg.Core.TickMs)
 	ticks := &clockTicks{periodMs: max(1, tickEvery.Milliseconds())}
 	if s.cfg.Clock != nil {
 		tickEvery /= pollsPerTick

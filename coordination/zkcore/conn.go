@@ -53,6 +53,8 @@ type conn struct {
 	// readOnlyByte: the ConnectRequest carried the optional readOnly byte,
 	// so the response carries one too.
 	readOnlyByte bool
+	// hold is the handshake waiting for the member to serve (hold.go).
+	hold *heldHandshake
 
 	queue []*entry
 

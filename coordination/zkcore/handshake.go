@@ -16,7 +16,10 @@ import (
 // applied.
 func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 	c, ok := s.conns[id]
-	if !ok || c.closing || c.session != 0 {
+	if !ok || c.closing || c.session != 0 || c.hold != nil {
+		return
+	}
+	if s.hold(c, req, now) {
 		return
 	}
 	s.stats.packetsReceived++

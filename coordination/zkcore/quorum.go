@@ -92,6 +92,9 @@ func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 		m = NotServing
 	}
 	s.mode = m
+	if m == NotServing && old != NotServing {
+		s.notServingSinceMs = now.MonoMs
+	}
 	if old != m {
 		// A reattach waiting for the old leader's verdict will not get
 		// it: the client reconnects.
@@ -122,6 +125,9 @@ func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 			s.sessions.Remove(id)
 		}
 		clear(s.localSessions)
+	}
+	if m != NotServing && len(s.held) > 0 {
+		s.releaseHeld(now)
 	}
 }
 
@@ -194,6 +200,10 @@ func (s *Server) TouchSessions(touches []SessionTouch, now Now) {
 		s.sessions.Touch(t.ID, now.MonoMs)
 	}
 }
+
+// HasTouches reports whether sessions were active here since the last
+// TakeTouches (learner).
+func (s *Server) HasTouches() bool { return len(s.touched) > 0 }
 
 // TakeTouches returns, in id order, the sessions touched here since the
 // last call (learner), for the next PING reply to the leader.

@@ -136,6 +136,10 @@ func (s *Server) Request(id ConnID, r Request, now Now) {
 	if !ok || c.closing {
 		return
 	}
+	if c.hold != nil {
+		c.hold.reqs = append(c.hold.reqs, r) // runs once the handshake is answered
+		return
+	}
 	s.stats.packetsReceived++
 	s.metrics.bytesReceived.Add(int64(r.Bytes))
 	c.stats.received++

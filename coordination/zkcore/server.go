@@ -34,7 +34,11 @@ type Now struct {
 type Config struct {
 	// ServerID is the id in the high byte of session ids: 1 standalone.
 	ServerID int64
-	// TickMs is the length of a tick in ms; session expiry is bucketed by it.
+	// TickMs is the length of a tick in ms (tickTime). Session expiry is
+	// bucketed by a twentieth of it (ExpiryBucketMs), and the driver calls
+	// Tick more often than that: a session expires within about a tenth of
+	// a tick after its timeout, where Apache ZooKeeper's buckets of a whole
+	// tick let it live up to a tick longer.
 	TickMs int64
 	// MinSessionTimeoutMs and MaxSessionTimeoutMs bound the negotiated
 	// session timeout.
@@ -68,6 +72,13 @@ type Config struct {
 	// ContainerMaxNeverUsedMs is how long a container that never had a
 	// child lives; 0 keeps such containers forever.
 	ContainerMaxNeverUsedMs int64
+	// HoldHandshakeMs is how long after losing its leader (or starting) a
+	// member without one keeps a client's handshake waiting instead of
+	// closing the connection at once, as Apache ZooKeeper does: an
+	// election usually ends well within it, and the client then connects
+	// here without the back-off it takes after every member refused it
+	// (a second in go-zookeeper). 0 refuses at once.
+	HoldHandshakeMs int64
 	// StartWallMs is the wall clock at start, in ms. It seeds session ids
 	// so that a restarted server does not reuse the ids of its last run.
 	StartWallMs int64
@@ -93,7 +104,16 @@ func DefaultConfig() Config {
 		ContainerCheckMs:        60000,
 		ContainerMaxPerMinute:   10000,
 		ContainerMaxNeverUsedMs: 0,
+		HoldHandshakeMs:         1000,
 	}
+}
+
+// ExpiryBucketMs is the width of a session expiry bucket for tickTime
+// tickMs: a twentieth of it, at least 10 ms (so that a table of many
+// sessions with long timeouts does not spread over too many buckets for
+// Tick to walk).
+func ExpiryBucketMs(tickMs int64) int64 {
+	return min(tickMs, max(10, tickMs/20))
 }
 
 // Validate reports the first invalid field.
@@ -199,6 +219,10 @@ type Server struct {
 	// localSessions are the sessions a read-only server created: never
 	// committed, they end when it finds a leader.
 	localSessions map[int64]bool
+	// notServingSinceMs is when the member last lost its leader (MonoMs);
+	// held lists the connections whose handshake waits for one (hold.go).
+	notServingSinceMs int64
+	held              []ConnID
 }
 
 // New returns a Server with the built-in tree of a fresh ZooKeeper.
@@ -210,7 +234,7 @@ func New(cfg Config) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	sessions, err := session.NewTable(session.Config{TickMs: cfg.TickMs, ServerID: cfg.ServerID, StartMs: cfg.StartWallMs})
+	sessions, err := session.NewTable(session.Config{TickMs: ExpiryBucketMs(cfg.TickMs), ServerID: cfg.ServerID, StartMs: cfg.StartWallMs})
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +323,7 @@ func (s *Server) NewConn(id ConnID, remote netip.AddrPort, now Now) {
 // flight; the driver throttles reading above Config.MaxOutstanding.
 func (s *Server) Outstanding(id ConnID) int {
 	if c, ok := s.conns[id]; ok {
-		return len(c.queue)
+		return len(c.queue) + c.heldRequests()
 	}
 	return 0
 }

@@ -14,6 +14,9 @@ type reaper struct {
 // ContainerCheckMs, empty containers and expired TTL nodes are removed.
 // Drivers call it at least every tick (Config.TickMs).
 func (s *Server) Tick(now Now) {
+	if len(s.held) > 0 {
+		s.expireHeld(now)
+	}
 	if s.mode == ReadOnly {
 		s.expireLocal(now)
 		return

@@ -91,13 +91,17 @@ func (c *Cluster) start(s *server) {
 	}
 	zk.Restore(tree, sessions, now)
 	zk.SetMode(zkcore.NotServing, 0, now)
-	node, err := zab.New(zab.Config{
-		ID: s.id, Voters: c.ids, InitLimitTicks: 10, SyncLimitTicks: 5,
+	zcfg := zab.Config{
+		ID: s.id, Voters: c.ids,
 		HardState: s.disk.hard, LastZxid: s.disk.lastZxid(), Recent: slices.Clone(s.disk.entries),
 		MaxRecentEntries: c.opts.MaxRecentEntries,
 		TruncateFloor:    s.disk.snapZxid, // the simulated disk keeps one snapshot
 		Rand:             rand.New(rand.NewPCG(c.opts.Seed, uint64(s.id)<<32|uint64(s.inc))),
-	})
+	}
+	// As the server does: initLimit 10 and syncLimit 5 in ticks of TickMs,
+	// and the node ticked a few times per tick (zabTickMs).
+	zab.TimingFor(c.opts.TickMs, 10, 5).Apply(&zcfg)
+	node, err := zab.New(zcfg)
 	if err != nil {
 		c.violate("recovery", "server %d: zab refuses its disk: %v", s.id, err)
 		c.halted = "recovery"
@@ -105,7 +109,7 @@ func (c *Cluster) start(s *server) {
 	}
 	s.peer = peer.New(node, zk, s.disk, transport{c, s.id, s.inc}, clientSink{c, s.id, s.inc}, cfg.Logger)
 	s.role, s.leader, s.serving = node.Role(), 0, false
-	c.schedule(c.nowMs+1+c.rng.Int64N(c.opts.TickMs), event{kind: evTick, server: int(s.id), inc: s.inc})
+	c.schedule(c.nowMs+1+c.rng.Int64N(c.zabTickMs()), event{kind: evTick, server: int(s.id), inc: s.inc})
 	c.tracef("server %d starts: epochs %d/%d, log to %s", s.id, s.disk.hard.AcceptedEpoch, s.disk.hard.CurrentEpoch, s.disk.lastZxid())
 }
 
@@ -160,13 +164,19 @@ func (c *Cluster) drive(s *server, what string, fn func(now zkcore.Now)) {
 	c.observe(s)
 }
 
-// tick lets a tick pass on a server and schedules the next one.
+// zabTickMs is how often a server ticks its peer, as the server's loop
+// does (zab.TimingFor).
+func (c *Cluster) zabTickMs() int64 {
+	return max(1, zab.TimingFor(c.opts.TickMs, 10, 5).Tick.Milliseconds())
+}
+
+// tick lets a zab tick pass on a server and schedules the next one.
 func (c *Cluster) tick(e *event) {
 	s := c.servers[e.server]
 	if !s.up || s.inc != e.inc {
 		return
 	}
-	c.schedule(c.nowMs+c.opts.TickMs, event{kind: evTick, server: e.server, inc: e.inc})
+	c.schedule(c.nowMs+c.zabTickMs(), event{kind: evTick, server: e.server, inc: e.inc})
 	if s.paused {
 		return // a stopped process misses its ticks
 	}

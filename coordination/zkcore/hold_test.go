@@ -1,0 +1,106 @@
+package zkcore
+
+import (
+	"net/netip"
+	"testing"
+
+	"keeper/coordination/jute"
+	"keeper/coordination/zkproto"
+)
+
+// A member that just lost its leader holds a handshake, and the requests
+// behind it, until it serves again: the client is answered then, in order,
+// without being refused.
+func TestHandshakeHeldUntilServing(t *testing.T) {
+	h := newHarness(t)
+	h.s.SetMode(Leader, 1, h.now)
+	h.s.SetMode(NotServing, 0, h.now)
+	h.s.NewConn(1, netip.MustParseAddrPort("127.0.0.1:1"), h.now)
+	h.s.Connect(1, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16)}, h.now)
+	x := h.send(1, zkproto.OpExists, &zkproto.ExistsRequest{Path: "/"})
+	h.drive()
+	if fs := h.take(1); len(fs) != 0 || h.closed[1] {
+		t.Fatalf("while not serving: %d frames, closed %v; want the handshake held", len(fs), h.closed[1])
+	}
+	if got := h.s.Outstanding(1); got != 1 {
+		t.Fatalf("Outstanding = %d, want the request held behind the handshake", got)
+	}
+	h.now.MonoMs += 300
+	h.s.Tick(h.now)
+	h.s.SetMode(Leader, 2, h.now)
+	h.drive()
+	fs := h.take(1)
+	if len(fs) != 2 || h.closed[1] {
+		t.Fatalf("after serving: %d frames %+v, closed %v; want the handshake and the reply", len(fs), headers(fs), h.closed[1])
+	}
+	var resp zkproto.ConnectResponse
+	resp.Decode(jute.NewDecoder(fs[0].raw, 0))
+	if resp.SessionID == 0 || fs[1].hdr.Xid != x || fs[1].hdr.Err != zkproto.CodeOK {
+		t.Fatalf("session %#x, reply %+v", resp.SessionID, fs[1].hdr)
+	}
+}
+
+// A handshake is held no longer than HoldHandshakeMs after the leader was
+// lost, nor a quarter of the session timeout asked for; one that arrives
+// later is refused at once, as Apache ZooKeeper refuses it.
+func TestHandshakeHoldBounded(t *testing.T) {
+	connect := func(h *harness, id ConnID, timeoutMs int32) {
+		h.s.NewConn(id, netip.MustParseAddrPort("127.0.0.1:1"), h.now)
+		h.s.Connect(id, &zkproto.ConnectRequest{TimeoutMs: timeoutMs, Passwd: make([]byte, 16)}, h.now)
+		h.drive()
+	}
+	h := newHarness(t, func(c *Config) { c.HoldHandshakeMs = 1000 })
+	h.s.SetMode(NotServing, 0, h.now)
+	connect(h, 1, 10000) // held until the window ends, 1000 ms on
+	connect(h, 2, 2000)  // held a quarter of its timeout, 500 ms
+	h.now.MonoMs += 499
+	h.s.Tick(h.now)
+	h.drive()
+	if h.closed[1] || h.closed[2] {
+		t.Fatalf("closed early: %v", h.closed)
+	}
+	h.now.MonoMs++
+	h.s.Tick(h.now)
+	h.drive()
+	if h.closed[1] || !h.closed[2] {
+		t.Fatalf("at 500 ms: closed %v, want only conn 2", h.closed)
+	}
+	h.now.MonoMs += 500
+	h.s.Tick(h.now)
+	h.drive()
+	if !h.closed[1] {
+		t.Fatal("conn 1 still held after the window")
+	}
+	connect(h, 3, 10000)
+	if !h.closed[3] {
+		t.Fatal("a handshake after the window was held, want it refused at once")
+	}
+	for id := ConnID(1); id <= 3; id++ {
+		if fs := h.take(id); len(fs) != 0 {
+			t.Fatalf("conn %d got %d frames, want none", id, len(fs))
+		}
+	}
+}
+
+// A session expires within a bucket of its timeout: a twentieth of the
+// tick, where Apache ZooKeeper's whole-tick buckets let it live up to a
+// tick longer.
+func TestSessionExpiresWithinABucket(t *testing.T) {
+	h := newHarness(t) // tickTime 2000: buckets of 100 ms
+	h.s.SetMode(Standalone, 0, h.now)
+	start := h.now.MonoMs
+	sid := h.open(1)
+	h.s.Disconnect(1)
+	var expiredAt int64
+	for h.now.MonoMs < start+12000 && expiredAt == 0 {
+		h.now.MonoMs += 10
+		h.s.Tick(h.now)
+		h.drive()
+		if _, ok := h.s.Sessions().Get(sid); !ok {
+			expiredAt = h.now.MonoMs
+		}
+	}
+	if got := expiredAt - start; got <= 10000 || got > 10000+ExpiryBucketMs(2000) {
+		t.Fatalf("a 10 s session expired %d ms after its last touch, want within (10000, %d]", got, 10000+ExpiryBucketMs(2000))
+	}
+}
