@@ -17,6 +17,15 @@ type Authenticator struct {
 	// so passes every ACL check. Empty means no super user. It is Java's
 	// zookeeper.DigestAuthenticationProvider.superDigest.
 	SuperDigest string
+	// X509 turns ZooKeeper's X509AuthenticationProvider on: x509 ACL
+	// entries are valid and a connection with a verified client
+	// certificate gets an x509 identity (X509IDs). ZooKeeper turns it on
+	// with a TLS client port, or with authProvider.N naming its class.
+	X509 bool
+	// X509SuperUser is X509AuthenticationProvider.superUser: the subject
+	// DN, as X509IDs formats it, whose holder is also super. Empty means
+	// none.
+	X509SuperUser string
 }
 
 // Validate reports whether the configuration is usable: SuperDigest must be

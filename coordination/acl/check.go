@@ -11,7 +11,8 @@ import "keeper/coordination/zkproto"
 // identity allows everything; then an entry that grants perm allows if it
 // is world:anyone, if it is a digest entry equal to one of the
 // connection's digest identities, or if it is an ip entry whose
-// address/bits covers one of the connection's ip identities. Entries of any
+// address/bits covers one of the connection's ip identities, or if it is an
+// x509 entry equal to one of its x509 identities. Entries of any
 // other scheme never match. The caller turns false into NoAuth and handles
 // skipACL.
 func Check(acls []zkproto.ACL, perm int32, ids []zkproto.ID) bool {
@@ -46,6 +47,8 @@ func matchAny(entry zkproto.ID, ids []zkproto.ID) bool {
 		match = func(id, acl string) bool { return id == acl }
 	case SchemeIP:
 		match = matchIP
+	case SchemeX509:
+		match = func(id, acl string) bool { return id == acl }
 	default:
 		return false // no provider: ZooKeeper skips the entry
 	}

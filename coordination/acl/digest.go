@@ -54,7 +54,7 @@ func UserName(id zkproto.ID) string {
 	case SchemeDigest:
 		user, _, _ := strings.Cut(id.ID, ":")
 		return user
-	case SchemeIP:
+	case SchemeIP, SchemeX509:
 		return id.ID
 	}
 	return ""

@@ -13,12 +13,14 @@ import (
 //   - an empty list (before or after that) is invalid;
 //   - world entries must have the id "anyone";
 //   - an auth entry (its id is ignored) becomes one entry with its perms
-//     per authenticated identity in authIDs; only digest identities count
+//     per authenticated identity in authIDs; only digest and x509 identities count
 //     (ip is not "authenticated", and super has no provider, so ZooKeeper
 //     skips it too); with none the list is invalid;
 //   - digest ids must have exactly one ':' once trailing colons are
 //     dropped (see validDigestACL);
 //   - ip ids must parse as an address, optionally with /bits in range;
+//   - x509 ids must parse as a distinguished name (ValidDN); whether the
+//     x509 provider is on is Authenticator.Fixup's check;
 //   - every other scheme, super included, is invalid.
 //
 // Any failure returns a *zkproto.Error with CodeInvalidACL and no path; the
@@ -50,6 +52,11 @@ func Fixup(acls []zkproto.ACL, authIDs []zkproto.ID) ([]zkproto.ACL, error) {
 			out = append(out, a)
 		case SchemeIP:
 			if _, _, ok := parseIPACL(a.ID.ID); !ok {
+				return nil, invalidACL()
+			}
+			out = append(out, a)
+		case SchemeX509:
+			if !ValidDN(a.ID.ID) {
 				return nil, invalidACL()
 			}
 			out = append(out, a)
@@ -92,6 +99,6 @@ func expandAuth(out []zkproto.ACL, perms int32, authIDs []zkproto.ID) []zkproto.
 }
 
 // authenticated reports whether identities of scheme count for auth
-// expansion: ZooKeeper asks the scheme's provider, and of ours only digest
-// says yes (sasl and x509 would too, but are not implemented).
-func authenticated(scheme string) bool { return scheme == SchemeDigest }
+// expansion: ZooKeeper asks the scheme's provider, and of ours digest and
+// x509 say yes (an x509 identity exists only while its provider is on).
+func authenticated(scheme string) bool { return scheme == SchemeDigest || scheme == SchemeX509 }

@@ -15,10 +15,20 @@
 // a connection's requests while its unsent output is over budget (it learns
 // what was written through Handler.Written); and a connection whose writes
 // make no progress for WriteTimeout is closed.
+//
+// With Config.TLS the connection speaks TLS: the reader goroutine runs the
+// handshake before it reads the opening frame, and HandshakeTimeout bounds
+// both together, so a client that opens TCP and never speaks TLS is closed
+// like one that never sends its ConnectRequest. With PlaintextToo as well
+// (ZooKeeper's client.portUnification), the first byte decides: 0x16, the
+// type of a TLS handshake record, means TLS; anything else is a plaintext
+// client (a ConnectRequest's length or a four-letter word never starts
+// with it).
 package clientconn
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +88,11 @@ type Config struct {
 	// Limiter, shared by a server's connections, bounds their requests in
 	// flight together; nil means no server-wide bound.
 	Limiter *Limiter
+	// TLS, when not nil, makes the connection speak TLS with this
+	// configuration (see the package comment).
+	TLS *tls.Config
+	// PlaintextToo, with TLS, serves a client that opens without TLS too.
+	PlaintextToo bool
 	// Logger receives per-connection debug logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -121,16 +136,24 @@ var ErrOutputOverflow = errors.New("clientconn: client not reading its replies")
 // Conn is one client connection.
 type Conn struct {
 	id     zkcore.ConnID
-	nc     net.Conn
+	nc     net.Conn // the socket: deadlines and Close
 	remote netip.AddrPort
-	cfg    Config
-	h      Handler
-	log    *slog.Logger
+	// tlsState is the handshake's outcome, nil for a plaintext client; set
+	// by the reader before it delivers the opening frame.
+	tlsState *tls.ConnectionState
+	cfg      Config
+	h        Handler
+	log      *slog.Logger
 
 	credits chan struct{} // one token per request awaiting its reply
+	r       *bufio.Reader // the reader goroutine's buffered stream
 
-	mu         sync.Mutex
-	out        []byte // mu guards out, closeAfter, released, closed, overflow, inflight, inflightBytes
+	mu sync.Mutex
+	// stream carries the protocol: nc, or the TLS connection over it. The
+	// reader sets it before it delivers the opening frame, so before
+	// anything is sent.
+	stream     net.Conn
+	out        []byte // mu guards stream, out, closeAfter, released, closed, overflow, inflight, inflightBytes
 	closeAfter bool
 	released   int
 	closed     bool
@@ -153,7 +176,7 @@ func New(id zkcore.ConnID, nc net.Conn, cfg Config, h Handler) *Conn {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Conn{
-		id: id, nc: nc, cfg: cfg, h: h, log: logger,
+		id: id, nc: nc, stream: nc, cfg: cfg, h: h, log: logger,
 		credits:  make(chan struct{}, cfg.MaxOutstanding),
 		answered: make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
@@ -179,6 +202,10 @@ func (c *Conn) ID() zkcore.ConnID { return c.id }
 
 // Remote returns the client's address.
 func (c *Conn) Remote() netip.AddrPort { return c.remote }
+
+// TLS returns the TLS handshake's outcome, or nil for a plaintext client.
+// It is set before Handler.Connect or Handler.FourLetter is called.
+func (c *Conn) TLS() *tls.ConnectionState { return c.tlsState }
 
 // Send queues frames for the client. completed is the number of requests
 // they answer; close asks for the connection to be closed once they are
@@ -262,10 +289,23 @@ func (c *Conn) shutdown(err error) {
 
 // readLoop reads the opening frame, then requests, until the socket fails.
 func (c *Conn) readLoop() {
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	err := c.readOpening(r)
+	var deadline time.Time
+	if c.cfg.HandshakeTimeout > 0 {
+		deadline = time.Now().Add(c.cfg.HandshakeTimeout)
+	}
+	var err error
+	stream := c.nc
+	if c.cfg.TLS != nil {
+		stream, err = c.startTLS(deadline)
+	}
+	if err == nil {
+		c.mu.Lock()
+		c.stream = stream
+		c.mu.Unlock()
+		err = c.readOpening(bufio.NewReaderSize(stream, 64<<10), deadline)
+	}
 	for err == nil {
-		err = c.readRequest(r)
+		err = c.readRequest()
 	}
 	if errors.Is(err, errAnswered) {
 		return
@@ -278,9 +318,10 @@ func (c *Conn) readLoop() {
 
 // readOpening handles the first four bytes: a four-letter word, or the
 // length of the ConnectRequest.
-func (c *Conn) readOpening(r *bufio.Reader) error {
-	if c.cfg.HandshakeTimeout > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(c.cfg.HandshakeTimeout))
+func (c *Conn) readOpening(r *bufio.Reader, deadline time.Time) error {
+	c.r = r
+	if !deadline.IsZero() {
+		c.nc.SetReadDeadline(deadline)
 	}
 	var first [4]byte
 	if _, err := io.ReadFull(r, first[:]); err != nil {
@@ -332,7 +373,8 @@ func (c *Conn) fourLetter(r *bufio.Reader, cmd string) error {
 // so that at most MaxOutstanding requests are unanswered, then, once it
 // knows the request's size, for room in the connection's and the server's
 // budgets of requests in flight.
-func (c *Conn) readRequest(r *bufio.Reader) error {
+func (c *Conn) readRequest() error {
+	r := c.r
 	select {
 	case c.credits <- struct{}{}:
 	case <-c.done:
@@ -425,7 +467,7 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		out, closeAfter, released, overflow := c.out, c.closeAfter, c.released, c.overflow
+		w, out, closeAfter, released, overflow := c.stream, c.out, c.closeAfter, c.released, c.overflow
 		c.out, c.released = nil, 0
 		c.mu.Unlock()
 		if overflow {
@@ -433,7 +475,7 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		if len(out) > 0 {
-			if err := c.write(out); err != nil {
+			if err := c.write(w, out); err != nil {
 				c.shutdown(err)
 				return
 			}
@@ -454,13 +496,13 @@ func (c *Conn) writeLoop() {
 
 // write writes out in chunks of at most writeChunkBytes, each of which
 // must complete within WriteTimeout.
-func (c *Conn) write(out []byte) error {
+func (c *Conn) write(w net.Conn, out []byte) error {
 	for len(out) > 0 {
 		chunk := out[:min(len(out), writeChunkBytes)]
 		if c.cfg.WriteTimeout > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
 		}
-		if _, err := c.nc.Write(chunk); err != nil {
+		if _, err := w.Write(chunk); err != nil {
 			return err
 		}
 		out = out[len(chunk):]

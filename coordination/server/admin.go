@@ -77,13 +77,18 @@ func (s *Server) confLines() []string {
 	if s.cfg.ConfLines != nil {
 		return s.cfg.ConfLines
 	}
-	port := 0
-	if tcp, ok := s.ln.Addr().(*net.TCPAddr); ok {
-		port = tcp.Port
+	port := func(ln net.Listener) int {
+		if ln == nil {
+			return -1
+		}
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+			return tcp.Port
+		}
+		return 0
 	}
 	return []string{
-		fmt.Sprintf("clientPort=%d", port),
-		"secureClientPort=-1",
+		fmt.Sprintf("clientPort=%d", port(s.ln)),
+		fmt.Sprintf("secureClientPort=%d", port(s.secureLn)),
 		"dataDir=" + versionDir(s.cfg.DataDir),
 		"dataDirSize=0",
 		"dataLogDir=" + versionDir(s.cfg.DataLogDir),

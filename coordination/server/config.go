@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"keeper/coordination/clientconn"
+	"keeper/coordination/clienttls"
 	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
@@ -28,6 +29,8 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 	core.ExtendedTypes = zc.ExtendedTypesEnabled
 	core.EnforceQuota = zc.EnforceQuota
 	core.SuperDigest = zc.SuperDigest
+	core.X509 = zc.TLS.X509Enabled()
+	core.X509SuperUser = zc.TLS.X509SuperUser
 	core.MaxBuffer = zc.JuteMaxBufferBytes
 	core.StartWallMs = time.Now().UnixMilli()
 	core.Logger = logger
@@ -44,11 +47,14 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		}
 	}
 	cfg := Config{
-		ClientAddr:     zc.ClientAddress(),
-		Core:           core,
-		Conn:           conn,
-		MaxClientCnxns: zc.MaxClientCnxns,
-		MaxCnxns:       zc.MaxCnxns,
+		ClientAddr:       zc.ClientAddress(),
+		SecureClientAddr: zc.SecureClientAddress(),
+		PortUnification:  zc.TLS.PortUnification,
+		ClientTLS:        clientTLSFromZoo(zc, logger),
+		Core:             core,
+		Conn:             conn,
+		MaxClientCnxns:   zc.MaxClientCnxns,
+		MaxCnxns:         zc.MaxCnxns,
 		// ZooKeeper has no value for "no limit": 0 or less throttles every
 		// connection to one request in flight, as 1 does.
 		GlobalOutstandingLimit:     max(zc.GlobalOutstandingLimit, 1),
@@ -119,8 +125,8 @@ func adminAddr(zc *zoocfg.Config) string {
 // Apache ZooKeeper's order (docs/zookeeper-protocol.md §8.2).
 func confLines(zc *zoocfg.Config) []string {
 	return []string{
-		fmt.Sprintf("clientPort=%d", zc.ClientPort),
-		"secureClientPort=-1",
+		fmt.Sprintf("clientPort=%d", portOrUnset(zc.ClientPort)),
+		fmt.Sprintf("secureClientPort=%d", portOrUnset(zc.TLS.SecurePort)),
 		"dataDir=" + filepath.Join(zc.DataDir, "version-2"),
 		"dataDirSize=0",
 		"dataLogDir=" + filepath.Join(zc.TxnLogDir(), "version-2"),
@@ -131,5 +137,37 @@ func confLines(zc *zoocfg.Config) []string {
 		fmt.Sprintf("maxSessionTimeout=%d", zc.MaxSessionTimeout.Milliseconds()),
 		"clientPortListenBacklog=-1",
 		"serverId=0",
+	}
+}
+
+// portOrUnset is how conf shows a port: -1 when it is not set.
+func portOrUnset(port int) int {
+	if port == 0 {
+		return -1
+	}
+	return port
+}
+
+// clientTLSFromZoo maps the ssl.* keys onto the client port's TLS
+// configuration; nil when zoo.cfg asks for no TLS client port.
+func clientTLSFromZoo(zc *zoocfg.Config, logger *slog.Logger) *clienttls.Config {
+	t := zc.TLS
+	if !t.Enabled() {
+		return nil
+	}
+	// zoocfg checked the value: none, want or need in any case.
+	auth, _ := clienttls.ParseClientAuth(t.ClientAuth)
+	store := func(s zoocfg.TLSStore) clienttls.Store {
+		return clienttls.Store{Location: s.Location, Password: s.Password, PasswordPath: s.PasswordPath, Type: s.Type}
+	}
+	return &clienttls.Config{
+		KeyStore:         store(t.KeyStore),
+		TrustStore:       store(t.TrustStore),
+		ClientAuth:       auth,
+		Protocol:         t.Protocol,
+		EnabledProtocols: t.EnabledProtocols,
+		CipherSuites:     t.CipherSuites,
+		Reload:           t.CertReload,
+		Logger:           logger,
 	}
 }

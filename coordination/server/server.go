@@ -11,7 +11,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -22,6 +21,7 @@ import (
 
 	"keeper/coordination/admin"
 	"keeper/coordination/clientconn"
+	"keeper/coordination/clienttls"
 	"keeper/coordination/snap"
 	"keeper/coordination/txn"
 	"keeper/coordination/zab"
@@ -42,11 +42,23 @@ func Version() string { return admin.ReadBuild().FullVersion() }
 // Config configures a Server.
 type Config struct {
 	// ClientAddr is where clients connect, e.g. "127.0.0.1:2181"; port 0
-	// picks a free port.
+	// picks a free port. "" means no plaintext port (SecureClientAddr
+	// must be set).
 	ClientAddr string
+	// SecureClientAddr is where clients connect over TLS only
+	// (secureClientPort); "" means none. It needs ClientTLS.
+	SecureClientAddr string
+	// PortUnification makes ClientAddr serve TLS clients too
+	// (client.portUnification), telling them apart by their first byte;
+	// it needs ClientTLS.
+	PortUnification bool
+	// ClientTLS configures TLS for SecureClientAddr (and ClientAddr with
+	// PortUnification); New loads its key and trust stores.
+	ClientTLS *clienttls.Config
 	// Core configures the service logic.
 	Core zkcore.Config
-	// Conn bounds each client connection.
+	// Conn bounds each client connection. New sets its TLS from
+	// ClientTLS, and the server its TLS and PlaintextToo per port.
 	Conn clientconn.Config
 	// MaxClientCnxns limits connections per client IP; 0 means no limit.
 	MaxClientCnxns int
@@ -122,7 +134,9 @@ type Server struct {
 	cfg  Config
 	log  *slog.Logger
 	core *zkcore.Server
-	ln   net.Listener
+	ln   net.Listener // the plaintext client port; nil without one
+	// secureLn is the TLS-only client port; nil without one.
+	secureLn net.Listener
 
 	inbox     chan func() // work for the loop, in arrival order
 	closeOnce sync.Once
@@ -204,6 +218,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Conn.Limiter == nil {
 		cfg.Conn.Limiter = newLimiter(&cfg)
 	}
+	if err := setupTLS(&cfg, logger); err != nil {
+		return nil, err
+	}
 	if cfg.Storage.FS == nil {
 		cfg.Storage.FS = vfs.Default
 	}
@@ -268,29 +285,32 @@ func (s *Server) Start() (err error) {
 		s.committer = newCommitter(log, s.stm)
 		go s.committer.run()
 	}
-	ln, err := net.Listen("tcp", s.cfg.ClientAddr)
-	if err != nil {
+	if err := s.listen(); err != nil {
 		s.closeStorage()
-		return fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr, err)
+		return err
 	}
-	s.ln = ln
 	if err := s.startAdmin(); err != nil {
-		ln.Close()
+		s.closeListeners()
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.serving = true
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.loop(ctx) }()
-	go func() { defer s.wg.Done(); s.accept() }()
+	s.startAccepting()
 	s.startPurge(ctx)
-	s.log.Info("serving clients", "addr", ln.Addr().String())
 	return nil
 }
 
-// Addr returns the address clients connect to.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the address plaintext clients connect to, or without one
+// the TLS-only address (SecureAddr).
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return s.SecureAddr()
+	}
+	return s.ln.Addr()
+}
 
 // Close stops accepting, closes every connection and stops the loop.
 func (s *Server) Close() error {
@@ -306,7 +326,7 @@ func (s *Server) Close() error {
 func (s *Server) close() error {
 	s.stopAdmin()
 	s.cancel()
-	err := s.ln.Close()
+	err := s.closeListeners()
 	s.wg.Wait()
 	for _, c := range s.liveConns() {
 		c.Close()
@@ -566,22 +586,22 @@ func (s *Server) Inspect(fn func(core *zkcore.Server)) bool {
 	}
 }
 
-// accept admits connections until the listener closes.
-func (s *Server) accept() {
+// accept admits connections from ln, each with cfg, until it closes.
+func (s *Server) accept(ln net.Listener, cfg clientconn.Config) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				s.log.Error("accept failed", "err", err)
 			}
 			return
 		}
-		s.admit(nc)
+		s.admit(nc, cfg)
 	}
 }
 
 // admit enforces maxClientCnxns and hands the socket to the loop.
-func (s *Server) admit(nc net.Conn) {
+func (s *Server) admit(nc net.Conn, cfg clientconn.Config) {
 	ap, err := netip.ParseAddrPort(nc.RemoteAddr().String())
 	if err != nil {
 		nc.Close()
@@ -594,7 +614,7 @@ func (s *Server) admit(nc net.Conn) {
 	// The loop learns of the connection from a note, which never waits:
 	// accepting costs the loop nothing until the client speaks, so ruok
 	// answers even while the loop works through a backlog.
-	c := clientconn.New(zkcore.ConnID(s.nextID.Add(1)), nc, s.cfg.Conn, handler{s})
+	c := clientconn.New(zkcore.ConnID(s.nextID.Add(1)), nc, cfg, handler{s})
 	if !s.addLive(c) {
 		s.releaseSlot(ap)
 		nc.Close()
@@ -607,8 +627,17 @@ func (s *Server) admit(nc net.Conn) {
 // handler adapts clientconn callbacks to loop work.
 type handler struct{ s *Server }
 
+// Connect hands the handshake to the core, after the identity of the
+// client's verified TLS certificate, if it presented one: ZooKeeper's x509
+// provider authenticates the connection when the TLS handshake completes.
 func (h handler) Connect(c *clientconn.Conn, req *zkproto.ConnectRequest) {
-	h.s.post(func() { h.s.core.Connect(c.ID(), req, h.s.now()) })
+	dn, x509 := clienttls.Identity(c.TLS())
+	h.s.post(func() {
+		if x509 {
+			h.s.core.AuthenticateX509(c.ID(), dn)
+		}
+		h.s.core.Connect(c.ID(), req, h.s.now())
+	})
 }
 
 func (h handler) Request(c *clientconn.Conn, r zkcore.Request) {

@@ -137,7 +137,7 @@ func (p *prep) create(op zkproto.Op, path string, data []byte, acls []zkproto.AC
 	if parentPath == "" {
 		parentPath = "/"
 	}
-	fixed, err := acl.Fixup(acls, p.ids)
+	fixed, err := p.s.auth.Fixup(acls, p.ids)
 	if err != nil {
 		return nil, zkproto.Errorf(zkproto.CodeInvalidACL, path)
 	}
@@ -278,7 +278,7 @@ func (p *prep) setACL(path string, acls []zkproto.ACL, version int32) (jute.Reco
 	if err := zkproto.ValidatePath(path); err != nil {
 		return nil, zkproto.Errorf(zkproto.CodeBadArguments, path)
 	}
-	fixed, err := acl.Fixup(acls, p.ids)
+	fixed, err := p.s.auth.Fixup(acls, p.ids)
 	if err != nil {
 		return nil, zkproto.Errorf(zkproto.CodeInvalidACL, path)
 	}

@@ -185,7 +185,7 @@ func (s *Server) runEager(c *conn, e *entry, now Now) {
 // zxid 0.
 func (s *Server) runAuth(c *conn, e *entry) {
 	p := e.body.(*zkproto.AuthPacket)
-	ids, err := s.auth.Authenticate(p.Scheme, p.Auth, c.remote.Addr().Unmap())
+	ids, err := s.authenticate(c, p)
 	if err != nil {
 		s.stats.authFailed++
 		s.finish(e, 0, zkproto.CodeAuthFailed, nil)

@@ -52,6 +52,11 @@ type Config struct {
 	EnforceQuota bool
 	// SuperDigest is "user:base64(sha1)" of the super user, or empty.
 	SuperDigest string
+	// X509 turns the x509 authentication provider on (acl.Authenticator's
+	// X509): the server serves TLS clients, or zoo.cfg names the provider.
+	// X509SuperUser is the subject DN that is super.
+	X509          bool
+	X509SuperUser string
 	// MaxBuffer is jute.maxbuffer: the largest request and the largest
 	// buffer inside a record, in bytes.
 	MaxBuffer int
@@ -245,7 +250,7 @@ func New(cfg Config) (*Server, error) {
 		tree:          tree,
 		sessions:      sessions,
 		watches:       watch.New(),
-		auth:          acl.Authenticator{SuperDigest: cfg.SuperDigest},
+		auth:          acl.Authenticator{SuperDigest: cfg.SuperDigest, X509: cfg.X509, X509SuperUser: cfg.X509SuperUser},
 		conns:         make(map[ConnID]*conn),
 		sessionConn:   make(map[int64]ConnID),
 		touched:       make(map[int64]int32),

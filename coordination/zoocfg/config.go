@@ -143,6 +143,9 @@ type Config struct {
 	// ForceSync fsyncs the transaction log before acknowledging
 	// (forceSync=yes|no).
 	ForceSync bool
+	// TLS is TLS for clients: secureClientPort, client.portUnification,
+	// ssl.* and the x509 provider's keys (tls.go).
+	TLS ClientTLS
 	// Servers is the ensemble (server.N lines), sorted by ID.
 	Servers []Server
 	// MyID is this server's id. zoo.cfg does not hold it: the caller reads
@@ -169,6 +172,7 @@ func defaults() *Config {
 		StandaloneEnabled:        true,
 		PreAllocSizeKB:           DefaultPreAllocSizeKB,
 		ForceSync:                true,
+		TLS:                      ClientTLS{HostnameVerification: true},
 	}
 }
 
@@ -302,7 +306,11 @@ func (c *Config) Validate() error {
 		check(ok && user != "" && digest != "", "superDigest must be user:digest")
 	}
 	errs = append(errs, c.validateEnsemble()...)
-	check(c.ClientAddress() != "", "no client port: set clientPort or a client address in this server's server.N")
+	errs = append(errs, c.TLS.validate()...)
+	check(c.TLS.SecurePort >= 0 && c.TLS.SecurePort <= 65535, "secureClientPort %d out of range 0-65535", c.TLS.SecurePort)
+	check(c.ClientAddress() != "" || c.SecureClientAddress() != "",
+		"no client port: set clientPort, secureClientPort or a client address in this server's server.N")
+	check(!c.TLS.PortUnification || c.ClientAddress() != "", "client.portUnification is true but there is no client port to unify")
 	return errors.Join(errs...)
 }
 

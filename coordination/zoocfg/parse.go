@@ -112,6 +112,13 @@ func (p *parser) apply(key, value string) error {
 	if set, ok := settings[key]; ok {
 		return set(p, value)
 	}
+	if set, ok := tlsSetting(key); ok {
+		return set(p, value)
+	}
+	if isX509Provider(key, value) {
+		p.c.TLS.X509Provider = true
+		return nil
+	}
 	if prot, ok := protectionOf(key); ok {
 		return prot.check("zoo.cfg", p.line, key, value)
 	}

@@ -54,6 +54,7 @@ func TestParseDefaults(t *testing.T) {
 		StandaloneEnabled:        true,
 		PreAllocSizeKB:           65536,
 		ForceSync:                true,
+		TLS:                      ClientTLS{HostnameVerification: true},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Parse(base)\n got %+v\nwant %+v", c, want)

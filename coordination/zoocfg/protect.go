@@ -10,9 +10,10 @@ import (
 var ErrUnsupported = errors.New("not supported by keeper yet")
 
 // UnsupportedError reports a setting that asks for a protection of data or
-// access keeper does not give yet: TLS, SASL, Kerberos, x509 or enforced
-// authentication, audit logs, skipped ACL checks, a data directory that must
-// already exist. keeper refuses to start on it rather than run with less
+// access keeper does not give yet: TLS between servers (and the few TLS
+// settings for clients tls.go does not implement), SASL, Kerberos or
+// enforced authentication, audit logs, skipped ACL checks, a data directory
+// that must already exist. keeper refuses to start on it rather than run with less
 // protection than the configuration asks for.
 type UnsupportedError struct {
 	Source  string // "zoo.cfg", or the environment variable that holds the setting
@@ -48,6 +49,7 @@ type protection struct {
 // The features keeper lacks, as UnsupportedError names them.
 const (
 	tlsClients  = "TLS for client connections"
+	tlsOther    = "this TLS setting"
 	tlsQuorum   = "TLS between servers"
 	httpsAdmin  = "HTTPS on the admin server"
 	saslClients = "SASL authentication of clients"
@@ -61,19 +63,25 @@ const (
 // zoo.cfg spelling. Each also stands for its system property spelling,
 // "zookeeper." + key (see protectionOf). protectedPrefixes covers the
 // families; an entry here wins over a prefix.
+//
+// The TLS keys keeper implements for its client port (tlsSettings) are
+// parsed before these are looked at; the "ssl." family stays here so that
+// a client's environment (CheckClientEnv: keeper shell and the bookie's
+// client speak no TLS) still refuses them, and so that an ssl.* key
+// tls.go does not know is refused rather than ignored.
 var protections = map[string]protection{
-	"secureClientPort":         {tlsClients, whenSet},
-	"secureClientPortAddress":  {tlsClients, whenSet},
-	"client.portUnification":   {tlsClients, whenTrue},
-	"client.certReload":        {tlsClients, whenTrue},
-	"client.secure":            {tlsClients, whenTrue},
-	"sslQuorum":                {tlsQuorum, whenTrue},
-	"portUnification":          {tlsQuorum, whenTrue},
-	"sslQuorumReloadCertFiles": {tlsQuorum, whenTrue},
-	"fips-mode":                {"FIPS mode", whenTrue},
-	"admin.forceHttps":         {httpsAdmin, whenTrue},
-	"admin.portUnification":    {httpsAdmin, whenTrue},
-	"admin.needClientAuth":     {httpsAdmin, whenTrue},
+	"client.secure":              {tlsClients, whenTrue},
+	"ssl.crl":                    {"certificate revocation checking (CRL)", whenTrue},
+	"ssl.ocsp":                   {"certificate revocation checking (OCSP)", whenTrue},
+	"ssl.context.supplier.class": {"an SSLContext supplier class", whenSet},
+	"ssl.authProvider":           {"TLS authentication providers other than x509", notX509},
+	"sslQuorum":                  {tlsQuorum, whenTrue},
+	"portUnification":            {tlsQuorum, whenTrue},
+	"sslQuorumReloadCertFiles":   {tlsQuorum, whenTrue},
+	"fips-mode":                  {"FIPS mode", whenTrue},
+	"admin.forceHttps":           {httpsAdmin, whenTrue},
+	"admin.portUnification":      {httpsAdmin, whenTrue},
+	"admin.needClientAuth":       {httpsAdmin, whenTrue},
 
 	"authProvider":                           {"authentication providers other than digest and ip", notBuiltinProvider},
 	"DigestAuthenticationProvider.enabled":   {"turning digest authentication off", whenFalse},
@@ -110,11 +118,10 @@ var protectedPrefixes = []struct {
 	protection
 }{
 	{"ssl.quorum.", protection{tlsQuorum, whenSet}},
-	{"ssl.", protection{tlsClients, whenSet}},
+	{"ssl.", protection{tlsOther, whenSet}},
 	{"authProvider.", protection{"authentication providers other than digest and ip", notBuiltinProvider}},
 	{"superUser.", protection{saslClients, whenSet}},
 	{"SASLAuthenticationProvider.", protection{saslClients, whenSet}},
-	{"X509AuthenticationProvider.", protection{"x509 client authentication", whenSet}},
 	{"sasl.", protection{saslClients, whenSet}},
 	{"quorum.auth.", protection{saslQuorum, whenSet}},
 	{"kerberos.", protection{kerberos, whenSet}},
@@ -188,6 +195,10 @@ func skipACLRefused(v string) (bool, error) {
 	}
 	return false, errors.New("want yes or no")
 }
+
+// notX509 refuses every ssl.authProvider but x509, ZooKeeper's default,
+// the scheme whose provider keeper has.
+func notX509(v string) (bool, error) { return v != "" && v != "x509", nil }
 
 // notSHA1 refuses every digest algorithm but SHA1, the only one keeper's
 // digest provider computes.

@@ -14,10 +14,6 @@ import (
 var refusedKeys = []struct {
 	key, value, feature string
 }{
-	{"secureClientPort", "2281", tlsClients},
-	{"secureClientPortAddress", "0.0.0.0", tlsClients},
-	{"client.portUnification", "true", tlsClients},
-	{"client.certReload", "true", tlsClients},
 	{"client.secure", "true", tlsClients},
 	{"sslQuorum", "true", tlsQuorum},
 	{"portUnification", "TRUE", tlsQuorum},
@@ -26,25 +22,11 @@ var refusedKeys = []struct {
 	{"admin.forceHttps", "true", httpsAdmin},
 	{"admin.portUnification", "true", httpsAdmin},
 	{"admin.needClientAuth", "true", httpsAdmin},
-	{"ssl.keyStore.location", "/etc/zk/keystore.jks", tlsClients},
-	{"ssl.keyStore.password", "hunter2", tlsClients},
-	{"ssl.keyStore.passwordPath", "/etc/zk/ks.pass", tlsClients},
-	{"ssl.keyStore.type", "PKCS12", tlsClients},
-	{"ssl.trustStore.location", "/etc/zk/truststore.jks", tlsClients},
-	{"ssl.trustStore.password", "hunter2", tlsClients},
-	{"ssl.trustStore.passwordPath", "/etc/zk/ts.pass", tlsClients},
-	{"ssl.trustStore.type", "PEM", tlsClients},
-	{"ssl.protocol", "TLSv1.3", tlsClients},
-	{"ssl.enabledProtocols", "TLSv1.3,TLSv1.2", tlsClients},
-	{"ssl.ciphersuites", "TLS_AES_256_GCM_SHA384", tlsClients},
-	{"ssl.context.supplier.class", "com.example.Supplier", tlsClients},
-	{"ssl.hostnameVerification", "false", tlsClients},
-	{"ssl.allowReverseDnsLookup", "true", tlsClients},
-	{"ssl.crl", "true", tlsClients},
-	{"ssl.ocsp", "true", tlsClients},
-	{"ssl.clientAuth", "need", tlsClients},
-	{"ssl.handshakeDetectionTimeoutMillis", "5000", tlsClients},
-	{"ssl.authProvider", "x509", tlsClients},
+	{"ssl.context.supplier.class", "com.example.Supplier", "an SSLContext supplier class"},
+	{"ssl.crl", "true", "certificate revocation checking (CRL)"},
+	{"ssl.ocsp", "true", "certificate revocation checking (OCSP)"},
+	{"ssl.authProvider", "sasl", "TLS authentication providers other than x509"},
+	{"ssl.sslProvider", "OPENSSL", tlsOther},
 	{"ssl.quorum.keyStore.location", "/etc/zk/keystore.jks", tlsQuorum},
 	{"ssl.quorum.keyStore.password", "hunter2", tlsQuorum},
 	{"ssl.quorum.keyStore.passwordPath", "/etc/zk/ks.pass", tlsQuorum},
@@ -66,10 +48,8 @@ var refusedKeys = []struct {
 
 	{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "authentication providers other than digest and ip"},
 	{"authProvider.1", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "authentication providers other than digest and ip"},
-	{"authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider", "authentication providers other than digest and ip"},
 	{"DigestAuthenticationProvider.enabled", "false", "turning digest authentication off"},
 	{"DigestAuthenticationProvider.digestAlg", "SHA-256", "digest algorithms other than SHA1"},
-	{"X509AuthenticationProvider.superUser", "CN=admin", "x509 client authentication"},
 	{"superUser", "admin", saslClients},
 	{"superUser.1", "admin", saslClients},
 	{"SASLAuthenticationProvider.superPassword", "hunter2", saslClients},
@@ -166,14 +146,25 @@ func TestRefusedKeysCoverProtections(t *testing.T) {
 			t.Errorf("%s is both implemented and refused", key)
 		}
 	}
+	// The ssl.* keys keeper implements for its client port stay in the
+	// refused "ssl." family, for the clients' environment (CheckClientEnv);
+	// no other TLS key may be refused too.
+	for key := range tlsSettings {
+		if _, ok := protectionOf(key); ok && !strings.HasPrefix(key, "ssl.") {
+			t.Errorf("%s is both implemented and refused", key)
+		}
+	}
 }
 
 // TestProtectiveKeysOff checks that a protective key whose value asks for
 // nothing keeper lacks is accepted without a warning, under both spellings.
 func TestProtectiveKeysOff(t *testing.T) {
 	tests := []struct{ key, value string }{
-		{"secureClientPort", ""},
 		{"client.portUnification", "false"},
+		{"client.certReload", "false"},
+		{"ssl.crl", "false"},
+		{"ssl.ocsp", "FALSE"},
+		{"ssl.authProvider", "x509"},
 		{"client.secure", "False"},
 		{"sslQuorum", "false"},
 		{"portUnification", "FALSE"},
@@ -238,7 +229,7 @@ func TestProtectiveKeysInvalid(t *testing.T) {
 
 // TestPerformanceKeysWarn checks that settings which only tune performance
 // (or that keeper is as safe without) stay warnings, including Netty as the
-// connection factory; Netty with TLS is refused by the TLS key.
+// connection factory, with or without TLS.
 func TestPerformanceKeysWarn(t *testing.T) {
 	const ignored = "zookeeper setting not supported by keeper; ignored"
 	tests := []struct {
@@ -262,10 +253,9 @@ func TestPerformanceKeysWarn(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := Parse(strings.NewReader(base +
-		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\nsecureClientPort=2281\n"))
-	if want := "zoo.cfg:3: secureClientPort: keeper does not support TLS for client connections yet"; err == nil || err.Error() != want {
-		t.Errorf("Netty with TLS: %v, want %q", err, want)
+	c, _ := mustParse(t, base+"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\nsecureClientPort=2281\n")
+	if c.TLS.SecurePort != 2281 {
+		t.Errorf("Netty with TLS: secureClientPort %d, want 2281", c.TLS.SecurePort)
 	}
 }
 
@@ -314,7 +304,9 @@ func TestCheckServerEnv(t *testing.T) {
 		{"quorum tls", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Dzookeeper.sslQuorum=true"},
 			"SERVER_JVMFLAGS: zookeeper.sslQuorum: keeper does not support TLS between servers yet"},
 		{"keystore", map[string]string{"JVMFLAGS": "-Dzookeeper.ssl.keyStore.password=hunter2"},
-			"JVMFLAGS: zookeeper.ssl.keyStore.password: keeper does not support TLS for client connections yet"},
+			"JVMFLAGS: zookeeper.ssl.keyStore.password: keeper reads its settings only from zoo.cfg; set it there"},
+		{"x509 provider", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider"},
+			"SERVER_JVMFLAGS: zookeeper.authProvider.x509: keeper reads its settings only from zoo.cfg; set it there"},
 		{"jaas", map[string]string{"SERVER_JVMFLAGS": "-Djava.security.auth.login.config=/etc/zk/jaas.conf"},
 			"SERVER_JVMFLAGS: java.security.auth.login.config: keeper does not support SASL (a JAAS login configuration) yet"},
 		{"sasl provider", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"},
@@ -355,6 +347,8 @@ func TestCheckClientEnv(t *testing.T) {
 		{"unread variable", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sslQuorum=true"}, ""},
 		{"client tls", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty -Dzookeeper.client.secure=true"},
 			"CLIENT_JVMFLAGS: zookeeper.client.secure: keeper does not support TLS for client connections yet"},
+		{"client key store", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.ssl.keyStore.location=/etc/zk/client.p12"},
+			"CLIENT_JVMFLAGS: zookeeper.ssl.keyStore.location: keeper does not support this TLS setting yet"},
 		{"client jaas", map[string]string{"JVMFLAGS": "-Djava.security.auth.login.config=/etc/zk/client-jaas.conf"},
 			"JVMFLAGS: java.security.auth.login.config: keeper does not support SASL (a JAAS login configuration) yet"},
 		{"sasl login section", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.sasl.clientconfig=Client"},
