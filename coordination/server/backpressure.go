@@ -17,7 +17,7 @@ import (
 // of capacity one; their memory is bounded by the number of connections.
 type connNotes struct {
 	mu        sync.Mutex
-	opened    []*clientconn.Conn    // mu guards opened, bytes and gone
+	opened    []*clientconn.Conn // mu guards opened, bytes and gone
 	bytes     map[zkcore.ConnID]int
 	gone      []zkcore.ConnID
 	wake      chan struct{}
