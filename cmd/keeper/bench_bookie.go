@@ -22,6 +22,7 @@ import (
 // is run with every ledger count.
 type benchBookieConfig struct {
 	Addr        string
+	Protocols   []string // "v3", "v2": BookKeeper's wire protocols
 	Sizes       []int
 	Ledgers     []int
 	Inflight    int // adds outstanding per ledger
@@ -35,6 +36,7 @@ type benchBookieConfig struct {
 type benchBookieResult struct {
 	Bench       string         `json:"bench"`
 	Addr        string         `json:"addr"`
+	Protocol    string         `json:"protocol"`
 	SizeBytes   int            `json:"size_bytes"`
 	Ledgers     int            `json:"ledgers"`
 	Inflight    int            `json:"inflight_per_ledger"`
@@ -54,8 +56,9 @@ func newBenchBookieCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bookie",
 		Short: "Load a running bookie with adds and print one JSON line per run",
-		Long: `Add entries to a running bookie (keeper or Apache BookKeeper, v3 protocol) and
-print one JSON line per (size, ledgers) combination: adds/s, MB/s of payload,
+		Long: `Add entries to a running bookie (keeper or Apache BookKeeper, in BookKeeper's v3
+or v2 wire protocol, --protocols) and print one JSON line per (protocol, size,
+ledgers) combination: adds/s, MB/s of payload,
 and p50/p99/max add latency in microseconds, from the request being sent to
 the bookie's acknowledgement (which a bookie sends after its journal fsync).
 Each ledger keeps --inflight adds outstanding; ledgers share --connections
@@ -73,6 +76,8 @@ the journal disk's ceiling is reported by the same run.
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:3181", "the bookie's host:port")
+	f.StringSliceVar(&cfg.Protocols, "protocols", []string{"v3"},
+		"wire protocols, comma-separated: v3, v2 (Pulsar's default, useV2WireProtocol)")
 	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 64 << 10}, "payload sizes in bytes, comma-separated")
 	f.IntSliceVar(&cfg.Ledgers, "ledgers", []int{1, 16}, "ledger counts, comma-separated")
 	f.IntVar(&cfg.Inflight, "inflight", 16, "adds outstanding per ledger")
@@ -96,22 +101,40 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 			return err
 		}
 	}
+	if err := checkProtocols(cfg.Protocols); err != nil {
+		return fmt.Errorf("bench bookie: %w", err)
+	}
 	for _, size := range cfg.Sizes {
 		for _, ledgers := range cfg.Ledgers {
-			if size < 1 || size > 4<<20 || ledgers < 1 {
-				return fmt.Errorf("bench bookie: size %d or ledger count %d out of range", size, ledgers)
+			for _, protocol := range cfg.Protocols {
+				if size < 1 || size > 4<<20 || ledgers < 1 {
+					return fmt.Errorf("bench bookie: size %d or ledger count %d out of range", size, ledgers)
+				}
+				res, err := benchBookieRun(ctx, cfg, protocol, size, ledgers)
+				if err != nil {
+					return err
+				}
+				b, err := json.Marshal(res)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+					return err
+				}
 			}
-			res, err := benchBookieRun(ctx, cfg, size, ledgers)
-			if err != nil {
-				return err
-			}
-			b, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
-				return err
-			}
+		}
+	}
+	return nil
+}
+
+// checkProtocols refuses a --protocols value other than v3 and v2.
+func checkProtocols(protocols []string) error {
+	if len(protocols) == 0 {
+		return errors.New("--protocols is empty")
+	}
+	for _, p := range protocols {
+		if p != "v3" && p != "v2" {
+			return fmt.Errorf("protocol %q: want v3 or v2", p)
 		}
 	}
 	return nil
@@ -124,11 +147,15 @@ type benchLedger struct {
 	errors    map[string]int
 }
 
-// benchBookieRun runs one (size, ledgers) combination.
-func benchBookieRun(ctx context.Context, cfg benchBookieConfig, size, ledgers int) (*benchBookieResult, error) {
+// benchBookieRun runs one (protocol, size, ledgers) combination.
+func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string, size, ledgers int) (*benchBookieResult, error) {
+	dial := bookierpc.Dial
+	if protocol == "v2" {
+		dial = bookierpc.DialV2
+	}
 	clients := make([]*bookierpc.Client, cfg.Connections)
 	for i := range clients {
-		c, err := bookierpc.Dial(ctx, cfg.Addr)
+		c, err := dial(ctx, cfg.Addr)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +185,7 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, size, ledgers in
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := &benchBookieResult{Bench: "bookie", Addr: cfg.Addr, SizeBytes: size, Ledgers: ledgers,
+	res := &benchBookieResult{Bench: "bookie", Addr: cfg.Addr, Protocol: protocol, SizeBytes: size, Ledgers: ledgers,
 		Inflight: cfg.Inflight, Connections: cfg.Connections, DurationSec: cfg.Duration.Seconds()}
 	var all []time.Duration
 	for _, l := range loads {

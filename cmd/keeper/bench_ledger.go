@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,14 +25,16 @@ import (
 // benchLedgerConfig is one `keeper bench ledger` invocation: every quorum
 // is run with every entry size.
 type benchLedgerConfig struct {
-	ZK       []string // metadata servers, host:port
-	Root     string   // ledgers root znode
-	Quorums  []benchQuorum
-	Sizes    []int // payload bytes
-	Inflight int   // adds between AppendAsync and their callback
-	Duration time.Duration
-	Warmup   time.Duration
-	FsyncDir string // measure this disk's raw fsync rate first
+	ZK        []string // metadata servers, host:port
+	Root      string   // ledgers root znode
+	Quorums   []benchQuorum
+	Sizes     []int    // payload bytes
+	Ledgers   []int    // ledgers written at once, each by its own writer
+	Protocols []string // "v3", "v2": the wire protocol to the bookies
+	Inflight  int      // adds between AppendAsync and their callback, per ledger
+	Duration  time.Duration
+	Warmup    time.Duration
+	FsyncDir  string // measure this disk's raw fsync rate first
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -67,6 +70,8 @@ func parseBenchQuorums(ss []string) ([]benchQuorum, error) {
 // benchLedgerResult is one run's JSON line.
 type benchLedgerResult struct {
 	Op            string  `json:"op"`
+	Protocol      string  `json:"protocol"`
+	Ledgers       int     `json:"ledgers"`
 	Ensemble      int     `json:"ensemble"`
 	WriteQuorum   int     `json:"write_quorum"`
 	AckQuorum     int     `json:"ack_quorum"`
@@ -90,7 +95,10 @@ func newBenchLedgerCmd() *cobra.Command {
 		Short: "Write ledgers through the ledger client and print one JSON line per run",
 		Long: `Create a ledger on the bookies registered under --zk and append entries to it
 for --duration (after --warmup), keeping --inflight adds outstanding through the
-client's AppendAsync, once for every (--quorums, --sizes) combination. Each run
+client's AppendAsync, once for every (--quorums, --sizes, --ledgers,
+--protocols) combination: --ledgers ledgers are written at once, each with
+--inflight adds outstanding, and --protocols v3,v2 runs each combination over
+both of BookKeeper's wire protocols (v2 is Pulsar's default). Each run
 prints one JSON line: entries/s, MB/s of payload, and p50/p99/p999 add latency in
 microseconds, from the AppendAsync call to its callback (acknowledged by Qa
 bookies, every earlier entry acknowledged too). Each run's ledger is closed and
@@ -117,7 +125,10 @@ journal on it.
 	f.StringVar(&cfg.Root, "ledgers-root", metadata.DefaultRoot, "ledgers root znode")
 	f.StringSliceVar(&quorums, "quorums", []string{"3/3/2", "3/2/2"}, "E/Qw/Qa combinations, comma-separated")
 	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 64 << 10}, "payload sizes in bytes, comma-separated")
-	f.IntVar(&cfg.Inflight, "inflight", 256, "adds outstanding")
+	f.IntSliceVar(&cfg.Ledgers, "ledgers", []int{1}, "ledger counts, comma-separated: ledgers written at once")
+	f.StringSliceVar(&cfg.Protocols, "protocols", []string{"v3"},
+		"wire protocols to the bookies, comma-separated: v3, v2 (Pulsar's default, useV2WireProtocol)")
+	f.IntVar(&cfg.Inflight, "inflight", 256, "adds outstanding per ledger")
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
 	f.StringVar(&cfg.FsyncDir, "fsync-dir", "", "measure the raw fsync rate of this directory's disk first")
@@ -146,69 +157,122 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 			return err
 		}
 	}
-	c, err := ledgerclient.New(ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
-		MaxPendingAdds: cfg.Inflight})
-	if err != nil {
-		return err
+	if err := checkProtocols(cfg.Protocols); err != nil {
+		return fmt.Errorf("bench ledger: %w", err)
 	}
-	defer c.Close()
+	for _, n := range cfg.Ledgers {
+		if n < 1 {
+			return fmt.Errorf("bench ledger: ledger count %d", n)
+		}
+	}
+	clients := map[string]*ledgerclient.Client{}
+	for _, p := range cfg.Protocols {
+		if clients[p] != nil {
+			continue
+		}
+		c, err := ledgerclient.New(ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
+			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: p == "v2"})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		clients[p] = c
+	}
 	for _, q := range cfg.Quorums {
 		for _, size := range cfg.Sizes {
-			res, err := benchLedgerRun(ctx, c, cfg, q, size)
-			if err != nil {
-				return err
-			}
-			b, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
-				return err
+			for _, ledgers := range cfg.Ledgers {
+				for _, p := range cfg.Protocols {
+					res, err := benchLedgerRun(ctx, clients[p], cfg, q, size, ledgers)
+					if err != nil {
+						return err
+					}
+					res.Protocol = p
+					b, err := json.Marshal(res)
+					if err != nil {
+						return err
+					}
+					if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// benchLedgerRun runs one (quorum, size) combination on a new ledger,
-// then closes and deletes it.
+// benchLedgerRun runs one (quorum, size, ledgers) combination on new
+// ledgers, written at once, then closes and deletes them. The measured
+// interval ends when the first writer stops adding.
 func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedgerConfig, q benchQuorum,
-	size int) (*benchLedgerResult, error) {
+	size, ledgers int) (*benchLedgerResult, error) {
 	password := []byte("keeper-bench")
-	w, err := c.Create(ctx, ledgerclient.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum,
-		AckQuorum: q.ackQuorum, Password: password})
-	if err != nil {
-		return nil, fmt.Errorf("bench ledger %v: %w", q, err)
+	writers := make([]*ledgerclient.Writer, 0, ledgers)
+	defer func() {
+		for _, w := range writers {
+			_ = w.Close(context.WithoutCancel(ctx))
+			_ = c.Delete(context.WithoutCancel(ctx), w.ID())
+		}
+	}()
+	for range ledgers {
+		w, err := c.Create(ctx, ledgerclient.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum,
+			AckQuorum: q.ackQuorum, Password: password})
+		if err != nil {
+			return nil, fmt.Errorf("bench ledger %v: %w", q, err)
+		}
+		writers = append(writers, w)
 	}
 	payload := make([]byte, size)
 	for i := range payload {
 		payload[i] = byte(rand.Uint32())
 	}
-	load := &benchLedgerLoad{slots: make(chan struct{}, cfg.Inflight)}
+	loads := make([]*benchLedgerLoad, ledgers)
+	stops := make([]time.Time, ledgers)
 	start := time.Now()
 	from, to := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
-	stopped := load.run(ctx, w, payload, from, to)
-	closeErr := w.Close(context.WithoutCancel(ctx))
-	if err := c.Delete(context.WithoutCancel(ctx), w.ID()); err != nil {
-		return nil, fmt.Errorf("bench ledger %v: delete ledger %d: %w", q, w.ID(), err)
+	var wg sync.WaitGroup
+	for i, w := range writers {
+		loads[i] = &benchLedgerLoad{slots: make(chan struct{}, cfg.Inflight)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stops[i] = loads[i].run(ctx, w, payload, from, to)
+		}()
 	}
+	wg.Wait()
+	var closeErr error
+	for _, w := range writers {
+		closeErr = errors.Join(closeErr, w.Close(context.WithoutCancel(ctx)))
+		if err := c.Delete(context.WithoutCancel(ctx), w.ID()); err != nil {
+			return nil, fmt.Errorf("bench ledger %v: delete ledger %d: %w", q, w.ID(), err)
+		}
+	}
+	writers = nil
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	stopped := slices.MinFunc(stops, func(a, b time.Time) int { return a.Compare(b) })
 	if stopped.After(to) {
 		stopped = to
 	}
 	measured := stopped.Sub(from)
-	if len(load.latencies) == 0 || measured <= 0 {
-		return nil, fmt.Errorf("bench ledger %v size %d: nothing acknowledged in the measured interval "+
-			"(%d errors, first %v; close: %v)", q, size, load.errors, load.firstErr, closeErr)
+	var lat []time.Duration
+	var errs int64
+	var firstErr error
+	for _, l := range loads {
+		lat = append(lat, l.latencies...)
+		errs += l.errors
+		firstErr = cmp.Or(firstErr, l.firstErr)
 	}
-	lat := load.latencies
+	if len(lat) == 0 || measured <= 0 {
+		return nil, fmt.Errorf("bench ledger %v size %d: nothing acknowledged in the measured interval "+
+			"(%d errors, first %v; close: %v)", q, size, errs, firstErr, closeErr)
+	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
-	res := &benchLedgerResult{Op: "ledger_add", Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum,
-		SizeBytes: size, Inflight: cfg.Inflight, DurationSec: measured.Seconds(), Entries: int64(len(lat)),
-		P50Us: pct(0.50), P99Us: pct(0.99), P999Us: pct(0.999), Errors: load.errors}
+	res := &benchLedgerResult{Op: "ledger_add", Ledgers: ledgers, Ensemble: q.ensemble, WriteQuorum: q.writeQuorum,
+		AckQuorum: q.ackQuorum, SizeBytes: size, Inflight: cfg.Inflight, DurationSec: measured.Seconds(),
+		Entries: int64(len(lat)), P50Us: pct(0.50), P99Us: pct(0.99), P999Us: pct(0.999), Errors: errs}
 	res.EntriesPerSec = float64(res.Entries) / measured.Seconds()
 	res.MBPerSec = res.EntriesPerSec * float64(size) / 1e6
 	return res, nil

@@ -95,3 +95,47 @@ func TestBenchLedger(t *testing.T) {
 		t.Fatalf("ledgers left behind: %v, %v", ids, err)
 	}
 }
+
+// TestBenchLedgerProtocols runs `keeper bench ledger` over both wire
+// protocols and with several ledgers at once: one line per (ledgers,
+// protocol), in that order, each with adds and no errors.
+func TestBenchLedgerProtocols(t *testing.T) {
+	cl := ledgertest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs([]string{"bench", "ledger", "--zk", cl.ZKAddr(), "--log-level", "warn", "--quorums", "3/2/2",
+		"--sizes", "100", "--ledgers", "1,3", "--protocols", "v3,v2", "--inflight", "16", "--duration", "300ms",
+		"--warmup", "100ms"})
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatalf("bench ledger: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []struct {
+		ledgers  int
+		protocol string
+	}{{1, "v3"}, {1, "v2"}, {3, "v3"}, {3, "v2"}}
+	if len(lines) != len(want) {
+		t.Fatalf("want %d lines, got %q", len(want), out.String())
+	}
+	for i, w := range want {
+		var r benchLedgerResult
+		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
+			t.Fatalf("line %q: %v", lines[i], err)
+		}
+		t.Logf("%s", lines[i])
+		if r.Ledgers != w.ledgers || r.Protocol != w.protocol || r.Entries == 0 || r.Errors != 0 {
+			t.Errorf("run %d: %+v, want %d ledgers over %s, adds, no errors", i, r, w.ledgers, w.protocol)
+		}
+	}
+	root = newRootCmd()
+	root.SetArgs([]string{"bench", "ledger", "--zk", cl.ZKAddr(), "--protocols", "v4", "--duration", "10ms"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	if err := root.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "v4") {
+		t.Errorf("--protocols v4: %v, want it refused", err)
+	}
+}

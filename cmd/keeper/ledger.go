@@ -32,6 +32,7 @@ type ledgerFlags struct {
 	password    string
 	addTimeout  time.Duration
 	readTimeout time.Duration
+	v2          bool // BookKeeper's v2 protocol to the bookies
 }
 
 // client connects a ledger client as the flags say. Its routine messages
@@ -44,7 +45,7 @@ func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
-		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout})
+		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2})
 }
 
 // run connects a ledger client and runs fn with it, under a context that
@@ -82,6 +83,8 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 		"how long a bookie may take to acknowledge an add before it is replaced (addEntryTimeoutSec)")
 	pf.DurationVar(&f.readTimeout, "read-timeout", ledgerclient.DefaultReadTimeout,
 		"how long a bookie may take to answer a read (readEntryTimeoutSec)")
+	pf.BoolVar(&f.v2, "v2", false,
+		"speak BookKeeper's v2 protocol to the bookies, as Pulsar does (useV2WireProtocol)")
 	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),
 		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
 	return cmd
