@@ -17,7 +17,8 @@ const (
 	// DropFence is a READ_ENTRY with the FENCE_LEDGER flag: a recovery's
 	// fencing LAC read (entry −1) or one of its fenced reads forward.
 	DropFence DropKind = iota + 1
-	// DropReadLAC is a READ_LAC request (a reader learning the LAC).
+	// DropReadLAC is a reader learning the LAC: a READ_LAC request, or in
+	// v2, which has none, a plain read of entry −1.
 	DropReadLAC
 )
 
@@ -32,17 +33,38 @@ func (k DropKind) String() string {
 	return fmt.Sprintf("DropKind(%d)", int(k))
 }
 
-// dropKindOf returns the kind of req, 0 if no DropKind matches it.
-func dropKindOf(req *bkproto.Request) DropKind {
+// dropKindOf returns the kind of req, 0 if no DropKind matches it. v2
+// says whether req came as a v2 packet.
+func dropKindOf(req *bkproto.Request, v2 bool) DropKind {
 	// An unset proto2 enum reads as its first value, so the flag is
 	// checked for presence.
-	if rd := req.GetReadRequest(); rd != nil && rd.Flag != nil && *rd.Flag == bkproto.ReadRequest_FENCE_LEDGER {
+	rd := req.GetReadRequest()
+	switch {
+	case rd != nil && rd.Flag != nil && *rd.Flag == bkproto.ReadRequest_FENCE_LEDGER:
 		return DropFence
-	}
-	if req.GetReadLacRequest() != nil {
+	case req.GetReadLacRequest() != nil:
+		return DropReadLAC
+	case v2 && rd != nil && rd.Flag == nil && rd.GetEntryId() == bkproto.LastAddConfirmed:
 		return DropReadLAC
 	}
 	return 0
+}
+
+// decodeRequest decodes a client's request frame in either protocol, as
+// a bookie does: v3, or else v2 (a v2 packet never parses as v3). v2
+// reports which. A frame of neither gives a nil request.
+func decodeRequest(frame []byte) (req *bkproto.Request, v2 bool) {
+	if req, err := bkproto.DecodeRequest(frame); req != nil {
+		if err != nil {
+			return nil, false
+		}
+		return req, false
+	}
+	req, _, err := bkproto.DecodeV2Request(frame)
+	if err != nil {
+		return nil, true
+	}
+	return req, true
 }
 
 // dropArm is one request the fronts are to swallow: the next of its kind
@@ -102,11 +124,11 @@ func (d *dropTable) take(from, bookie string, frame []byte) bool {
 	if !slices.ContainsFunc(d.armed, func(a dropArm) bool { return a.from == from && a.bookie == bookie }) {
 		return false
 	}
-	req, err := bkproto.DecodeRequest(frame)
-	if err != nil {
+	req, v2 := decodeRequest(frame)
+	if req == nil {
 		return false
 	}
-	arm := dropArm{from: from, bookie: bookie, kind: dropKindOf(req)}
+	arm := dropArm{from: from, bookie: bookie, kind: dropKindOf(req, v2)}
 	i := slices.Index(d.armed, arm)
 	if arm.kind == 0 || i < 0 {
 		return false
@@ -125,8 +147,8 @@ func (d *dropTable) filter(from, bookie string, src io.Reader) io.Reader {
 	return &frameFilter{src: src, drop: func(frame []byte) bool { return d.take(from, bookie, frame) }}
 }
 
-// frameFilter reads a stream of v3 frames (a 4-byte length, then the
-// request) from src and returns it without the frames drop reports true
+// frameFilter reads a stream of frames (a 4-byte length, then a v3
+// request or a v2 packet) from src and returns it without the frames drop reports true
 // for. It passes on only whole frames, each as soon as it has arrived;
 // after a length it cannot parse it passes everything on unparsed, and at
 // the end of src it passes on a torn last frame as it is.

@@ -126,21 +126,30 @@ func TestFrameFilterError(t *testing.T) {
 }
 
 func TestDropKindOf(t *testing.T) {
+	lastRead := &bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(-1))}}
 	tests := []struct {
 		req  *bkproto.Request
 		want DropKind
+		v2   bool
 	}{
-		{addReq(1, 0, true), 0},
-		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(2))}}, 0},
-		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(2)),
-			Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum(), MasterKey: key[:]}}, DropFence},
+		// v2 has no READ_LAC: a reader learns the LAC from a plain read of
+		// entry -1, which in v3 is not a LAC read.
+		{lastRead, 0, false},
+		{lastRead, DropReadLAC, true},
+		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(2))}}, 0, true},
 		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(-1)),
-			Flag: bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()}}, 0},
-		{&bkproto.Request{ReadLacRequest: &bkproto.ReadLacRequest{LedgerId: ptr(int64(1))}}, DropReadLAC},
+			Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum(), MasterKey: key[:]}}, DropFence, true},
+		{addReq(1, 0, true), 0, false},
+		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(2))}}, 0, false},
+		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(2)),
+			Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum(), MasterKey: key[:]}}, DropFence, false},
+		{&bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: ptr(int64(1)), EntryId: ptr(int64(-1)),
+			Flag: bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()}}, 0, false},
+		{&bkproto.Request{ReadLacRequest: &bkproto.ReadLacRequest{LedgerId: ptr(int64(1))}}, DropReadLAC, false},
 	}
 	for _, tt := range tests {
-		if got := dropKindOf(tt.req); got != tt.want {
-			t.Errorf("dropKindOf(%v) = %v, want %v", tt.req, got, tt.want)
+		if got := dropKindOf(tt.req, tt.v2); got != tt.want {
+			t.Errorf("dropKindOf(%v, v2 %v) = %v, want %v", tt.req, tt.v2, got, tt.want)
 		}
 	}
 }

@@ -428,8 +428,8 @@ func (bs *Bookies) note(req *bkproto.Request) {
 	}
 }
 
-// requestTap parses the v3 frames a client sends and passes each request
-// to note. It never fails the copy it taps: after a frame it cannot
+// requestTap parses the frames a client sends, v3 or v2, and passes each
+// request to note (a v2 packet as the v3 request it stands for). It never fails the copy it taps: after a frame it cannot
 // parse, it stops parsing.
 type requestTap struct {
 	note func(*bkproto.Request)
@@ -452,7 +452,7 @@ func (t *requestTap) Write(p []byte) (int, error) {
 		if len(t.buf) < bkproto.FrameLengthBytes+n {
 			break
 		}
-		if req, err := bkproto.DecodeRequest(t.buf[bkproto.FrameLengthBytes : bkproto.FrameLengthBytes+n]); err == nil {
+		if req, _ := decodeRequest(t.buf[bkproto.FrameLengthBytes : bkproto.FrameLengthBytes+n]); req != nil {
 			t.note(req)
 		}
 		t.buf = t.buf[bkproto.FrameLengthBytes+n:]

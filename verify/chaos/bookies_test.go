@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"keeper/ledgerstore/bkproto"
@@ -66,6 +67,47 @@ func TestRequestTap(t *testing.T) {
 				t.Errorf("ledger 7: recovery adds, fence reads = %v, want %v", got, tt.want7)
 			}
 		})
+	}
+}
+
+// TestRequestTapV2: the tap counts recovery adds and fence reads sent as
+// v2 packets (docs/bookkeeper-protocol.md §6.2), built here byte by byte.
+func TestRequestTapV2(t *testing.T) {
+	frame := func(parts ...[]byte) []byte {
+		var p []byte
+		for _, x := range parts {
+			p = append(p, x...)
+		}
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...)
+	}
+	u32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+	u64 := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+	entry := func(e int64) []byte {
+		return bkproto.EncodeEntry(7, e, e-1, e+1, bkproto.DigestCRC32C, nil, []byte("x"))
+	}
+	var stream []byte
+	for _, f := range [][]byte{
+		frame(u32(0x02010000), key[:], entry(0)), // a plain add
+		frame(u32(0x02010006), key[:], entry(1)), // recovery adds: RECOVERY_ADD | HIGH_PRIORITY
+		frame(u32(0x02010006), key[:], entry(1)),
+		frame(u32(0x02010006), key[:], entry(2)),
+		frame(u32(0x02020005), u64(7), u64(-1), key[:]), // fence reads: DO_FENCING | HIGH_PRIORITY
+		frame(u32(0x02020000), u64(7), u64(3)),          // a plain read
+		frame(u32(0x02020005), u64(7), u64(0), key[:]),
+	} {
+		stream = append(stream, f...)
+	}
+	bs := &Bookies{recoveryAdds: map[int64]map[int64]int{}, fenceReads: map[int64]int{}}
+	tap := &requestTap{note: bs.note}
+	for len(stream) > 0 { // in 7-byte pieces
+		n := min(7, len(stream))
+		if _, err := tap.Write(stream[:n]); err != nil {
+			t.Fatal(err)
+		}
+		stream = stream[n:]
+	}
+	if adds, fences := bs.RecoveryAdds(7); adds != 2 || fences != 2 {
+		t.Fatalf("ledger 7: %d distinct recovery adds and %d fence reads, want 2 and 2", adds, fences)
 	}
 }
 

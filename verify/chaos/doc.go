@@ -104,15 +104,18 @@
 // /proc; Bookies.Own) and passes the connection through the Network proxy
 // from that node ("w1" for a `keeper ledger write` child, "h" for the
 // harness's own clients) to the bookie: one writer can be cut off one
-// bookie. The fronts also parse the v3 requests going by, to count the
-// entries recovery writes back, and can swallow one request of a kind (a
-// fencing read, a READ_LAC) from one node to one bookie, leaving the
-// connection open (Bookies.DropOne). Scenario 9 races a writer process against
+// bookie. The fronts also parse the requests going by, v3 or v2, to count
+// the entries recovery writes back, and can swallow one request of a kind
+// (a fencing read, a LAC read: READ_LAC, or in v2 a plain read of entry −1)
+// from one node to one bookie, leaving the connection open
+// (Bookies.DropOne). Scenario 9 races a writer process against
 // a recovery; scenario 10 kills, restarts and wipes bookies under a writer
 // and two following readers. checkLedger judges each ledger: closed, not
 // before any acknowledged entry, every entry read back as sent, in order,
 // and stored at Qa or more bookies of its write set, read from each
-// directly.
+// directly. V2(sc) runs a scenario with every ledger client, the writer
+// processes (--v2) and the harness's own, on BookKeeper's v2 protocol, as
+// Pulsar's clients are; scenarios 9 and 10 run both ways.
 //
 // # Slow consumers (scenario 11)
 //

@@ -33,6 +33,11 @@ type LedgerScenario struct {
 	DropUnsynced bool
 	// BookieConf is Bookies.Conf: bk_server.conf lines for every bookie.
 	BookieConf []string
+	// V2 makes the ledger clients speak BookKeeper's v2 protocol to the
+	// bookies, as Pulsar's do: the `keeper ledger` processes (--v2) and the
+	// harness's own clients (LedgerClient). Its checks still read through
+	// bookierpc's v3 connections.
+	V2 bool
 	// Body runs the workload and the faults until ctx ends, then checks.
 	Body func(ctx context.Context, r *LedgerRun)
 }
@@ -59,7 +64,14 @@ type LedgerRun struct {
 
 // LedgerScenarios returns the ledger store's scenarios, by number.
 func LedgerScenarios() []*LedgerScenario {
-	return []*LedgerScenario{Scenario9(), Scenario10(), SlowBookieConsumers()}
+	return []*LedgerScenario{Scenario9(), Scenario10(), SlowBookieConsumers(), V2(Scenario9()), V2(Scenario10())}
+}
+
+// V2 returns sc with its clients speaking BookKeeper's v2 protocol.
+func V2(sc *LedgerScenario) *LedgerScenario {
+	sc.V2 = true
+	sc.Name += " (v2 clients)"
+	return sc
 }
 
 // Logf logs a progress line with the time into the run.
@@ -156,6 +168,7 @@ func (r *LedgerRun) LedgerClient(node string, cfg ledgerclient.Config) (*ledgerc
 	if cfg.Seed == 0 {
 		cfg.Seed = r.Seed + uint64(r.IntN(1<<30)) + 1
 	}
+	cfg.UseV2WireProtocol = cfg.UseV2WireProtocol || r.Scenario.V2
 	return ledgerclient.New(cfg)
 }
 

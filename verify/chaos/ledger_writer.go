@@ -48,6 +48,9 @@ func (r *LedgerRun) StartProcWriter(node, password string, extra ...string) (*Pr
 	}
 	args := append([]string{"ledger", "write", "--progress", "--no-close", "--zk", strings.Join(zk, ","),
 		"--password", password}, extra...)
+	if r.Scenario.V2 {
+		args = append(args, "--v2")
+	}
 	w := &ProcWriter{Name: node, exited: make(chan struct{}), created: make(chan int64, 1)}
 	w.acked.Store(-1)
 	for i := 1; ; i++ {

@@ -20,4 +20,10 @@ func TestScenario9FencingRace(t *testing.T) { runLedgerScenario(t, Scenario9()) 
 
 func TestScenario10BookieCrashWipe(t *testing.T) { runLedgerScenario(t, Scenario10()) }
 
+// The same scenarios with every ledger client on BookKeeper's v2 protocol
+// (Pulsar's default): the writer processes and the harness's readers.
+func TestScenario9FencingRaceV2(t *testing.T) { runLedgerScenario(t, V2(Scenario9())) }
+
+func TestScenario10BookieCrashWipeV2(t *testing.T) { runLedgerScenario(t, V2(Scenario10())) }
+
 func TestScenarioSlowBookieConsumers(t *testing.T) { runLedgerScenario(t, SlowBookieConsumers()) }
