@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type ledgerFlags struct {
 // debug or info given explicitly: a command's output is what it prints.
 func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 	servers := strings.Split(f.zk, ",")
+	if err := probeServers(servers, metadataProbeTimeout); err != nil {
+		return nil, err
+	}
 	logger := newLogger()
 	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl == nil || !fl.Changed {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -104,15 +108,31 @@ func (q *quorumFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&q.digest, "digest", "crc32c", "entry digest: crc32c, crc32, hmac or dummy")
 }
 
-// options returns the create options the flags describe.
+// options returns the create options the flags describe, or an error
+// for a placement no ledger can have: every value is used as given, none
+// is replaced by a default.
 func (q *quorumFlags) options(password string) (ledgerclient.CreateOptions, error) {
 	digest, err := parseDigest(q.digest)
 	if err != nil {
 		return ledgerclient.CreateOptions{}, err
 	}
+	switch {
+	case q.ensemble < 1:
+		return ledgerclient.CreateOptions{}, fmt.Errorf("-E %d: the ensemble needs at least one bookie", q.ensemble)
+	case q.writeQuorum < 1 || q.writeQuorum > q.ensemble:
+		return ledgerclient.CreateOptions{}, fmt.Errorf("-Qw %d: the write quorum must be between 1 and the ensemble size (-E %d)",
+			q.writeQuorum, q.ensemble)
+	case q.ackQuorum < 1 || q.ackQuorum > q.writeQuorum:
+		return ledgerclient.CreateOptions{}, fmt.Errorf("-Qa %d: the ack quorum must be between 1 and the write quorum (-Qw %d)",
+			q.ackQuorum, q.writeQuorum)
+	}
 	return ledgerclient.CreateOptions{Ensemble: q.ensemble, WriteQuorum: q.writeQuorum, AckQuorum: q.ackQuorum,
 		Digest: digest, Password: []byte(password)}, nil
 }
+
+// quorumShellFlags are -Qw and -Qa, which create and write take with one
+// dash, as the BookKeeper shell spells them.
+var quorumShellFlags = []string{"-Qw", "-Qa"}
 
 func parseDigest(s string) (bkproto.DigestType, error) {
 	switch strings.ToLower(s) {
@@ -128,48 +148,6 @@ func parseDigest(s string) (bkproto.DigestType, error) {
 	return 0, fmt.Errorf("unknown digest %q: want crc32c, crc32, hmac or dummy", s)
 }
 
-// withShellFlags lets cmd take -Qw and -Qa with one dash, as the
-// BookKeeper shell spells them (pflag reads "-Qw" as shorthand flags): it
-// parses the flags itself, rewriting those two to their long forms.
-func withShellFlags(cmd *cobra.Command, run func(cmd *cobra.Command, args []string) error) {
-	cmd.DisableFlagParsing = true
-	validate := cmd.Args
-	cmd.Args = cobra.ArbitraryArgs // the flags are still among them
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		fs := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		fs.AddFlagSet(cmd.Flags())
-		fs.AddFlagSet(cmd.InheritedFlags())
-		norm := make([]string, len(args))
-		for i, a := range args {
-			norm[i] = a
-			for _, name := range []string{"-Qw", "-Qa"} {
-				if a == name || strings.HasPrefix(a, name+"=") {
-					norm[i] = "-" + a
-				}
-			}
-		}
-		if err := fs.Parse(norm); errors.Is(err, pflag.ErrHelp) {
-			return cmd.Help()
-		} else if err != nil {
-			return err
-		}
-		if validate != nil {
-			if err := validate(cmd, fs.Args()); err != nil {
-				return err
-			}
-		}
-		// The root's hook ran before these flags were parsed; run it again
-		// so that --log-level after the subcommand applies.
-		if pre := cmd.Root().PersistentPreRunE; pre != nil {
-			if err := pre(cmd, fs.Args()); err != nil {
-				return err
-			}
-		}
-		return run(cmd, fs.Args())
-	}
-}
-
 func newLedgerCreateCmd(f *ledgerFlags) *cobra.Command {
 	q := &quorumFlags{}
 	cmd := &cobra.Command{
@@ -178,7 +156,7 @@ func newLedgerCreateCmd(f *ledgerFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	q.add(cmd.Flags())
-	withShellFlags(cmd, func(cmd *cobra.Command, args []string) error {
+	withSingleDashFlags(cmd, quorumShellFlags, func(cmd *cobra.Command, args []string) error {
 		opts, err := q.options(f.password)
 		if err != nil {
 			return err
@@ -202,6 +180,7 @@ type writeFlags struct {
 	size     int
 	noClose  bool
 	progress bool
+	json     bool
 }
 
 func newLedgerWriteCmd(f *ledgerFlags) *cobra.Command {
@@ -211,8 +190,9 @@ func newLedgerWriteCmd(f *ledgerFlags) *cobra.Command {
 		Short: "Create a ledger, append entries (lines of stdin, or generated), close it",
 		Long: `Create a ledger and append entries to it, pipelined: one entry per line of
 standard input (without the newline), or with --count N entries of --size bytes.
-Then close the ledger (unless --no-close) and print its id, the number of
-entries and bytes, and the rate.
+Then close the ledger (unless --no-close) and print its id on standard output
+(with --json, a record of the id, entries, bytes, LAC and time instead), and
+the number of entries and bytes and the rate on standard error.
 
 With --progress it first prints "created <ledger-id>", then "acked <entry-id>"
 each time the acknowledged prefix grows (lines are coalesced when acks come
@@ -227,13 +207,20 @@ acknowledged even if the writer dies.`,
 	fl.IntVar(&w.size, "size", 100, "bytes per generated entry")
 	fl.BoolVar(&w.noClose, "no-close", false, "leave the ledger open (a reader must recover it)")
 	fl.BoolVar(&w.progress, "progress", false, `print "created <id>", then "acked <entry-id>" as acks arrive`)
-	withShellFlags(cmd, func(cmd *cobra.Command, args []string) error {
+	fl.BoolVar(&w.json, "json", false, "print the result as a JSON record")
+	withSingleDashFlags(cmd, quorumShellFlags, func(cmd *cobra.Command, args []string) error {
 		opts, err := w.options(f.password)
 		if err != nil {
 			return err
 		}
+		switch {
+		case w.count < 0:
+			return fmt.Errorf("--count %d: want 0 (read stdin) or more", w.count)
+		case w.count > 0 && w.size < 1:
+			return fmt.Errorf("--size %d: an entry has at least one byte", w.size)
+		}
 		return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
-			return runLedgerWrite(ctx, c, opts, w, cmd.InOrStdin(), cmd.OutOrStdout())
+			return runLedgerWrite(ctx, c, opts, w, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		})
 	})
 	return cmd
@@ -281,7 +268,7 @@ func (s *writeStats) failed() bool {
 // runLedgerWrite creates the ledger, appends entries, pipelined, until the
 // input ends or an add fails, and closes it.
 func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclient.CreateOptions, wf *writeFlags,
-	in io.Reader, out io.Writer) error {
+	in io.Reader, out, errOut io.Writer) error {
 	w, err := c.Create(ctx, opts)
 	if err != nil {
 		return err
@@ -320,10 +307,35 @@ func runLedgerWrite(ctx context.Context, c *ledgerclient.Client, opts ledgerclie
 	if !wf.noClose {
 		st.fail(w.Close(context.WithoutCancel(ctx)))
 	}
-	fmt.Fprintf(out, "ledger %d: %d entries, %d bytes in %v (%.0f entries/s, %.2f MB/s), LAC %d\n", w.ID(), st.entries,
+	fmt.Fprintf(errOut, "ledger %d: %d entries, %d bytes in %v (%.0f entries/s, %.2f MB/s), LAC %d\n", w.ID(), st.entries,
 		st.bytes, elapsed.Round(time.Millisecond), float64(st.entries)/elapsed.Seconds(),
 		float64(st.bytes)/1e6/elapsed.Seconds(), w.LAC())
-	return st.firstErr
+	if wf.json {
+		return errors.Join(st.firstErr, printJSON(out, writeRecord{Ledger: w.ID(), Entries: st.entries, Bytes: st.bytes,
+			LAC: w.LAC(), Closed: !wf.noClose && st.firstErr == nil, ElapsedMs: elapsed.Milliseconds()}))
+	}
+	_, err = fmt.Fprintln(out, w.ID())
+	return errors.Join(st.firstErr, err)
+}
+
+// writeRecord is `ledger write --json`'s output.
+type writeRecord struct {
+	Ledger    int64 `json:"ledger"`
+	Entries   int64 `json:"entries"`
+	Bytes     int64 `json:"bytes"`
+	LAC       int64 `json:"lac"`
+	Closed    bool  `json:"closed"`
+	ElapsedMs int64 `json:"elapsedMs"`
+}
+
+// printJSON writes v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // writeProgress prints `ledger write --progress` lines: "created <id>"
@@ -543,10 +555,19 @@ func withLedger(cmd *cobra.Command, f *ledgerFlags, arg string, recovery bool,
 		}
 		h, err := open(ctx, id, []byte(f.password))
 		if err != nil {
-			return err
+			return ledgerError(id, err)
 		}
 		return fn(ctx, h)
 	})
+}
+
+// ledgerError says that ledger id does not exist in those words, rather
+// than as the metadata layer's chain.
+func ledgerError(id int64, err error) error {
+	if errors.Is(err, metadata.ErrNoLedger) {
+		return fmt.Errorf("ledger %d does not exist", id)
+	}
+	return err
 }
 
 func parseLedgerID(s string) (int64, error) {
@@ -577,7 +598,8 @@ func newLedgerLsCmd(f *ledgerFlags) *cobra.Command {
 }
 
 func newLedgerStatCmd(f *ledgerFlags) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "stat <ledger-id>",
 		Short: "Print a ledger's metadata",
 		Args:  cobra.ExactArgs(1),
@@ -589,13 +611,59 @@ func newLedgerStatCmd(f *ledgerFlags) *cobra.Command {
 			return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
 				md, err := c.Stat(ctx, id)
 				if err != nil {
-					return err
+					return ledgerError(id, err)
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), metadataRecord(id, md))
 				}
 				printMetadata(cmd.OutOrStdout(), id, md)
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the metadata as a JSON record")
+	return cmd
+}
+
+// statRecord is `ledger stat --json`'s output.
+type statRecord struct {
+	Ledger      int64             `json:"ledger"`
+	State       string            `json:"state"`
+	Ensemble    int               `json:"ensemble"`
+	WriteQuorum int               `json:"writeQuorum"`
+	AckQuorum   int               `json:"ackQuorum"`
+	Digest      string            `json:"digest"`
+	LastEntry   *int64            `json:"lastEntry,omitempty"` // closed ledgers only
+	Length      *int64            `json:"length,omitempty"`    // closed ledgers only
+	CTimeMs     int64             `json:"ctimeMs,omitempty"`
+	Version     int64             `json:"version"`
+	Segments    []segmentRecord   `json:"segments"`
+	Custom      map[string]string `json:"custom,omitempty"`
+}
+
+type segmentRecord struct {
+	FirstEntry int64    `json:"firstEntry"`
+	Bookies    []string `json:"bookies"`
+}
+
+func metadataRecord(id int64, md ledger.Metadata) statRecord {
+	r := statRecord{Ledger: id, State: fmt.Sprint(md.State), Ensemble: md.EnsembleSize, WriteQuorum: md.WriteQuorum,
+		AckQuorum: md.AckQuorum, Digest: fmt.Sprint(md.DigestType), CTimeMs: md.CTimeMillis, Version: int64(md.Version),
+		Segments: []segmentRecord{}}
+	if md.State == ledger.StateClosed {
+		last, length := md.LastEntryID, md.Length
+		r.LastEntry, r.Length = &last, &length
+	}
+	for _, sg := range md.Segments {
+		r.Segments = append(r.Segments, segmentRecord{FirstEntry: sg.FirstEntryID, Bookies: bookieStrings(sg.Bookies)})
+	}
+	if len(md.Custom) > 0 {
+		r.Custom = map[string]string{}
+		for k, v := range md.Custom {
+			r.Custom[k] = string(v)
+		}
+	}
+	return r
 }
 
 // printMetadata writes md as aligned "key value" lines.
@@ -644,6 +712,11 @@ func newLedgerDeleteCmd(f *ledgerFlags) *cobra.Command {
 			}
 			return f.run(cmd, func(ctx context.Context, c *ledgerclient.Client) error {
 				for _, id := range ids {
+					// Deleting a missing ledger is a mistake to report (a
+					// wrong id), not a success.
+					if _, err := c.Stat(ctx, id); err != nil {
+						return ledgerError(id, err)
+					}
 					if err := c.Delete(ctx, id); err != nil {
 						return err
 					}

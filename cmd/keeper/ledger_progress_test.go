@@ -22,8 +22,8 @@ func TestLedgerWriteProgress(t *testing.T) {
 	if !ok {
 		t.Fatalf("first line %q, want created <id>", lines[0])
 	}
-	if got, _ := written(t, lines[len(lines)-1]+"\n"); got != id {
-		t.Fatalf("summary names ledger %s, created %s", got, id)
+	if got := lines[len(lines)-1]; got != id {
+		t.Fatalf("last line %q, want the id of the ledger created, %s", got, id)
 	}
 	prev := int64(-1)
 	for _, l := range lines[1 : len(lines)-1] {

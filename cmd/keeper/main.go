@@ -12,7 +12,7 @@ import (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "keeper:", err)
+		fmt.Fprintln(os.Stderr, "keeper:", userError(err))
 		os.Exit(1)
 	}
 }
