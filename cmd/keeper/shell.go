@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zoocfg"
 )
@@ -28,9 +26,11 @@ import (
 
 // shellOptions are the flags of `keeper shell`.
 type shellOptions struct {
-	server   string
-	timeout  time.Duration
-	readOnly bool
+	server            string // a connect string: host:port[,host:port...][/chroot]
+	timeout           time.Duration
+	readOnly          bool
+	waitForConnection bool   // interactive: exit if the first connection fails, as zkCli -waitforconnection
+	historyFile       string // the line editor's history; "" keeps none
 }
 
 func newShellCmd() *cobra.Command {
@@ -40,7 +40,17 @@ func newShellCmd() *cobra.Command {
 		Short: "A zkCli-like shell; runs one command, or reads commands from stdin",
 		Long: `A zkCli-like shell. With a command (keeper shell --server 127.0.0.1:2181 ls /)
 it runs that command and exits, non-zero on error. Without one it reads
-commands from stdin, one per line; type help for the list.`,
+commands from stdin, one per line; type help for the list.
+
+--server takes a connect string, as zkCli's -server does: one or more
+host:port, comma-separated, tried in order, and an optional chroot that every
+path is relative to (127.0.0.1:2181,127.0.0.1:2182/app). zkCli's spellings
+-server, -timeout (milliseconds), -r and -waitforconnection work too.
+
+On a terminal the shell edits lines (arrows, Emacs keys, Ctrl-R to search the
+history), completes commands and znode paths with Tab, and keeps the history
+in --history-file across sessions (addauth lines, which carry credentials, are
+not kept). Ctrl-C abandons the line being typed; Ctrl-D or quit leaves.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// zkCli.sh passes these to the Java client; keeper's has no TLS or SASL yet.
@@ -55,10 +65,40 @@ commands from stdin, one per line; type help for the list.`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false) // `shell ls -R /` passes -R to ls
-	cmd.Flags().StringVar(&o.server, "server", "127.0.0.1:2181", "host:port of the server")
-	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "session timeout to ask for")
+	cmd.Flags().StringVar(&o.server, "server", "127.0.0.1:2181",
+		"connect string: host:port[,host:port...][/chroot]")
+	o.timeout = 30 * time.Second
+	cmd.Flags().Var((*msDuration)(&o.timeout), "timeout",
+		"session timeout to ask for: a duration (30s) or milliseconds (30000), as zkCli's -timeout")
 	cmd.Flags().BoolVarP(&o.readOnly, "readonly", "r", false, "accept a read-only server")
+	cmd.Flags().BoolVar(&o.waitForConnection, "waitforconnection", false,
+		"interactive: exit if the server cannot be reached, instead of starting unconnected")
+	cmd.Flags().StringVar(&o.historyFile, "history-file", defaultHistoryFile(),
+		`where the line editor keeps its history ("" for nowhere)`)
+	// zkCli spells its long options with one dash.
+	withSingleDashFlags(cmd, []string{"-server", "-timeout", "-waitforconnection", "-readonly"}, cmd.RunE)
 	return cmd
+}
+
+// msDuration is a duration flag that also takes a bare number of
+// milliseconds, as zkCli's -timeout does.
+type msDuration time.Duration
+
+func (d *msDuration) String() string { return time.Duration(*d).String() }
+func (d *msDuration) Type() string   { return "duration" }
+
+func (d *msDuration) Set(s string) error {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*d = msDuration(time.Duration(ms) * time.Millisecond)
+	} else if v, err := time.ParseDuration(s); err == nil {
+		*d = msDuration(v)
+	} else {
+		return fmt.Errorf("%q is neither a duration (30s) nor milliseconds (30000)", s)
+	}
+	if *d <= 0 {
+		return fmt.Errorf("%q: the timeout must be positive", s)
+	}
+	return nil
 }
 
 // runShell connects and runs args as one command, or, if args is empty,
@@ -72,21 +112,55 @@ func runShell(ctx context.Context, o shellOptions, args []string, in io.Reader, 
 	if interactive {
 		fmt.Fprintf(out, "Connecting to %s\n", o.server)
 	}
-	dialCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	conn, err := zkclient.Dial(dialCtx, o.server, zkclient.Options{SessionTimeout: o.timeout, ReadOnly: o.readOnly})
-	cancel()
+	cs, err := parseConnectString(o.server)
+	if err != nil {
+		fmt.Fprintf(errOut, "%v\n", err)
+		return 2 // zkCli's INVALID_INVOCATION
+	}
+	s := &shell{ctx: ctx, opts: o, server: o.server, out: out, errOut: errOut, loc: time.Local, printWatches: true}
+	conn, err := dialAny(ctx, cs, o.timeout, o.readOnly)
 	if err != nil {
 		fmt.Fprintf(errOut, "Cannot connect to %s: %v\n", o.server, err)
-		return 1
+		if !interactive || o.waitForConnection {
+			return 1
+		}
+		// As zkCli without -waitforconnection, the shell starts anyway;
+		// connect tries again.
+	} else {
+		s.attach(conn)
 	}
-	s := &shell{ctx: ctx, conn: conn, server: o.server, out: out, errOut: errOut, events: conn.Events(), loc: time.Local}
 	defer s.close()
 	if !interactive {
-		s.execute(args)
+		s.run(args)
+		s.flushEvents()
 		return s.status
 	}
-	s.printWatch("SyncConnected", "None", "")
-	return s.repl(in, isTerminal(in))
+	if s.conn != nil {
+		s.printWatch("SyncConnected", "None", "")
+	}
+	src, err := s.lineSource(in)
+	if err != nil {
+		fmt.Fprintf(errOut, "%v\n", err)
+		return 1
+	}
+	defer src.close()
+	return s.repl(src)
+}
+
+// lineSource returns the line editor when in is a terminal, plain lines
+// otherwise. While the editor runs, the shell's output goes through it so
+// that a notification printed while the user types keeps the line intact.
+func (s *shell) lineSource(in io.Reader) (lineSource, error) {
+	f, ok := in.(*os.File)
+	if !ok || !isTerminal(in) {
+		return newScanSource(in, false, s.out, s.errOut), nil
+	}
+	ed, err := newEditSource(f, s.out, s.errOut, s.opts.historyFile, completer{s})
+	if err != nil {
+		return newScanSource(in, true, s.out, s.errOut), nil //nolint:nilerr // a terminal without line editing still works
+	}
+	s.out = ed.stdout()
+	return ed, nil
 }
 
 // isTerminal reports whether r is a terminal, where a prompt helps.
@@ -99,44 +173,80 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// shell is one session of the shell. Not safe for concurrent use.
+// shell is one session of the shell. Not safe for concurrent use, except
+// that the completer reads conn while a line is being typed.
 type shell struct {
-	ctx         context.Context
-	conn        *zkclient.Conn
-	server      string
-	out, errOut io.Writer
-	events      <-chan zkproto.WatcherEvent // nil once closed and reported
-	loc         *time.Location              // for stat dates, as the JVM's default zone
-	status      int                         // exit status of the last command
-	tokens      []string                    // the arguments of the command being run, as typed
-	count       int                         // commands run, for the prompt
-	closed      bool                        // the session was closed by quit
-	endReported bool                        // the connection's end was printed
+	ctx          context.Context
+	opts         shellOptions
+	conn         *zkConn // nil while not connected (after close, or a failed connect)
+	server       string  // the connect string of the session, for the prompt
+	out, errOut  io.Writer
+	events       <-chan zkproto.WatcherEvent // nil once closed and reported
+	loc          *time.Location              // for stat dates, as the JVM's default zone
+	status       int                         // exit status of the last command
+	tokens       []string                    // the arguments of the command being run, as typed
+	count        int                         // number of the next command: history and the prompt
+	history      map[int]string              // command number -> line, the last maxHistoryEntries
+	printWatches bool                        // print notifications (printwatches on|off)
+	closed       bool                        // the session was closed by quit or close
+	endReported  bool                        // the connection's end was printed
+	quit         bool                        // quit ran
 }
 
-// repl runs the lines of in until EOF or quit. Notifications that arrive
-// while it waits for input are printed as they come.
-func (s *shell) repl(in io.Reader, tty bool) int {
-	lines := make(chan string)
-	stop := make(chan struct{})
+// repl runs the lines of src until its end or quit. Notifications that
+// arrive while it waits for input are printed as they come.
+func (s *shell) repl(src lineSource) int {
+	ask, results, stop := make(chan string), make(chan lineResult), make(chan struct{})
 	defer close(stop)
-	go readLines(in, lines, stop, s.errOut)
-	for {
-		if tty {
-			fmt.Fprint(s.out, s.prompt())
+	go func() {
+		for {
+			select {
+			case prompt := <-ask:
+				line, err := src.readLine(prompt)
+				select {
+				case results <- lineResult{line, err}:
+				case <-stop:
+					return
+				}
+			case <-stop:
+				return
+			}
 		}
+	}()
+	for {
+		ask <- s.prompt()
+		r := s.waitLine(results)
+		switch {
+		case errors.Is(r.err, errInterrupted):
+			continue
+		case r.err != nil:
+			return s.status
+		case strings.TrimSpace(r.line) == "":
+			continue
+		}
+		src.remember(r.line)
+		s.addHistory(s.count, r.line)
+		s.run(tokenize(r.line))
+		s.flushEvents()
+		s.count++
+		if s.quit {
+			return s.status
+		}
+	}
+}
+
+// lineResult is one readLine's outcome.
+type lineResult struct {
+	line string
+	err  error
+}
+
+// waitLine waits for the next line, printing notifications meanwhile.
+func (s *shell) waitLine(results <-chan lineResult) lineResult {
+	for {
 		select {
-		case line, ok := <-lines:
-			if !ok {
-				return s.status
-			}
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			s.count++
-			if quit := s.execute(tokenize(line)); quit {
-				return s.status
-			}
+		case r := <-results:
+			return r
 		case ev, ok := <-s.events:
 			if !ok {
 				s.events = nil
@@ -148,27 +258,12 @@ func (s *shell) repl(in io.Reader, tty bool) int {
 	}
 }
 
-// readLines sends each line of in to lines until EOF or stop; it closes
-// lines at EOF.
-func readLines(in io.Reader, lines chan<- string, stop <-chan struct{}, errOut io.Writer) {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 16<<20) // a set command carries its data
-	for sc.Scan() {
-		select {
-		case lines <- sc.Text():
-		case <-stop:
-			return
-		}
-	}
-	if err := sc.Err(); err != nil {
-		fmt.Fprintf(errOut, "reading commands: %v\n", err)
-	}
-	close(lines)
-}
-
 // prompt is zkCli's prompt: [zk: host:port(STATE) count].
 func (s *shell) prompt() string {
 	state := "CONNECTED"
+	if s.conn == nil {
+		return fmt.Sprintf("[zk: %s(CLOSED) %d] ", s.server, s.count)
+	}
 	switch err := s.conn.Err(); {
 	case errors.Is(err, zkproto.ErrAuthFailed):
 		state = "AUTH_FAILED"
@@ -180,42 +275,49 @@ func (s *shell) prompt() string {
 	return fmt.Sprintf("[zk: %s(%s) %d] ", s.server, state, s.count)
 }
 
-// close ends the session unless quit already did.
+// close ends the session unless quit or close already did.
 func (s *shell) close() {
-	if !s.closed {
+	if !s.closed && s.conn != nil {
 		s.closed = true
 		s.conn.Close()
 	}
 }
 
-// execute runs one command line, prints its outcome and any notifications
-// that arrived meanwhile, and sets s.status. It reports whether the
-// command was quit.
-func (s *shell) execute(tokens []string) (quit bool) {
-	defer s.flushEvents()
+// run runs one command, prints its outcome, and sets s.status.
+func (s *shell) run(tokens []string) {
 	if len(tokens) == 0 {
-		return false
+		return
 	}
 	name := tokens[0]
 	switch name {
 	case "quit":
-		s.closed = true
-		s.conn.Close()
-		s.printWatch("Closed", "None", "")
-		return true
+		s.quit = true
+		if s.conn != nil {
+			s.closeSession()
+		}
+		return
 	case "help":
 		s.usage(s.out)
 		s.status = 0
-		return false
+		return
+	case "redo": // these take their arguments as typed
+		s.fail(s.redo(tokens[1:]))
+		return
+	case "connect":
+		s.fail(s.connect(tokens[1:]))
+		return
 	}
 	c, ok := findCommand(name)
 	if !ok {
 		s.usage(s.errOut)
 		s.fail(&cliError{msg: "Command not found: " + name, code: 127})
-		return false
+		return
 	}
 	flags, args, err := parseFlags(tokens[1:], c.flags)
 	s.tokens = tokens[1:]
+	if c.wordFlags {
+		flags, args, err = nil, tokens[1:], nil
+	}
 	if err == nil {
 		err = c.run(s, flags, args)
 		if errors.Is(err, errUsage) {
@@ -223,7 +325,6 @@ func (s *shell) execute(tokens []string) (quit bool) {
 		}
 	}
 	s.fail(err)
-	return false
 }
 
 // fail prints err, if any, as zkCli does, and sets the exit status.
@@ -243,7 +344,7 @@ func (s *shell) fail(err error) {
 // usage prints the command list in zkCli's format.
 func (s *shell) usage(w io.Writer) {
 	s.flushEvents()
-	fmt.Fprintln(w, "keeper shell --server host:port [cmd args]")
+	fmt.Fprintln(w, "keeper shell --server host:port[,host:port...][/chroot] [cmd args]")
 	for _, c := range commands {
 		fmt.Fprintf(w, "\t%s %s\n", c.name, c.usage)
 	}
@@ -282,7 +383,7 @@ func (s *shell) flushEvents() {
 // reportEnd prints the state event zkCli's watcher gets when the
 // connection ends other than by quit.
 func (s *shell) reportEnd() {
-	if s.closed || s.endReported {
+	if s.closed || s.endReported || s.conn == nil {
 		return
 	}
 	s.endReported = true
@@ -299,11 +400,20 @@ func (s *shell) printEvent(ev zkproto.WatcherEvent) {
 	if ev.State != zkproto.StateSyncConnected {
 		state = fmt.Sprintf("Unknown(%d)", ev.State)
 	}
-	s.printWatch(state, eventTypeName(ev.Type), ev.Path)
+	path := ev.Path
+	if s.conn != nil {
+		s.conn.watchFired(ev)
+		path = s.conn.rel(path)
+	}
+	s.printWatch(state, eventTypeName(ev.Type), path)
 }
 
-// printWatch prints one WatchedEvent; an empty path prints as null.
+// printWatch prints one WatchedEvent, unless printwatches is off; an
+// empty path prints as null.
 func (s *shell) printWatch(state, typ, path string) {
+	if !s.printWatches {
+		return
+	}
 	if path == "" {
 		path = "null"
 	}
@@ -353,38 +463,49 @@ var errUsage = errors.New("usage")
 
 // command is one shell command.
 type command struct {
-	name  string
-	usage string // zkCli's option string, shown after the name
-	flags string // getopt-style: a letter per flag, ':' after one with a value
-	run   func(s *shell, f flagSet, args []string) error
+	name      string
+	usage     string // zkCli's option string, shown after the name
+	flags     string // getopt-style: a letter per flag, ':' after one with a value
+	run       func(s *shell, f flagSet, args []string) error
+	wordFlags bool // run parses its own options (-file path): args are the tokens as typed
 }
 
-// commands is sorted by name, as zkCli lists them.
+// commands is sorted by name, as zkCli lists them (Java's String order:
+// capitals first).
 var commands = []command{
-	{"addWatch", "[-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE", "m:", (*shell).addWatch},
-	{"addauth", "scheme auth", "", (*shell).addAuth},
-	{"create", "[-s] [-e] [-c] [-t ttl] path [data] [acl]", "sect:", (*shell).create},
-	{"delete", "[-v version] path", "v:", (*shell).delete},
-	{"deleteall", "path [-b batch size]", "b:", (*shell).deleteAll},
-	{"delquota", "[-n|-b|-N|-B] path", "nbNB", (*shell).delQuota},
-	{"get", "[-s] [-w] path", "sw", (*shell).get},
-	{"getAcl", "[-s] path", "s", (*shell).getACL},
-	{"getAllChildrenNumber", "path", "", (*shell).getAllChildrenNumber},
-	{"getEphemerals", "path", "", (*shell).getEphemerals},
-	{"help", "", "", nil},
-	{"listquota", "path", "", (*shell).listQuota},
-	{"ls", "[-s] [-w] [-R] path", "swR", (*shell).ls},
-	{"quit", "", "", nil},
-	{"set", "[-s] [-v version] path data", "sv:", (*shell).set},
-	{"setAcl", "[-s] [-v version] [-R] path acl", "sv:R", (*shell).setACL},
-	{"setquota", "-n|-b|-N|-B val path", "n:b:N:B:", (*shell).setQuota},
-	{"stat", "[-w] path", "w", (*shell).stat},
-	{"sync", "path", "", (*shell).sync},
-	{"whoami", "", "", (*shell).whoAmI},
+	{"addWatch", "[-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE", "m:", whileConnected((*shell).addWatch), false},
+	{"addauth", "scheme auth", "", whileConnected((*shell).addAuth), false},
+	{"close", "", "", whileConnected((*shell).closeCmd), false},
+	{"config", "[-c] [-w] [-s]", "cws", whileConnected((*shell).config), false},
+	{"connect", "host:port", "", nil, false},
+	{"create", "[-s] [-e] [-c] [-t ttl] path [data] [acl]", "sect:", whileConnected((*shell).create), false},
+	{"delete", "[-v version] path", "v:", whileConnected((*shell).delete), false},
+	{"deleteall", "path [-b batch size]", "b:", whileConnected((*shell).deleteAll), false},
+	{"delquota", "[-n|-b|-N|-B] path", "nbNB", whileConnected((*shell).delQuota), false},
+	{"get", "[-s] [-w] path", "sw", whileConnected((*shell).get), false},
+	{"getAcl", "[-s] path", "s", whileConnected((*shell).getACL), false},
+	{"getAllChildrenNumber", "path", "", whileConnected((*shell).getAllChildrenNumber), false},
+	{"getEphemerals", "path", "", whileConnected((*shell).getEphemerals), false},
+	{"help", "", "", nil, false},
+	{"history", "", "", (*shell).printHistory, false},
+	{"listquota", "path", "", whileConnected((*shell).listQuota), false},
+	{"ls", "[-s] [-w] [-R] path", "swR", whileConnected((*shell).ls), false},
+	{"printwatches", "on|off", "", (*shell).setPrintWatches, false},
+	{"quit", "", "", nil, false},
+	{"reconfig", reconfigUsage, "", whileConnected(func(s *shell, _ flagSet, args []string) error { return s.reconfig(args) }), true},
+	{"redo", "cmdno", "", nil, false},
+	{"removewatches", "path [-c|-d|-a] [-l]", "cdal", whileConnected((*shell).removeWatches), false},
+	{"set", "[-s] [-v version] path data", "sv:", whileConnected((*shell).set), false},
+	{"setAcl", "[-s] [-v version] [-R] path acl", "sv:R", whileConnected((*shell).setACL), false},
+	{"setquota", "-n|-b|-N|-B val path", "n:b:N:B:", whileConnected((*shell).setQuota), false},
+	{"stat", "[-w] path", "w", whileConnected((*shell).stat), false},
+	{"sync", "path", "", whileConnected((*shell).sync), false},
+	{"version", "", "", whileConnected((*shell).version), false},
+	{"whoami", "", "", whileConnected((*shell).whoAmI), false},
 }
 
-// findCommand returns the command called name; help and quit, which
-// execute handles itself, are not found.
+// findCommand returns the command called name; help, quit, connect and
+// redo, which run handles itself, are not found.
 func findCommand(name string) (command, bool) {
 	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
 	if i < 0 || commands[i].run == nil {
