@@ -24,7 +24,7 @@ type sandboxConfig struct {
 	port       int // coordination server's client port
 	bookies    int
 	bookiePort int // the first bookie's port; the others follow
-	adminPort  int // the admin HTTP server's port; 0: no admin server
+	adminPort  int // the admin HTTP server's port; 0: any free one; -1: no admin server
 }
 
 func newSandboxCmd() *cobra.Command {
@@ -35,6 +35,9 @@ func newSandboxCmd() *cobra.Command {
 		Long: `Run the whole system in one process: a standalone coordination server and
 bookies registered with it, all on 127.0.0.1, data under --data-dir (the
 coordination server's in its version-2 directory, bookie N's in bookie-N).
+The client and bookie ports are fixed (clients are told them); the admin HTTP
+server and the bookies' metrics take free ports unless --admin-port says
+otherwise. The sandbox prints every address it serves when it is up.
 Ctrl-C stops everything cleanly; running it again keeps the data. While it
 runs, the data directory is locked: a second sandbox (or server, or bookie)
 on it refuses to start.`,
@@ -48,7 +51,7 @@ on it refuses to start.`,
 	cmd.Flags().StringVar(&sc.dataDir, "data-dir", "keeper-data", "directory for the sandbox's data")
 	cmd.Flags().IntVar(&sc.port, "port", 2181, "client port of the coordination server")
 	cmd.Flags().IntVar(&sc.bookies, "bookies", 3, "number of bookies (0 for the coordination server alone)")
-	cmd.Flags().IntVar(&sc.adminPort, "admin-port", zoocfg.DefaultAdminServerPort, "port of the admin HTTP server and /metrics (0: none)")
+	cmd.Flags().IntVar(&sc.adminPort, "admin-port", 0, "port of the admin HTTP server and /metrics (0: a free one; -1: none)")
 	cmd.Flags().IntVar(&sc.bookiePort, "bookie-port", bookie.DefaultPort, "port of the first bookie; the others take the next ones")
 	return cmd
 }
@@ -58,7 +61,10 @@ on it refuses to start.`,
 // server stops last, so that the bookies leave their registrations cleanly.
 func runSandbox(ctx context.Context, sc sandboxConfig, logger *slog.Logger, out io.Writer) (err error) {
 	if sc.bookies < 0 || sc.bookies > 100 {
-		return fmt.Errorf("sandbox: --bookies %d: want 0 to 100", sc.bookies)
+		return fmt.Errorf("--bookies %d: want 0 to 100", sc.bookies)
+	}
+	if sc.adminPort < -1 || sc.adminPort > 65535 {
+		return fmt.Errorf("--admin-port %d: want a port, 0 for a free one or -1 for none", sc.adminPort)
 	}
 	zc := zoocfg.Default()
 	zc.DataDir = sc.dataDir
@@ -66,8 +72,8 @@ func runSandbox(ctx context.Context, sc sandboxConfig, logger *slog.Logger, out 
 	zc.FourLetterWhitelist = []string{"*"}
 	zc.ExtendedTypesEnabled = true
 	zc.AdminServerAddress = "127.0.0.1"
-	zc.AdminServerPort = sc.adminPort
-	zc.AdminEnableServer = sc.adminPort != 0
+	zc.AdminServerPort = max(sc.adminPort, 0)
+	zc.AdminEnableServer = sc.adminPort != -1
 	if err := zc.Validate(); err != nil {
 		return err
 	}
@@ -127,6 +133,7 @@ func startSandboxBookie(ctx context.Context, sc sandboxConfig, n int, zkAddr str
 		JournalDirs:       []string{filepath.Join(dir, "journal")},
 		LedgerDirs:        []string{filepath.Join(dir, "ledgers")},
 		MetadataServers:   []string{zkAddr},
+		MetricsAddr:       "127.0.0.1:0",
 		Logger:            logger.With("bookie", n),
 	}
 	if err := cfg.Validate(); err != nil {
@@ -155,7 +162,11 @@ func printSandbox(out io.Writer, sc sandboxConfig, srv *server.Server, bookies [
 		fmt.Fprintf(out, "  admin and metrics:   http://%s/commands  http://%s/metrics\n", a, a)
 	}
 	for _, b := range bookies {
-		fmt.Fprintf(out, "  bookie:              %s (id %s)\n", b.Addr(), b.ID())
+		fmt.Fprintf(out, "  bookie:              %s (id %s)", b.Addr(), b.ID())
+		if m := b.MetricsAddr(); m != nil {
+			fmt.Fprintf(out, "  metrics http://%s/metrics", m)
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "  try: go run ./cmd/keeper shell --server %s ls /\n", srv.Addr())
 	fmt.Fprintf(out, "   or: zkCli.sh -server %s\n", srv.Addr())

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,3 +91,78 @@ func TestSandboxRunsServerAndBookies(t *testing.T) {
 type quietZKLogger struct{}
 
 func (quietZKLogger) Printf(string, ...any) {}
+
+// syncBuffer is a bytes.Buffer safe for one writer and a polling reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSandboxAddresses starts the sandbox while ZooKeeper's default admin
+// port, 8080, is taken: the admin server and the bookies' metrics take
+// free ports, and the sandbox prints every address it serves, each of
+// which answers.
+func TestSandboxAddresses(t *testing.T) {
+	if ln, err := net.Listen("tcp", "127.0.0.1:8080"); err == nil {
+		defer ln.Close() // otherwise something else holds it, which is as good
+	}
+	ports := freePorts(t, 2)
+	sc := sandboxConfig{dataDir: filepath.Join(t.TempDir(), "keeper-data"), port: ports[0], bookies: 1, bookiePort: ports[1]}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- runSandbox(ctx, sc, slog.New(slog.DiscardHandler), &out) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "  try: ") {
+		select {
+		case err := <-done:
+			t.Fatalf("sandbox stopped: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox did not say it runs:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	text := out.String()
+	urls := regexp.MustCompile(`http://[0-9.:]+/(commands|metrics)`).FindAllString(text, -1)
+	if len(urls) != 3 { // the admin server's two, and the bookie's metrics
+		t.Fatalf("addresses printed: %v\n%s", urls, text)
+	}
+	for _, u := range urls {
+		if strings.Contains(u, ":8080/") {
+			t.Fatalf("%s: the sandbox took the busy port 8080", u)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", u, resp.Status)
+		}
+	}
+	for _, want := range []string{"coordination server: 127.0.0.1:" + strconv.Itoa(ports[0]),
+		"bookie:              127.0.0.1:" + strconv.Itoa(ports[1])} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
