@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -93,6 +94,28 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 	return cmd, f
 }
 
+// confFileError words an error about the bookkeeper.conf at path: in its
+// own name, with the line of a misspelt key.
+func confFileError(path string, data []byte, err error) error {
+	var typo *bookie.TypoError
+	if errors.As(err, &typo) {
+		return fmt.Errorf("%s:%d: unknown key %s; did you mean %s?", path, propertyLine(data, typo.Key), typo.Key, typo.Known)
+	}
+	return fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "bookkeeper.conf: "))
+}
+
+// propertyLine returns the 1-based line of data where key is set, 0 if
+// none is found.
+func propertyLine(data []byte, key string) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimLeft(l, " \t\f")
+		if rest, ok := strings.CutPrefix(l, key); ok && (rest == "" || strings.ContainsAny(rest[:1], "=: \t\f")) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // loadBookieConfig reads the configuration file, if any, and applies the
 // flags that were set.
 func loadBookieConfig(cmd *cobra.Command, args []string, f *bookieFlags, logger *slog.Logger) (bookie.Config, error) {
@@ -108,10 +131,13 @@ func loadBookieConfig(cmd *cobra.Command, args []string, f *bookieFlags, logger 
 		}
 		var ignored []string
 		if cfg, ignored, err = bookie.ConfigFromProperties(props); err != nil {
-			return cfg, fmt.Errorf("%s: %w", args[0], err)
+			return cfg, confFileError(args[0], data, err)
 		}
 		if len(ignored) > 0 {
-			logger.Debug("configuration keys keeper does not use", "keys", strings.Join(ignored, ","))
+			// BookKeeper ignores them too, but a key meant for keeper
+			// that is not one of its keys changes nothing: say so.
+			logger.Warn("configuration keys keeper does not use; ignored", "file", args[0],
+				"keys", strings.Join(ignored, ","))
 		}
 	}
 	fl := cmd.Flags()

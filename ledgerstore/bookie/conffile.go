@@ -132,10 +132,12 @@ func unescapeProperty(s string) (string, error) {
 type confParser struct {
 	props map[string]string
 	used  map[string]bool
+	asked map[string]bool // every key looked for, present or not: the keys keeper uses
 	err   error
 }
 
 func (p *confParser) get(key string) (string, bool) {
+	p.asked[key] = true
 	v, ok := p.props[key]
 	if ok {
 		p.used[key] = true
@@ -244,9 +246,10 @@ func (p *confParser) list(key string) ([]string, bool) {
 // is a key that asks for a protection of data or access keeper does not
 // give yet (TLS, authentication, zkEnableSecurity=true; see
 // conffile_protect.go). Keys keeper does not use are returned, sorted, so
-// the caller can say they were ignored.
+// the caller can say they were ignored, unless one is a misspelling of a
+// key keeper uses: that is a *TypoError.
 func ConfigFromProperties(props map[string]string) (Config, []string, error) {
-	p := &confParser{props: props, used: make(map[string]bool)}
+	p := &confParser{props: props, used: make(map[string]bool), asked: make(map[string]bool)}
 	var c Config
 	p.identity(&c)
 	p.storage(&c)
@@ -266,6 +269,9 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 		}
 	}
 	sort.Strings(ignored)
+	if err := p.typos(ignored); err != nil {
+		return Config{}, nil, err
+	}
 	return c, ignored, nil
 }
 
