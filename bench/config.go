@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -107,6 +108,10 @@ type Config struct {
 	// SessionTimeout is the session timeout asked for (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
+	// Progress, if not nil, receives a line a second while the load runs
+	// (get, exists, set, create, mixed): the time, the requests answered
+	// so far and in the last second, and the errors.
+	Progress io.Writer
 }
 
 // Validate reports the first invalid field.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,9 @@ import (
 type window struct {
 	measureFrom time.Time // end of the warmup
 	end         time.Time
-	stop        atomic.Bool // set when the caller's context ends
+	stop        atomic.Bool  // set when the caller's context ends
+	replies     atomic.Int64 // successful replies so far, warmup included: for progress lines
+	failures    atomic.Int64 // failed requests so far
 }
 
 // loader is one client session's closed loop.
@@ -140,6 +143,11 @@ func (s *slot) complete(r zkclient.Result) {
 			l.slots[i].issue(now)
 		}
 	}
+	if r.Err != nil {
+		l.w.failures.Add(1)
+	} else {
+		l.w.replies.Add(1)
+	}
 	switch {
 	case r.Err != nil:
 		l.errs[zkproto.CodeOf(r.Err)]++
@@ -189,6 +197,10 @@ func runLoad(ctx context.Context, f *fixture) (loadOutcome, error) {
 	for _, l := range loaders {
 		l.start()
 	}
+	if cfg.Progress != nil {
+		stopProgress := reportProgress(cfg.Progress, w, begin, time.Second)
+		defer stopProgress()
+	}
 	sample := func() {
 		clientCPU.sample()
 		if len(cfg.CPUPIDs) > 0 {
@@ -201,12 +213,52 @@ func runLoad(ctx context.Context, f *fixture) (loadOutcome, error) {
 	if sleepUntil(ctx, w.end) {
 		sample()
 	}
+	stoppedAt := time.Now()
 	err := drain(f, loaders)
-	out := gather(cfg, loaders, clientCPU, serverCPU) // its created counts are needed for cleanup even on error
+	measured := cfg.Duration
+	if stoppedAt.Before(w.end) { // interrupted: what was measured until then
+		measured = max(stoppedAt.Sub(w.measureFrom), 0)
+	}
+	out := gather(cfg, loaders, clientCPU, serverCPU, measured) // its created counts are needed for cleanup even on error
 	if err == nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
+		out.res.Interrupted = true
 	}
 	return out, err
+}
+
+// reportProgress writes a line to w every interval until the returned
+// function is called: an operator watching a long run sees that it runs
+// and how fast.
+func reportProgress(out io.Writer, w *window, begin time.Time, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		last, lastAt := int64(0), begin
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				n := w.replies.Load()
+				phase := "measuring"
+				if now.Before(w.measureFrom) {
+					phase = "warmup"
+				}
+				fmt.Fprintf(out, "bench: %4.0fs %s: %d replies, %.0f/s over the last %v, %d errors\n",
+					now.Sub(begin).Seconds(), phase, n, float64(n-last)/now.Sub(lastAt).Seconds(),
+					now.Sub(lastAt).Round(100*time.Millisecond), w.failures.Load())
+				last, lastAt = n, now
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // drain waits until every loader has no request outstanding. Replies to
@@ -231,7 +283,7 @@ func drain(f *fixture, loaders []*loader) error {
 }
 
 // gather merges the loaders' measurements into a Result.
-func gather(cfg Config, loaders []*loader, clientCPU, serverCPU cpuSpan) loadOutcome {
+func gather(cfg Config, loaders []*loader, clientCPU, serverCPU cpuSpan, measured time.Duration) loadOutcome {
 	hist := NewHistogram()
 	errs := make(map[zkproto.Code]int64)
 	out := loadOutcome{created: make([]int64, len(loaders))}
@@ -246,8 +298,10 @@ func gather(cfg Config, loaders []*loader, clientCPU, serverCPU cpuSpan) loadOut
 	}
 	res.Op, res.Servers = cfg.Op, cfg.Servers
 	res.Clients, res.Inflight, res.SizeBytes = cfg.Clients, cfg.Inflight, cfg.SizeBytes
-	res.DurationSec = cfg.Duration.Seconds()
-	res.OpsPerSec = round3(float64(res.Ops) / cfg.Duration.Seconds())
+	res.DurationSec = round3(measured.Seconds())
+	if measured > 0 {
+		res.OpsPerSec = round3(float64(res.Ops) / measured.Seconds())
+	}
 	res.setLatencies(hist)
 	res.setErrors(errs)
 	res.setCPU(clientCPU, serverCPU)

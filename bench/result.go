@@ -26,13 +26,16 @@ type Result struct {
 	Clients     int      `json:"clients"`
 	Inflight    int      `json:"inflight"`
 	SizeBytes   int      `json:"size_bytes"`
-	DurationSec float64  `json:"duration_sec"` // the measured interval
-	Ops         int64    `json:"ops"`          // successful requests completed in the measured interval
-	OpsPerSec   float64  `json:"ops_per_sec"`
-	P50Us       float64  `json:"p50_us"`
-	P99Us       float64  `json:"p99_us"`
-	P999Us      float64  `json:"p999_us"`
-	MaxUs       float64  `json:"max_us"`
+	DurationSec float64  `json:"duration_sec"` // the measured interval (shorter when Interrupted)
+	// Interrupted says the run was stopped before its end (Ctrl-C): the
+	// figures cover what was measured until then.
+	Interrupted bool    `json:"interrupted,omitempty"`
+	Ops         int64   `json:"ops"` // successful requests completed in the measured interval
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	P50Us       float64 `json:"p50_us"`
+	P99Us       float64 `json:"p99_us"`
+	P999Us      float64 `json:"p999_us"`
+	MaxUs       float64 `json:"max_us"`
 	// Errors counts failed requests over the whole load, warmup included;
 	// ErrorsByCode splits them by result code name (zkproto.Code.String).
 	Errors       int64            `json:"errors"`

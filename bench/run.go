@@ -10,7 +10,8 @@ import (
 // /bench-<random> root (untimed), runs the load, and deletes what it
 // created (best effort, untimed: a failure is reported in
 // Result.CleanupError, not as Run's error). Cancelling ctx stops the load
-// early; Run then returns ctx's error.
+// early; Run then returns ctx's error and, for get, exists, set, create
+// and mixed, the partial result, marked Interrupted.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -47,10 +48,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err == nil {
 		out, err = runLoad(ctx, f)
 	}
-	if cerr := f.cleanup(ctx, out.created); cerr != nil {
+	// An interrupted run still removes what it created, within a session
+	// timeout.
+	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.SessionTimeout)
+	defer cancel()
+	if cerr := f.cleanup(cleanCtx, out.created); cerr != nil {
 		out.res.CleanupError = cerr.Error()
 	}
 	if err != nil {
+		if out.res.Interrupted {
+			return out.res, err
+		}
 		return Result{}, err
 	}
 	return out.res, nil

@@ -40,6 +40,7 @@ func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func newBenchZKCmd() *cobra.Command {
 	var cfg bench.Config
 	var op string
+	var progress bool
 	cmd := &cobra.Command{
 		Use:   "zk",
 		Short: "Load ZooKeeper servers (Apache ZooKeeper or keeper) and print one JSON line",
@@ -63,10 +64,17 @@ flight, leaves them there, and prints the root. ready retries a read of
 --cpu-pid process (or of this command) to that read.
 
 --cpu-pid takes one pid or several (an ensemble's members): their CPU time
-over the measured interval is summed.`,
+over the measured interval is summed.
+
+While the load runs, a line a second on stderr says how far it is (unless
+--progress=false). Ctrl-C stops it early: the JSON line then holds what was
+measured until then, with "interrupted": true, and the command exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Op = bench.Op(op)
+			if progress {
+				cfg.Progress = cmd.ErrOrStderr()
+			}
 			return runBenchZK(cmd.Context(), cfg, cmd.OutOrStdout())
 		},
 	}
@@ -85,6 +93,7 @@ over the measured interval is summed.`,
 	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil, "pids of the server processes, comma-separated, to report their CPU time per request")
 	f.StringVar(&cfg.ReadyPath, "path", bench.DefaultReadyPath, "ready: the znode to read")
 	f.DurationVar(&cfg.SessionTimeout, "session-timeout", bench.DefaultSessionTimeout, "session timeout to ask for")
+	f.BoolVar(&progress, "progress", true, "print a progress line a second on stderr")
 	return cmd
 }
 
@@ -93,6 +102,12 @@ func runBenchZK(ctx context.Context, cfg bench.Config, out io.Writer) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	res, err := bench.Run(ctx, cfg)
+	if err != nil && res.Interrupted {
+		if perr := printLine(out, res.MarshalLine); perr != nil {
+			return perr
+		}
+		return fmt.Errorf("interrupted after %.1f s of measurement; the line above holds the partial results", res.DurationSec)
+	}
 	if err != nil {
 		return err
 	}
