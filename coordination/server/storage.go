@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"keeper/coordination/datatree"
@@ -53,6 +54,16 @@ type StorageConfig struct {
 	// leader's snapshot (zab.Config.StateLost). See
 	// docs/storage-recovery.md.
 	TrustEmptySnapshot bool
+	// ProgressInterval is how often loading a snapshot or replaying the
+	// log at start logs how far it is; 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
+}
+
+func (c *StorageConfig) progressInterval() time.Duration {
+	if c.ProgressInterval > 0 {
+		return c.ProgressInterval
+	}
+	return DefaultProgressInterval
 }
 
 func (c *StorageConfig) enabled() bool { return c.DataDir != "" }
@@ -126,7 +137,7 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 	} else if len(removed) > 0 {
 		logger.Warn("removed unfinished snapshots", "files", removed)
 	}
-	found, err := survey(cfg, maxRecord)
+	found, err := surveyWithProgress(cfg, maxRecord, logger)
 	if err != nil {
 		return false, err
 	}
@@ -149,6 +160,32 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 		}
 	}
 	return lost, nil
+}
+
+// surveyWithProgress runs survey, which reads the newest valid snapshot,
+// logging every progressInterval how much of it has been read, and once
+// when it is done, with the time it took.
+func surveyWithProgress(cfg *StorageConfig, maxRecord int, logger *slog.Logger) (*dataFiles, error) {
+	var total int64
+	if infos, err := snap.List(cfg.FS, cfg.snapDir()); err == nil && len(infos) > 0 {
+		total = infos[0].Size
+		logger.Info("loading snapshot", "file", infos[0].Name, "bytes", total)
+	}
+	var read atomic.Int64
+	counted := *cfg
+	counted.FS = countingFS{FS: cfg.FS, read: &read}
+	began := time.Now()
+	stop := every(logger, cfg.progressInterval(), "loading snapshot", func(elapsed time.Duration) []any {
+		n := read.Load()
+		return []any{"read_bytes", n, "of_bytes", total, "percent", percent(n, total), "elapsed", elapsed.Round(time.Second)}
+	})
+	found, err := survey(&counted, maxRecord)
+	stop()
+	if err == nil && found.newest != nil {
+		logger.Info("snapshot read", "file", found.newest.Name, "read_bytes", read.Load(),
+			"duration", time.Since(began).Round(time.Millisecond))
+	}
+	return found, err
 }
 
 // restore loads what survey found into core: the newest valid snapshot (or
@@ -187,7 +224,12 @@ func restore(cfg *StorageConfig, found *dataFiles, core *zkcore.Server, maxRecor
 		logger.Warn("truncated a torn record at the end of the log", "file", torn.File, "offset", torn.Offset)
 	}
 	replayStart := time.Now()
-	replayed, lastFile, err := replay(cfg.FS, cfg.logDir(), lcfg, core, pendingDigest, now, recent)
+	var progress atomic.Int64 // txns replayed so far, for the progress lines
+	stop := every(logger, cfg.progressInterval(), "replaying transaction log", func(elapsed time.Duration) []any {
+		return []any{"txns", progress.Load(), "elapsed", elapsed.Round(time.Second)}
+	})
+	replayed, lastFile, err := replay(cfg.FS, cfg.logDir(), lcfg, core, pendingDigest, now, recent, &progress)
+	stop()
 	if err != nil {
 		return found.damaged(err)
 	}
@@ -195,7 +237,8 @@ func restore(cfg *StorageConfig, found *dataFiles, core *zkcore.Server, maxRecor
 	if reason := found.tailUnaccounted(core.LastZxid(), lastFile); reason != "" {
 		return found.unaccounted(reason, nil)
 	}
-	logger.Info("replayed transaction log", "txns", replayed, "last_zxid", core.LastZxid())
+	logger.Info("replayed transaction log", "txns", replayed, "last_zxid", core.LastZxid(),
+		"duration", time.Since(replayStart).Round(time.Millisecond))
 	return nil
 }
 
@@ -275,7 +318,7 @@ func (r *recentTail) tail() []zab.Entry {
 // snapshot's digest when the replay reaches the zxid it names. It returns
 // how many txns it applied and the file of the last one.
 func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, digest *snap.Digest, now zkcore.Now,
-	recent *recentTail) (n int, lastFile string, err error) {
+	recent *recentTail, progress *atomic.Int64) (n int, lastFile string, err error) {
 	it, err := txnlog.Read(fs, logDir, core.LastZxid()+1, lcfg)
 	if err != nil {
 		return 0, "", err
@@ -302,6 +345,7 @@ func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, d
 			recent.add(t.Header.Zxid, it.Payload())
 		}
 		n++
+		progress.Store(int64(n))
 		lastFile, _ = it.Position()
 		if digest != nil && t.Header.Zxid == digest.Zxid {
 			if got := core.Tree().Digest(); got != digest.TreeDigest {
