@@ -37,7 +37,10 @@ func (f *toolFlags) env(cmd *cobra.Command) *toolEnv {
 	if f.utc {
 		loc = time.UTC
 	}
-	return &toolEnv{fs: vfs.Default, out: cmd.OutOrStdout(), loc: loc, maxRecordBytes: f.juteMaxBuffer + 1024}
+	// Reading a multi-GB snapshot or log takes a while: say how far it is
+	// on stderr, apart from the output.
+	fs := newProgressFS(vfs.Default, cmd.ErrOrStderr(), toolProgressInterval)
+	return &toolEnv{fs: fs, out: cmd.OutOrStdout(), loc: loc, maxRecordBytes: f.juteMaxBuffer + 1024}
 }
 
 func (e *toolEnv) printf(format string, args ...any) { fmt.Fprintf(e.out, format, args...) }
