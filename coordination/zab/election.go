@@ -136,6 +136,11 @@ func (n *Node) lookingVote(m Message) {
 		e.vote = m.Vote
 		n.recordOwnVote()
 		n.broadcastVote()
+	case m.Vote != e.vote:
+		// The peer has not heard our better vote: it was not looking
+		// yet when we sent it, or the notification was lost. Tell it
+		// now rather than at our next resend (ElectionRetryTicks).
+		n.sendVote(m.From)
 	}
 	e.votes[m.From] = m
 	if n.hasQuorum(e.votes, e.vote, true) {

@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -119,5 +120,38 @@ func TestPingLeaderIsEarly(t *testing.T) {
 	}
 	if err := c.nodes[l].PingLeader(); err != ErrNotLeader {
 		t.Fatalf("the leader's PingLeader: %v, want ErrNotLeader", err)
+	}
+}
+
+// A looking node that hears a worse vote from a peer in its round answers
+// with its own at once: the peer may have missed it (it was still
+// following when the vote came), and would otherwise wait for the next
+// resend (ElectionRetryTicks) to hear it.
+func TestLookingPeerToldOfBetterVoteAtOnce(t *testing.T) {
+	c := newCluster(t, three, nil, func(_ PeerID, cfg *Config) {
+		cfg.FinalizeTicks, cfg.ElectionRetryTicks, cfg.SyncLimitTicks = 50, 50, 50
+	})
+	c.until(5000, "stable", func() bool { _, ok := c.stable(); return ok })
+	l, _ := c.stable()
+	var fs []PeerID
+	for _, id := range three {
+		if id != l {
+			fs = append(fs, id)
+		}
+	}
+	lo, hi := fs[0], fs[1] // equal logs: the higher id has the better vote
+	c.until(200, "queue drained", func() bool { return len(c.queue) == 0 })
+	before := c.ticks
+	c.crash(l)
+	// lo hears of the crash only after hi's first notification reached it.
+	c.queue = slices.DeleteFunc(c.queue, func(m Message) bool { return m.Type == MsgDisconnected && m.To == lo })
+	c.until(100, "hi's notification delivered to lo", func() bool {
+		m := c.lastStepped
+		return m.Type == MsgNotification && m.From == hi && m.To == lo
+	})
+	c.queue = append(c.queue, Message{Type: MsgDisconnected, From: l, To: lo})
+	c.until(1000, "new leader", func() bool { nl, ok := c.stable(); return ok && nl == hi })
+	if n := c.ticks - before; n != 0 {
+		t.Fatalf("the new leader serves after %d ticks, want 0 (no wait for a resend)", n)
 	}
 }
