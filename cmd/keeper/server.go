@@ -27,10 +27,12 @@ configuration format; without one it runs standalone on 127.0.0.1:2181 with
 data under ./keeper-data.
 
 A setting that protects data or access which keeper does not implement yet
-(TLS, SASL, Kerberos, enforced authentication, skipACL=yes, ...) stops the
-start with an error naming it, whether it is in zoo.cfg or a -D flag in
-SERVER_JVMFLAGS or JVMFLAGS; keeper reads its settings only from zoo.cfg.
-docs/configuration.md lists the keys.`,
+(TLS between servers, GSSAPI/Kerberos, skipACL=yes, ...) stops the start
+with an error naming it, whether it is in zoo.cfg or a -D flag in
+SERVER_JVMFLAGS or JVMFLAGS; keeper reads its settings only from zoo.cfg,
+but for the JAAS file of SASL (-Djava.security.auth.login.config, as
+ZooKeeper takes it). docs/configuration.md lists the keys; docs/sasl.md
+explains SASL.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := zoocfg.CheckServerEnv(os.Getenv); err != nil {
@@ -109,6 +111,11 @@ func runServer(ctx context.Context, zc *zoocfg.Config, logger *slog.Logger, read
 		return err
 	}
 	cfg := server.ConfigFromZoo(zc, logger)
+	auth, err := server.AuthFromZoo(zc, os.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	cfg.Core.Auth = auth
 	cfg.Storage.FS = storageFS(logger)
 	cfg.Clock = serverClock()
 	srv, err := server.New(cfg)

@@ -17,6 +17,26 @@ type Authenticator struct {
 	// so passes every ACL check. Empty means no super user. It is Java's
 	// zookeeper.DigestAuthenticationProvider.superDigest.
 	SuperDigest string
+	// SASLProvider loads ZooKeeper's SASLAuthenticationProvider
+	// (authProvider.N naming its class): sasl ACL entries are valid, match
+	// (Check) and count for auth entries (Fixup). Without it a connection
+	// still gets its sasl identity from a SASL exchange, but no ACL can
+	// name it (docs/sasl.md).
+	SASLProvider bool
+	// SASLAnyUser is zookeeper.letAnySaslUserDoX: a sasl ACL entry with
+	// this id matches every sasl identity. Empty means none.
+	SASLAnyUser string
+	// SASLSuperUsers are zookeeper.superUser and zookeeper.superUser.*:
+	// the authorized ids whose SASL exchange also gives super.
+	SASLSuperUsers []string
+	// KerberosRealm is the Kerberos default realm, "" without one: only
+	// principals of this realm are mapped to their short names
+	// (SASLAuthorizedID). RemoveHostFromPrincipal and
+	// RemoveRealmFromPrincipal are zookeeper.kerberos.removeHostFromPrincipal
+	// and removeRealmFromPrincipal.
+	KerberosRealm            string
+	RemoveHostFromPrincipal  bool
+	RemoveRealmFromPrincipal bool
 	// X509 turns ZooKeeper's X509AuthenticationProvider on: x509 ACL
 	// entries are valid and a connection with a verified client
 	// certificate gets an x509 identity (X509IDs). ZooKeeper turns it on

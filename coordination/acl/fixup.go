@@ -21,12 +21,22 @@ import (
 //   - ip ids must parse as an address, optionally with /bits in range;
 //   - x509 ids must parse as a distinguished name (ValidDN); whether the
 //     x509 provider is on is Authenticator.Fixup's check;
+//   - sasl entries are invalid here; Authenticator.Fixup accepts them
+//     (and expands auth entries to sasl identities) with the sasl
+//     provider loaded, when the id parses as a Kerberos name (service,
+//     service/host@realm or service@realm);
 //   - every other scheme, super included, is invalid.
 //
 // Any failure returns a *zkproto.Error with CodeInvalidACL and no path; the
 // caller may add the path. Entries expanded from auth are not deduplicated
 // against the rest of the list, as in ZooKeeper. The input is not modified.
 func Fixup(acls []zkproto.ACL, authIDs []zkproto.ID) ([]zkproto.ACL, error) {
+	return fixup(acls, authIDs, false)
+}
+
+// fixup is Fixup, with sasl entries valid and sasl identities expanding
+// auth entries when the sasl provider is loaded (saslProvider).
+func fixup(acls []zkproto.ACL, authIDs []zkproto.ID, saslProvider bool) ([]zkproto.ACL, error) {
 	uniq := dedupe(acls)
 	if len(uniq) == 0 {
 		return nil, invalidACL()
@@ -36,7 +46,7 @@ func Fixup(acls []zkproto.ACL, authIDs []zkproto.ID) ([]zkproto.ACL, error) {
 		switch a.ID.Scheme {
 		case SchemeAuth:
 			n := len(out)
-			out = expandAuth(out, a.Perms, authIDs)
+			out = expandAuth(out, a.Perms, authIDs, saslProvider)
 			if len(out) == n {
 				return nil, invalidACL()
 			}
@@ -57,6 +67,11 @@ func Fixup(acls []zkproto.ACL, authIDs []zkproto.ID) ([]zkproto.ACL, error) {
 			out = append(out, a)
 		case SchemeX509:
 			if !ValidDN(a.ID.ID) {
+				return nil, invalidACL()
+			}
+			out = append(out, a)
+		case SchemeSASL:
+			if !saslProvider || !validSASLACL(a.ID.ID) {
 				return nil, invalidACL()
 			}
 			out = append(out, a)
@@ -84,10 +99,10 @@ func dedupe(acls []zkproto.ACL) []zkproto.ACL {
 // expandAuth appends one entry with perms per authenticated identity. A
 // connection's identities form a set in ZooKeeper; repeats in authIDs are
 // skipped so a caller that appended twice gets the same result.
-func expandAuth(out []zkproto.ACL, perms int32, authIDs []zkproto.ID) []zkproto.ACL {
+func expandAuth(out []zkproto.ACL, perms int32, authIDs []zkproto.ID, saslProvider bool) []zkproto.ACL {
 	start := len(out)
 	for _, id := range authIDs {
-		if !authenticated(id.Scheme) {
+		if !authenticated(id.Scheme) && !(saslProvider && id.Scheme == SchemeSASL) {
 			continue
 		}
 		e := zkproto.ACL{Perms: perms, ID: id}

@@ -32,7 +32,8 @@ func (a Authenticator) X509IDs(dn string) ([]zkproto.ID, error) {
 
 // Fixup is the package's Fixup with the providers a configures: an x509
 // entry is invalid while the x509 provider is off, as ZooKeeper finds no
-// provider for its scheme.
+// provider for its scheme; so is a sasl entry while the sasl provider is
+// not loaded.
 func (a Authenticator) Fixup(acls []zkproto.ACL, authIDs []zkproto.ID) ([]zkproto.ACL, error) {
 	if !a.X509 {
 		for _, e := range acls {
@@ -41,7 +42,7 @@ func (a Authenticator) Fixup(acls []zkproto.ACL, authIDs []zkproto.ID) ([]zkprot
 			}
 		}
 	}
-	return Fixup(acls, authIDs)
+	return fixup(acls, authIDs, a.SASLProvider)
 }
 
 // dnKeywords are the attribute type keywords Java's X500Principal accepts

@@ -1,7 +1,6 @@
 package zkcore
 
 import (
-	"keeper/coordination/acl"
 	"keeper/coordination/datatree"
 	"keeper/coordination/jute"
 	"keeper/coordination/txn"
@@ -41,7 +40,7 @@ func (s *Server) notify(changes []datatree.Change) {
 		s.metrics.fired(ch.Type, len(fired))
 		for _, id := range fired {
 			c, ok := s.conns[id]
-			if !ok || !acl.Check(ch.ACL, zkproto.PermRead, c.ids) {
+			if !ok || !s.auth.Check(ch.ACL, zkproto.PermRead, c.ids) {
 				continue
 			}
 			frame := eventFrame(ch.Type, ch.Path)

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"keeper/coordination/jute"
+	"keeper/coordination/sasl"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
 )
@@ -39,6 +40,10 @@ type entry struct {
 	// revalidating: a learner's reattach waiting for the leader's
 	// verdict (Revalidated).
 	revalidating bool
+	// gated: enforced authentication may refuse this request; pump
+	// decides when it comes to it, after the auth and sasl requests before
+	// it ran. unknown: the opcode is one a client may not send.
+	gated, unknown bool
 }
 
 // conn is the server's view of one client connection.
@@ -55,6 +60,9 @@ type conn struct {
 	readOnlyByte bool
 	// hold is the handshake waiting for the member to serve (hold.go).
 	hold *heldHandshake
+
+	// sasl is the connection's SASL exchange, from its first sasl(102).
+	sasl sasl.Mechanism
 
 	queue []*entry
 
@@ -83,7 +91,7 @@ func (s *Server) classify(op zkproto.Op) kind {
 			return kindRead
 		}
 		return kindWrite
-	case zkproto.OpAuth:
+	case zkproto.OpAuth, zkproto.OpSASL:
 		return kindEager
 	case zkproto.OpCreate, zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL,
 		zkproto.OpDelete, zkproto.OpSetData, zkproto.OpSetACL, zkproto.OpMulti,
@@ -109,6 +117,14 @@ queue:
 		if !e.executed && s.outputBlocked(c, produced) {
 			s.block(c)
 			break queue
+		}
+		if e.gated {
+			e.gated = false
+			if s.mustAuthenticate(c, e.op) {
+				s.refuseUnauthenticated(c, e)
+			} else {
+				s.admit(c, e)
+			}
 		}
 		switch {
 		case e.done:

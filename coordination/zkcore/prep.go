@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"keeper/coordination/acl"
 	"keeper/coordination/jute"
 	"keeper/coordination/txn"
 	"keeper/coordination/zkproto"
@@ -79,7 +78,7 @@ func (p *prep) checkSession() error {
 }
 
 func (p *prep) checkACL(r record, perm int32, path string) error {
-	if !acl.Check(r.acl, perm, p.ids) {
+	if !p.s.auth.Check(r.acl, perm, p.ids) {
 		return zkproto.Errorf(zkproto.CodeNoAuth, path)
 	}
 	return nil

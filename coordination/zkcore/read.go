@@ -96,7 +96,7 @@ func (s *Server) readable(c *conn, path string) (*datatree.Node, error) {
 	if n == nil {
 		return nil, zkproto.Errorf(zkproto.CodeNoNode, path)
 	}
-	if !acl.Check(s.tree.ACL(n), zkproto.PermRead, c.ids) {
+	if !s.auth.Check(s.tree.ACL(n), zkproto.PermRead, c.ids) {
 		return nil, zkproto.Errorf(zkproto.CodeNoAuth, path)
 	}
 	return n, nil
@@ -109,7 +109,7 @@ func (s *Server) exists(c *conn, r *zkproto.ExistsRequest) (jute.Record, error) 
 		return nil, zkproto.Errorf(zkproto.CodeBadArguments, r.Path)
 	}
 	n := s.tree.Node(r.Path)
-	if n != nil && !acl.Check(s.tree.ACL(n), zkproto.PermRead, c.ids) {
+	if n != nil && !s.auth.Check(s.tree.ACL(n), zkproto.PermRead, c.ids) {
 		return nil, zkproto.Errorf(zkproto.CodeNoAuth, r.Path)
 	}
 	if r.Watch {
@@ -158,10 +158,10 @@ func (s *Server) getACL(c *conn, path string) (jute.Record, error) {
 		return nil, zkproto.Errorf(zkproto.CodeNoNode, path)
 	}
 	acls := s.tree.ACL(n)
-	if !acl.Check(acls, zkproto.PermRead|zkproto.PermAdmin, c.ids) {
+	if !s.auth.Check(acls, zkproto.PermRead|zkproto.PermAdmin, c.ids) {
 		return nil, zkproto.Errorf(zkproto.CodeNoAuth, path)
 	}
-	if !acl.Check(acls, zkproto.PermAdmin, c.ids) {
+	if !s.auth.Check(acls, zkproto.PermAdmin, c.ids) {
 		acls = acl.MaskDigests(acls)
 	}
 	return &zkproto.GetACLResponse{ACL: acls, Stat: n.Stat()}, nil
@@ -210,8 +210,11 @@ func (s *Server) whoAmI(c *conn) jute.Record {
 	out := &zkproto.WhoAmIResponse{ClientInfo: make([]zkproto.ClientInfo, 0, len(c.ids))}
 	for _, id := range c.ids {
 		user := id.ID
-		if id.Scheme == "digest" {
+		switch id.Scheme {
+		case "digest":
 			user, _, _ = strings.Cut(id.ID, ":")
+		case acl.SchemeSASL:
+			user = s.saslUser(id)
 		}
 		out.ClientInfo = append(out.ClientInfo, zkproto.ClientInfo{AuthScheme: id.Scheme, User: user})
 	}

@@ -68,7 +68,7 @@ func DecodeRequest(payload []byte, maxBuffer int) (Request, error) {
 func clientMayNotSend(op zkproto.Op) bool {
 	switch op {
 	case zkproto.OpNotification, zkproto.OpCheck, zkproto.OpDeleteContainer,
-		zkproto.OpCreateSession, zkproto.OpError, zkproto.OpSASL:
+		zkproto.OpCreateSession, zkproto.OpError:
 		return true
 	}
 	return false
@@ -151,22 +151,36 @@ func (s *Server) Request(id ConnID, r Request, now Now) {
 		op:       r.Header.Op,
 		body:     r.Body,
 		badBody:  r.Bad,
+		unknown:  r.Unknown,
 		received: now.MonoMs,
 	}
+	if s.mustAuthenticate(c, e.op) {
+		e.gated = true // pump refuses it, or admits it once earlier auth succeeded
+	} else {
+		s.admit(c, e)
+	}
+	c.queue = append(c.queue, e)
+	s.pump(c, now)
+}
+
+// admit answers at once the requests that need no run: an unknown opcode,
+// and a body that did not decode.
+func (s *Server) admit(c *conn, e *entry) {
 	switch {
-	case r.Unknown:
+	case e.unknown:
 		e.kind = kindEager
 		s.finish(e, -1, zkproto.CodeUnimplemented, nil)
 		e.close = true
 		c.closing = true
-	case r.Bad && e.kind != kindWrite:
+	case e.badBody && e.op == zkproto.OpSASL:
+		// ZooKeeper's server fails reading it and drops the connection.
+		s.closeWithoutReply(c, e)
+	case e.badBody && e.kind != kindWrite:
 		// A write with a bad body still becomes an error txn (below, in
 		// prep); a read just gets the error, in order.
 		e.kind = kindEager
 		s.finish(e, s.LastZxid(), zkproto.CodeMarshallingError, nil)
 	}
-	c.queue = append(c.queue, e)
-	s.pump(c, now)
 }
 
 // runEager runs a request whose effect does not depend on earlier writes:
@@ -175,6 +189,8 @@ func (s *Server) runEager(c *conn, e *entry, now Now) {
 	switch e.op {
 	case zkproto.OpAuth:
 		s.runAuth(c, e)
+	case zkproto.OpSASL:
+		s.runSASL(c, e)
 	default:
 		s.finish(e, s.LastZxid(), zkproto.CodeUnimplemented, nil)
 	}

@@ -9,6 +9,7 @@ import (
 	"keeper/coordination/acl"
 	"keeper/coordination/datatree"
 	"keeper/coordination/jute"
+	"keeper/coordination/sasl"
 	"keeper/coordination/session"
 	"keeper/coordination/txn"
 	"keeper/coordination/watch"
@@ -52,6 +53,9 @@ type Config struct {
 	EnforceQuota bool
 	// SuperDigest is "user:base64(sha1)" of the super user, or empty.
 	SuperDigest string
+	// Auth configures SASL, the sasl ACL scheme and enforced
+	// authentication (sasl.go).
+	Auth AuthConfig
 	// X509 turns the x509 authentication provider on (acl.Authenticator's
 	// X509): the server serves TLS clients, or zoo.cfg names the provider.
 	// X509SuperUser is the subject DN that is super.
@@ -200,6 +204,11 @@ type Server struct {
 	auth     acl.Authenticator
 	view     *view
 
+	// authCfg is Config.Auth; digest is the DIGEST-MD5 configuration
+	// every connection's SASL exchange uses, nil without SASL.
+	authCfg AuthConfig
+	digest  *sasl.DigestMD5Config
+
 	conns       map[ConnID]*conn
 	sessionConn map[int64]ConnID // the connection a live session is attached to
 	dirty       []ConnID         // connections with output, in the order they got it
@@ -256,6 +265,12 @@ func New(cfg Config) (*Server, error) {
 		touched:       make(map[int64]int32),
 		localSessions: make(map[int64]bool),
 	}
+	cfg.Auth.apply(&s.auth)
+	if err := cfg.Auth.validate(s.auth); err != nil {
+		return nil, err
+	}
+	s.authCfg = cfg.Auth
+	s.digest = s.digestConfig(&cfg.Auth)
 	s.view = newView(tree)
 	s.stats.reset()
 	s.metrics = newCoreMetrics(cfg.Metrics)

@@ -146,6 +146,9 @@ type Config struct {
 	// TLS is TLS for clients: secureClientPort, client.portUnification,
 	// ssl.* and the x509 provider's keys (tls.go).
 	TLS ClientTLS
+	// SASL is SASL for clients, the sasl ACL scheme and enforced
+	// authentication (sasl.go).
+	SASL SASL
 	// Servers is the ensemble (server.N lines), sorted by ID.
 	Servers []Server
 	// MyID is this server's id. zoo.cfg does not hold it: the caller reads
@@ -307,6 +310,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateEnsemble()...)
 	errs = append(errs, c.TLS.validate()...)
+	errs = append(errs, c.SASL.validate()...)
 	check(c.TLS.SecurePort >= 0 && c.TLS.SecurePort <= 65535, "secureClientPort %d out of range 0-65535", c.TLS.SecurePort)
 	check(c.ClientAddress() != "" || c.SecureClientAddress() != "",
 		"no client port: set clientPort, secureClientPort or a client address in this server's server.N")

@@ -38,6 +38,12 @@ func CheckServerEnv(getenv func(string) string) error {
 	}
 	for _, env := range []string{ServerJVMFlagsEnv, JVMFlagsEnv} {
 		for _, prop := range jvmProperties(getenv(env)) {
+			if err := checkServerSASLEnv(env, prop); err != nil {
+				return err
+			}
+			if prop.name == loginConfigKey {
+				continue // the JAAS file: read by ServerLoginConfig
+			}
 			if _, ok := tlsSetting(prop.name); ok || isX509Provider(prop.name, prop.value) {
 				return fmt.Errorf("%s: %s: keeper reads its settings only from zoo.cfg; set it there", env, prop.name)
 			}
@@ -64,6 +70,10 @@ func CheckServerEnv(getenv func(string) string) error {
 func CheckClientEnv(getenv func(string) string, vars ...string) error {
 	for _, env := range vars {
 		for _, prop := range jvmProperties(getenv(env)) {
+			if prop.name == loginConfigKey && prop.value != "" {
+				// keeper's own clients speak no SASL.
+				return &UnsupportedError{Source: env, Key: prop.name, Feature: "SASL (a JAAS login configuration)"}
+			}
 			p, ok := protectionOf(prop.name)
 			if !ok {
 				continue

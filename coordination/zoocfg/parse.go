@@ -119,6 +119,13 @@ func (p *parser) apply(key, value string) error {
 		p.c.TLS.X509Provider = true
 		return nil
 	}
+	if set, ok := saslSetting(key); ok {
+		return set(p, value)
+	}
+	if isSASLProvider(key, value) {
+		p.c.SASL.Provider = true
+		return nil
+	}
 	if prot, ok := protectionOf(key); ok {
 		return prot.check("zoo.cfg", p.line, key, value)
 	}
