@@ -34,7 +34,8 @@ type benchLedgerConfig struct {
 	Inflight  int      // adds between AppendAsync and their callback, per ledger
 	Duration  time.Duration
 	Warmup    time.Duration
-	FsyncDir  string // measure this disk's raw fsync rate first
+	FsyncDir  string    // measure this disk's raw fsync rate first
+	Progress  io.Writer // a line a second while a run goes on; nil for none
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -85,6 +86,9 @@ type benchLedgerResult struct {
 	P99Us         float64 `json:"p99_us"`
 	P999Us        float64 `json:"p999_us"`
 	Errors        int64   `json:"errors"`
+	// Interrupted says the run was stopped (Ctrl-C) before its end: the
+	// figures cover what was measured until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func newBenchLedgerCmd() *cobra.Command {
@@ -105,7 +109,9 @@ bookies, every earlier entry acknowledged too). Each run's ledger is closed and
 deleted afterwards. An add that fails ends its run (a writer whose add fails is
 finished) and is counted in errors. With --fsync-dir it first measures that
 disk's raw write+fdatasync rate (keeper bench fsync), the ceiling of a bookie
-journal on it.
+journal on it. While a run goes on, a line a second on stderr says how far it
+is; Ctrl-C prints the JSON line of what the current run measured until then,
+with "interrupted": true, and exits 1.
 
   keeper bench ledger --zk 127.0.0.1:2181 --quorums 3/3/2 --sizes 1024 --fsync-dir keeper-data`,
 		Args: cobra.NoArgs,
@@ -117,6 +123,7 @@ journal on it.
 			cfg.Quorums = q
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
+			cfg.Progress = cmd.ErrOrStderr()
 			return runBenchLedger(ctx, cfg, cmd.OutOrStdout())
 		},
 	}
@@ -183,16 +190,20 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 			for _, ledgers := range cfg.Ledgers {
 				for _, p := range cfg.Protocols {
 					res, err := benchLedgerRun(ctx, clients[p], cfg, q, size, ledgers)
-					if err != nil {
+					if err != nil && (res == nil || !res.Interrupted) {
 						return err
 					}
 					res.Protocol = p
-					b, err := json.Marshal(res)
-					if err != nil {
-						return err
+					b, jerr := json.Marshal(res)
+					if jerr != nil {
+						return jerr
 					}
-					if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
-						return err
+					if _, werr := fmt.Fprintf(out, "%s\n", b); werr != nil {
+						return werr
+					}
+					if err != nil {
+						return fmt.Errorf("interrupted after %.1f s of measurement; the line above holds the partial results",
+							res.DurationSec)
 					}
 				}
 			}
@@ -239,7 +250,12 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 			stops[i] = loads[i].run(ctx, w, payload, from, to)
 		}()
 	}
+	stopProgress := func() {}
+	if cfg.Progress != nil {
+		stopProgress = reportLedgerProgress(cfg.Progress, loads, start, from, fmt.Sprintf("%v size %d", q, size))
+	}
 	wg.Wait()
+	stopProgress()
 	var closeErr error
 	for _, w := range writers {
 		closeErr = errors.Join(closeErr, w.Close(context.WithoutCancel(ctx)))
@@ -248,9 +264,7 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 		}
 	}
 	writers = nil
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	interrupted := ctx.Err()
 	stopped := slices.MinFunc(stops, func(a, b time.Time) int { return a.Compare(b) })
 	if stopped.After(to) {
 		stopped = to
@@ -264,6 +278,9 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 		errs += l.errors
 		firstErr = cmp.Or(firstErr, l.firstErr)
 	}
+	if interrupted != nil && (len(lat) == 0 || measured <= 0) {
+		return nil, interrupted
+	}
 	if len(lat) == 0 || measured <= 0 {
 		return nil, fmt.Errorf("bench ledger %v size %d: nothing acknowledged in the measured interval "+
 			"(%d errors, first %v; close: %v)", q, size, errs, firstErr, closeErr)
@@ -275,7 +292,48 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 		Entries: int64(len(lat)), P50Us: pct(0.50), P99Us: pct(0.99), P999Us: pct(0.999), Errors: errs}
 	res.EntriesPerSec = float64(res.Entries) / measured.Seconds()
 	res.MBPerSec = res.EntriesPerSec * float64(size) / 1e6
+	if interrupted != nil {
+		res.Interrupted = true
+		return res, interrupted
+	}
 	return res, nil
+}
+
+// reportLedgerProgress writes a line a second to out, until the returned
+// function is called: the adds acknowledged so far over every writer of
+// the run, and in the last second.
+func reportLedgerProgress(out io.Writer, loads []*benchLedgerLoad, start, from time.Time, what string) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last, lastAt := int64(0), start
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				var acked, errs int64
+				for _, l := range loads {
+					a, e := l.counts()
+					acked, errs = acked+a, errs+e
+				}
+				phase := "measuring"
+				if now.Before(from) {
+					phase = "warmup"
+				}
+				fmt.Fprintf(out, "bench ledger %s: %4.0fs %s: %d adds acknowledged, %.0f/s over the last %v, %d errors\n",
+					what, now.Sub(start).Seconds(), phase, acked, float64(acked-last)/now.Sub(lastAt).Seconds(),
+					now.Sub(lastAt).Round(100*time.Millisecond), errs)
+				last, lastAt = acked, now
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // benchLedgerLoad keeps adds outstanding on one writer and records their
@@ -287,8 +345,16 @@ type benchLedgerLoad struct {
 
 	mu        sync.Mutex // guards below
 	latencies []time.Duration
+	acked     int64 // adds acknowledged, warmup included
 	errors    int64
 	firstErr  error
+}
+
+// counts returns the adds acknowledged and failed so far.
+func (l *benchLedgerLoad) counts() (acked, errs int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acked, l.errors
 }
 
 // run adds until to (or the first failed add, or ctx's end), waits for
@@ -318,13 +384,15 @@ func (l *benchLedgerLoad) run(ctx context.Context, w *ledgerclient.Writer, paylo
 func (l *benchLedgerLoad) record(sent time.Time, lat time.Duration, from, to time.Time, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case err != nil:
+	if err != nil {
 		l.errors++
 		if l.firstErr == nil {
 			l.firstErr = err
 		}
-	case !sent.Before(from) && sent.Before(to):
+		return
+	}
+	l.acked++
+	if !sent.Before(from) && sent.Before(to) {
 		l.latencies = append(l.latencies, lat)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,48 @@ func TestBenchLedgerProtocols(t *testing.T) {
 	root.SetErr(io.Discard)
 	if err := root.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "v4") {
 		t.Errorf("--protocols v4: %v, want it refused", err)
+	}
+}
+
+// TestBenchLedgerInterrupted starts an hour-long run, waits for a progress
+// line that counts acknowledged adds, and interrupts it: the run prints
+// what it measured, marked interrupted, and leaves no ledger behind.
+func TestBenchLedgerInterrupted(t *testing.T) {
+	cl := ledgertest.Start(t, 3)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out bytes.Buffer
+	var progress syncBuffer
+	cfg := benchLedgerConfig{ZK: []string{cl.ZKAddr()}, Root: "/ledgers", Quorums: []benchQuorum{{3, 2, 2}}, Sizes: []int{100},
+		Ledgers: []int{1}, Protocols: []string{"v3"}, Inflight: 8, Duration: time.Hour, Progress: &progress}
+	done := make(chan error, 1)
+	go func() { done <- runBenchLedger(ctx, cfg, &out) }()
+	acked := regexp.MustCompile(`bench ledger 3/2/2 size 100: +\d+s measuring: ([1-9]\d*) adds acknowledged`)
+	deadline := time.Now().Add(60 * time.Second)
+	for !acked.MatchString(progress.String()) {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended on its own: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress so far:\n%s", progress.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	var r benchLedgerResult
+	if jerr := json.Unmarshal(out.Bytes(), &r); err == nil || !strings.Contains(err.Error(), "interrupted") || jerr != nil ||
+		!r.Interrupted || r.Entries == 0 || r.DurationSec <= 0 || r.DurationSec >= time.Hour.Seconds() {
+		t.Fatalf("interrupted run: err %v, output %q (%v)", err, out.String(), jerr)
+	}
+	c, cerr := ledgerclient.New(ledgerclient.Config{ZKServers: []string{cl.ZKAddr()}})
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	defer c.Close()
+	if ids, err := c.List(t.Context()); err != nil || len(ids) != 0 {
+		t.Fatalf("ledgers left behind: %v, %v", ids, err)
 	}
 }
