@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -78,16 +77,9 @@ func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
 		zc.DataDir = "keeper-data"
 		return zc, zc.Validate()
 	}
-	raw, err := os.ReadFile(args[0])
+	zc, err := readZooFile(args[0], logger)
 	if err != nil {
 		return nil, err
-	}
-	zc, warnings, err := zoocfg.Parse(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", args[0], err)
-	}
-	for _, w := range warnings {
-		logger.Warn("config warning", "file", args[0], "warning", w.String())
 	}
 	if zc.Distributed() {
 		b, err := os.ReadFile(filepath.Join(zc.DataDir, "myid"))
@@ -99,7 +91,7 @@ func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
 		}
 	}
 	if err := zc.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", args[0], err)
+		return nil, zooFileError(args[0], err)
 	}
 	return zc, nil
 }
