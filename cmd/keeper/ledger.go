@@ -728,7 +728,8 @@ func newLedgerDeleteCmd(f *ledgerFlags) *cobra.Command {
 }
 
 func newLedgerRecoverCmd(f *ledgerFlags) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "recover <ledger-id>",
 		Short: "Open a ledger with recovery: fence its writer, find its end, close it",
 		Args:  cobra.ExactArgs(1),
@@ -736,10 +737,25 @@ func newLedgerRecoverCmd(f *ledgerFlags) *cobra.Command {
 			start := time.Now()
 			return withLedger(cmd, f, args[0], true, func(ctx context.Context, h *ledgerclient.ReadHandle) error {
 				md := h.Metadata()
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), recoverRecord{Ledger: h.ID(), LastEntry: md.LastEntryID,
+						Length: md.Length, Segments: len(md.Segments), ElapsedMs: time.Since(start).Milliseconds()})
+				}
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "ledger %d: closed at entry %d, length %d, %d segment(s) (%v)\n",
 					h.ID(), md.LastEntryID, md.Length, len(md.Segments), time.Since(start).Round(time.Millisecond))
 				return err
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as a JSON record")
+	return cmd
+}
+
+// recoverRecord is `ledger recover --json`'s output.
+type recoverRecord struct {
+	Ledger    int64 `json:"ledger"`
+	LastEntry int64 `json:"lastEntry"`
+	Length    int64 `json:"length"`
+	Segments  int   `json:"segments"`
+	ElapsedMs int64 `json:"elapsedMs"`
 }

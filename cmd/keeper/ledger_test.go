@@ -98,9 +98,11 @@ func TestLedgerCommands(t *testing.T) {
 		t.Fatalf("recover = %q", rec)
 	}
 	unclosed, _ := written(t, mustRunLedger(t, cl, "one\ntwo\nthree\n", "write", "--no-close", "--json"))
-	rec = mustRunLedger(t, cl, "", "recover", unclosed)
-	if !strings.HasPrefix(rec, fmt.Sprintf("ledger %s: closed at entry 2, length 11,", unclosed)) {
-		t.Fatalf("recover of an unclosed ledger = %q", rec)
+	var rr recoverRecord
+	rec = mustRunLedger(t, cl, "", "recover", unclosed, "--json")
+	if err := json.Unmarshal([]byte(rec), &rr); err != nil || strconv.FormatInt(rr.Ledger, 10) != unclosed ||
+		rr.LastEntry != 2 || rr.Length != 11 || rr.Segments != 1 {
+		t.Fatalf("recover --json of an unclosed ledger = %q (%v)", rec, err)
 	}
 
 	ls := mustRunLedger(t, cl, "", "ls")
