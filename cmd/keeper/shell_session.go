@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 
+	"keeper/coordination/admin"
 	"keeper/coordination/datatree"
 	"keeper/coordination/zkproto"
 )
@@ -124,13 +124,10 @@ func (s *shell) attach(conn *zkConn) {
 	s.closed, s.endReported = false, false
 }
 
-// version prints the client's version line, as zkCli's version command.
+// version prints the client's version line, as zkCli's version command,
+// with the version string keeper's servers report (3.8.0-keeper-...).
 func (s *shell) version(_ flagSet, _ []string) error {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
-	s.outf("ZooKeeper CLI version: keeper %s\n", v)
+	s.outf("ZooKeeper CLI version: %s\n", admin.ReadBuild().FullVersion())
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"keeper/coordination/admin"
 )
 
 func TestParseConnectString(t *testing.T) {
@@ -161,7 +163,7 @@ func TestShellUnreachable(t *testing.T) {
 func TestShellVersion(t *testing.T) {
 	addr := startShellServer(t)
 	stdout, stderr, code := runShellArgs(t, addr, "version")
-	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "ZooKeeper CLI version: keeper ") {
+	if want := "ZooKeeper CLI version: " + admin.ReadBuild().FullVersion() + "\n"; code != 0 || stderr != "" || stdout != want {
 		t.Fatalf("version: stdout %q stderr %q exit %d", stdout, stderr, code)
 	}
 }
