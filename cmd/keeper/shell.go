@@ -138,11 +138,7 @@ func runShell(ctx context.Context, o shellOptions, args []string, in io.Reader, 
 	if s.conn != nil {
 		s.printWatch("SyncConnected", "None", "")
 	}
-	src, err := s.lineSource(in)
-	if err != nil {
-		fmt.Fprintf(errOut, "%v\n", err)
-		return 1
-	}
+	src := s.lineSource(in)
 	defer src.close()
 	return s.repl(src)
 }
@@ -150,17 +146,19 @@ func runShell(ctx context.Context, o shellOptions, args []string, in io.Reader, 
 // lineSource returns the line editor when in is a terminal, plain lines
 // otherwise. While the editor runs, the shell's output goes through it so
 // that a notification printed while the user types keeps the line intact.
-func (s *shell) lineSource(in io.Reader) (lineSource, error) {
+func (s *shell) lineSource(in io.Reader) lineSource {
 	f, ok := in.(*os.File)
 	if !ok || !isTerminal(in) {
-		return newScanSource(in, false, s.out, s.errOut), nil
+		return newScanSource(in, false, s.out, s.errOut)
 	}
 	ed, err := newEditSource(f, s.out, s.errOut, s.opts.historyFile, completer{s})
 	if err != nil {
-		return newScanSource(in, true, s.out, s.errOut), nil //nolint:nilerr // a terminal without line editing still works
+		// A terminal the editor cannot drive still works, without editing.
+		fmt.Fprintf(s.errOut, "line editing is off: %v\n", err)
+		return newScanSource(in, true, s.out, s.errOut)
 	}
 	s.out = ed.stdout()
-	return ed, nil
+	return ed
 }
 
 // isTerminal reports whether r is a terminal, where a prompt helps.

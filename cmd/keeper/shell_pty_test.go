@@ -111,8 +111,7 @@ func (p *ptySession) expect(want string, n int) {
 	}
 }
 
-// typeKeys sends keys as typed, then waits for the prompt that follows
-// Enter when they end with one: the nth prompt of the session.
+// typeKeys sends keys as typed; the caller then expects what they cause.
 func (p *ptySession) typeKeys(keys string) {
 	p.t.Helper()
 	if _, err := p.control.Write([]byte(keys)); err != nil {
