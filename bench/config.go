@@ -110,7 +110,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Progress, if not nil, receives a line a second while the load runs
 	// (get, exists, set, create, mixed): the time, the requests answered
-	// so far and in the last second, and the errors.
+	// so far and in the last second, and the errors; and while the key
+	// space is created (every op but watch and ready), how far that is.
 	Progress io.Writer
 }
 

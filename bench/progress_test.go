@@ -6,7 +6,9 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -76,5 +78,23 @@ func TestRunProgressAndInterrupt(t *testing.T) {
 	if !errors.Is(o.err, context.Canceled) || !o.res.Interrupted || o.res.Ops == 0 || o.res.DurationSec <= 0 ||
 		o.res.DurationSec >= time.Hour.Seconds() || o.res.OpsPerSec <= 0 {
 		t.Fatalf("interrupted run: %+v, %v", o.res, o.err)
+	}
+}
+
+func TestCountProgress(t *testing.T) {
+	var out lockedBuffer
+	var n atomic.Int64
+	n.Store(5)
+	stop := countProgress(&out, "creating the key space", 10, &n, time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "bench: creating the key space: 5 of 10\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("progress so far: %q", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if after := out.String(); !strings.HasSuffix(after, "5 of 10\n") {
+		t.Fatalf("progress %q", after)
 	}
 }

@@ -48,11 +48,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err == nil {
 		out, err = runLoad(ctx, f)
 	}
-	// An interrupted run still removes what it created, within a session
-	// timeout.
-	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.SessionTimeout)
-	defer cancel()
-	if cerr := f.cleanup(cleanCtx, out.created); cerr != nil {
+	if cerr := f.cleanup(ctx, out.created); cerr != nil { // it outlives ctx, within cleanupTimeout
 		out.res.CleanupError = cerr.Error()
 	}
 	if err != nil {

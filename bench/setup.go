@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"keeper/coordination/jute"
@@ -97,9 +99,38 @@ func (f *fixture) createKeys(ctx context.Context) error {
 	for i := range f.keys {
 		f.keys[i] = f.root + "/k-" + strconv.Itoa(i)
 	}
+	var issued atomic.Int64
+	if f.cfg.Progress != nil {
+		stop := countProgress(f.cfg.Progress, "creating the key space", int64(len(f.keys)), &issued, time.Second)
+		defer stop()
+	}
 	return pipeline(ctx, f.window, len(f.keys), func(i int) (*zkclient.Conn, zkproto.Op, jute.Record) {
+		issued.Store(int64(i + 1))
 		return f.conn(i), zkproto.OpCreate, &zkproto.CreateRequest{Path: f.keys[i], Data: f.payload, ACL: zkproto.OpenACLUnsafe}
 	})
+}
+
+// countProgress writes "bench: <what>: <n> of <total>" to out every
+// interval until the returned function is called.
+func countProgress(out io.Writer, what string, total int64, n *atomic.Int64, interval time.Duration) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(out, "bench: %s: %d of %d\n", what, n.Load(), total)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // syncAll makes every session's server catch up with the setup writes
