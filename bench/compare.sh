@@ -18,7 +18,12 @@
 #  3. resources, standalone: time from process start to the first served
 #     read with an empty data directory; resident memory (VmRSS, VmHWM)
 #     after creating ZNODES znodes of 100 B; time from process start to the
-#     first served read of that tree after a restart; snapshot size.
+#     first served read of that tree after a restart; snapshot size;
+#  4. failover (not in the default PARTS; ~15 min): bench/failover.sh, with
+#     tickTime 2000: the write gap after a leader SIGKILL under load (kazoo,
+#     go-zookeeper and keeper's client) and the expiry of dead clients'
+#     sessions attached to the leader and to a follower; its own table
+#     goes to $OUT/failover/table.md.
 #
 # Before each setup's measurements both servers run a short unrecorded
 # mixed load (PRIME), so that ZooKeeper's JIT has compiled its hot paths.
@@ -260,6 +265,11 @@ resources() {
 	done
 }
 
+# failover runs bench/failover.sh, which starts its own ensembles.
+failover() {
+	OUT="$OUT/failover" bash bench/failover.sh >&2
+}
+
 machine | tee "$OUT/machine.txt" >&2
 echo "bench: the disk" >&2
 record disk disk "$("$KEEPER" bench fsync --dir "$W" --size 4096 --duration "$FSYNC_DUR")"
@@ -278,9 +288,9 @@ run_part() {
 }
 for part in $PARTS; do
 	case $part in
-	standalone | ensemble | resources) ;;
+	standalone | ensemble | resources | failover) ;;
 	*)
-		echo "bench: unknown part $part (want standalone, ensemble or resources)" >&2
+		echo "bench: unknown part $part (want standalone, ensemble, resources or failover)" >&2
 		exit 2
 		;;
 	esac

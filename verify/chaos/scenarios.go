@@ -33,12 +33,14 @@ func Scenario1() *Scenario {
 // (Config.DropUnsynced), so restarts meet torn log tails. Checks: every
 // acknowledged create exists at the end on every replica, the trees are
 // equal, the sampled digests match the replayed history. Figure: the torn
-// tails the restarts cut off.
+// tails the restarts cut off. It runs with ZooKeeper's sample timing
+// (tickTime 2000, initLimit 10, syncLimit 5), so that failovers are as
+// fast as production settings make them, not a short tick.
 func Scenario2() *Scenario {
 	rs := &Durations{}
 	return &Scenario{
 		ID: 2, Name: "kill -9",
-		Cluster:  Config{Servers: 3, DropUnsynced: true},
+		Cluster:  Config{Servers: 3, DropUnsynced: true, TickMs: 2000, InitLimit: 10, SyncLimit: 5},
 		Check:    func(_ context.Context, r *Run, _ *Committed) { serverDrops(r.Cluster).Report(r.Report) },
 		Duration: 12 * time.Second,
 		Workloads: []Workload{

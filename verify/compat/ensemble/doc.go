@@ -6,13 +6,17 @@
 //     SIGKILL again and again; writes resume on a new leader, the killed
 //     member rejoins, no acknowledged write is lost, every member ends with
 //     the same digest, and the unavailability window of each kill is
-//     reported.
+//     reported (tickTime 2000, initLimit 10, syncLimit 5).
 //   - TestFollowerCatchUpBySnap: a follower stopped while 100,000 txns are
 //     written comes back, is brought up to date by SNAP (the leader's
 //     snapshot appears in its data directory) and serves the leader's data.
 //   - TestObservers: a five-server ensemble with two observers takes writes
 //     through the observers, survives a leader kill, and replicates
 //     everything to all five.
+//   - TestSessionExpiryProduction: with tickTime 2000, go-zookeeper
+//     sessions attached to the leader and to a follower die; every
+//     ephemeral goes, none before the timeout after its session's last
+//     request, and the time from death to expiry is reported.
 //   - TestSessionFailover: a go-zookeeper session holding an ephemeral
 //     survives the kill of the member it is connected to (a follower, then
 //     the leader): it moves to another member with the same session id and
