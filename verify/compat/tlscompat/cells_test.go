@@ -126,3 +126,20 @@ func TestX509SuperUser(t *testing.T) {
 		t.Errorf("the super user could not write: %v", err)
 	}
 }
+
+// TestJKSKeyStore: a server whose key store is JKS (converted by keytool
+// from the PKCS12 one) serves a trusted client, on keeper and on Apache
+// ZooKeeper alike.
+func TestJKSKeyStore(t *testing.T) {
+	p := newPKI(t)
+	keys := storeKeys(p.jks(t, p.p12(t, p.server, "server"), "server"), p.trustStore(t, "JKS", ".jks"), "need")
+	servers := []tlsServer{startKeeper(t, keys, nil)}
+	if !testing.Short() {
+		servers = append(servers, startZooKeeper(t, keys))
+	}
+	for _, s := range servers {
+		if err := probeTLS(s.secure, p.clientTLS(t, p.client)); err != nil {
+			t.Errorf("%s with a JKS key store: %v", s.name, err)
+		}
+	}
+}
