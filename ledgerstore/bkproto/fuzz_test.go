@@ -197,6 +197,7 @@ func FuzzDecodeV2Request(f *testing.F) {
 	f.Add(cat(be32(0x01020001), be64(7), be64(-1)))
 	f.Add(cat(be32(0x00000002), be64(7), be64(4)))
 	f.Add(cat(be32(0x02030000), []byte{0x0a, 0x01, 'x', 0x12, 0x00}))
+	f.Add(cat(be32(0x02070005), be64(7), be64(0), be64(5), be32(3), be64(1<<20), v2Key))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		req, v2, err := DecodeV2Request(frame)
@@ -212,6 +213,9 @@ func FuzzDecodeV2Request(f *testing.F) {
 		}
 		if err != nil {
 			return
+		}
+		if v2.Header.OpCode == V2BatchReadEntry {
+			return // its v3 form is a read of the first entry; only the bookie answers it
 		}
 		enc, eErr := AppendV2Request(nil, req)
 		if eErr != nil {

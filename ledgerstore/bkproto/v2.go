@@ -27,9 +27,12 @@ import (
 //
 //	add request    header | masterKey(20) | entry (its stored form: ledgerId and entryId come from it)
 //	read request   header | ledgerId(8) | entryId(8) | masterKey(20) if DO_FENCING and version >= 2
+//	batch read     header | ledgerId(8) | startEntryId(8) | requestId(8) | maxCount(4) | maxSize(8)
+//	               | masterKey(20) if DO_FENCING and version >= 2
 //	auth request   header | AuthMessage (protobuf)
 //	add response   header | rc(4) | ledgerId(8) | entryId(8)
 //	read response  header | rc(4) | ledgerId(8) | entryId(8) | entry if rc = EOK
+//	batch response header | rc(4) | ledgerId(8) | startEntryId(8) | requestId(8) | { length(4) | entry }...
 //	auth response  header | AuthMessage (protobuf)
 //
 // Version 0 (the oldest clients) has no version or flags: the whole header
@@ -39,8 +42,8 @@ import (
 // V2OpCode is a v2 packet's operation.
 type V2OpCode int8
 
-// The v2 opcodes. A bookie decodes only ADDENTRY, READENTRY and AUTH (and,
-// in BookKeeper 4.17, BATCH_READ_ENTRY); READ_LAC, WRITE_LAC and
+// The v2 opcodes. A bookie decodes only ADDENTRY, READENTRY, AUTH and
+// (from BookKeeper 4.17) BATCH_READ_ENTRY; READ_LAC, WRITE_LAC and
 // GET_BOOKIE_INFO are numbered but have no v2 layout: BookKeeper's v2
 // client sends those operations over a v3 connection.
 const (
@@ -103,12 +106,25 @@ func (h V2Header) Uint32() uint32 {
 	return uint32(uint8(h.Version))<<24 | uint32(uint8(h.OpCode))<<16 | uint32(h.Flags)
 }
 
-// V2Request is what a v2 response repeats of its request.
+// V2Request is what a v2 response repeats of its request, and the
+// fields of a batch read that its v3 form (a READ_ENTRY of the first entry)
+// cannot carry.
 type V2Request struct {
 	Header   V2Header
 	LedgerID int64 // -1 for AUTH
-	EntryID  int64 // -1 for AUTH
+	EntryID  int64 // -1 for AUTH; a batch read's first entry
+	// A BATCH_READ_ENTRY's request id (repeated in the response), and its
+	// bounds: at most MaxCount entries (<= 0: no bound) in a response of
+	// at most MaxSize bytes, the first entry always included.
+	RequestID int64
+	MaxCount  int32
+	MaxSize   int64
 }
+
+// V2BatchFixedBytes is the fixed part of a batch read response, as
+// BookKeeper counts it against maxSize: the response header (24 bytes),
+// the request id and the frame length.
+const V2BatchFixedBytes = V2ResponseHeaderBytes + 8 + 4
 
 // ErrV2Malformed means a v2 packet could not be decoded: too short for its
 // operation, an opcode without a v2 layout, an undecodable auth message, or
@@ -218,6 +234,29 @@ func DecodeV2Request(frame []byte) (*Request, V2Request, error) {
 			}
 		}
 		req = &Request{Header: NewHeader(OperationType_READ_ENTRY, 0), ReadRequest: read}
+	case V2BatchReadEntry:
+		const fixed = 8 + 8 + 8 + 4 + 8
+		if len(rest) < fixed {
+			return nil, v2, fmt.Errorf("%w: batch read of %d bytes", ErrV2Malformed, len(frame))
+		}
+		v2.LedgerID = int64(binary.BigEndian.Uint64(rest))
+		v2.EntryID = int64(binary.BigEndian.Uint64(rest[8:]))
+		v2.RequestID = int64(binary.BigEndian.Uint64(rest[16:]))
+		v2.MaxCount = int32(binary.BigEndian.Uint32(rest[24:]))
+		v2.MaxSize = int64(binary.BigEndian.Uint64(rest[28:]))
+		read := &ReadRequest{LedgerId: proto.Int64(v2.LedgerID), EntryId: proto.Int64(v2.EntryID)}
+		if flags&V2FlagDoFencing != 0 {
+			read.Flag = ReadRequest_FENCE_LEDGER.Enum()
+			if h.Version >= 2 {
+				if len(rest) < fixed+MasterKeyBytes {
+					return nil, v2, fmt.Errorf("%w: fencing batch read of %d bytes", ErrV2Malformed, len(frame))
+				}
+				read.MasterKey = slices.Clone(rest[fixed : fixed+MasterKeyBytes])
+			}
+		}
+		// Its v3 form is a read of the first entry: the bookie runs the same
+		// checks and fence, and reads the batch where it would read that entry.
+		req = &Request{Header: NewHeader(OperationType_READ_ENTRY, 0), ReadRequest: read}
 	case V2Auth:
 		am := &AuthMessage{}
 		if err := proto.Unmarshal(rest, am); err != nil {
@@ -247,7 +286,9 @@ const v2HighPriority = 100
 // AppendV2Response appends, with its length prefix, the v2 form of a
 // bookie's response resp to the v2 request v2 and returns the extended
 // slice. The status is ResponseStatus(resp) as a v2 code; a read response
-// carries the entry only with EOK; the bookie-known LAC (maxLAC) has no
+// carries the entry only with EOK; a batch read response carries, with EOK,
+// ReadResponse.body as it is: the bookie puts the batch's entries there,
+// each after its 4-byte length (AppendV2BatchEntry); the bookie-known LAC (maxLAC) has no
 // place in v2 and is dropped: a v2 client learns the LAC from the header of
 // the entries it reads. It fails with ErrNoV2Form for an operation v2 does
 // not answer, or an AUTH response without its message.
@@ -271,6 +312,23 @@ func AppendV2Response(dst []byte, v2 V2Request, resp *Response) ([]byte, error) 
 		dst = binary.BigEndian.AppendUint64(dst, uint64(v2.LedgerID))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(v2.EntryID))
 		return append(dst, body...), nil
+	case V2BatchReadEntry:
+		st := ResponseStatus(resp)
+		var body []byte
+		if st == StatusCode_EOK {
+			body = resp.GetReadResponse().GetBody()
+		}
+		n := V2ResponseHeaderBytes + 8 + len(body)
+		if n > math.MaxInt32 {
+			return dst, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, n)
+		}
+		dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+		dst = binary.BigEndian.AppendUint32(dst, h.Uint32())
+		dst = binary.BigEndian.AppendUint32(dst, uint32(V2Code(st)))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v2.LedgerID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v2.EntryID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v2.RequestID))
+		return append(dst, body...), nil
 	case V2Auth:
 		if resp.GetAuthResponse() == nil {
 			return dst, fmt.Errorf("%w: auth response without a message", ErrNoV2Form)
@@ -279,6 +337,13 @@ func AppendV2Response(dst []byte, v2 V2Request, resp *Response) ([]byte, error) 
 		return appendV2Message(dst[:start], h, resp.AuthResponse)
 	}
 	return dst, fmt.Errorf("%w: opcode %d", ErrNoV2Form, v2.Header.OpCode)
+}
+
+// AppendV2BatchEntry appends one entry of a batch read response to a
+// batch body: its 4-byte length, then the entry.
+func AppendV2BatchEntry(body, entry []byte) []byte {
+	body = binary.BigEndian.AppendUint32(body, uint32(len(entry)))
+	return append(body, entry...)
 }
 
 // appendV2Message appends a frame of header h and the marshalled m.

@@ -110,42 +110,49 @@ func TestDecodeV2Request(t *testing.T) {
 		wantError StatusCode // EOK: none
 	}{
 		{"add", cat(be32(0x02010000), v2Key, ent), addV3(false, false),
-			V2Request{V2Header{2, V2AddEntry, 0}, 7, 3}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2AddEntry, 0}, LedgerID: 7, EntryID: 3}, StatusCode_EOK},
 		{"recovery add", cat(be32(0x02010006), v2Key, ent), addV3(true, true),
-			V2Request{V2Header{2, V2AddEntry, 6}, 7, 3}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2AddEntry, 6}, LedgerID: 7, EntryID: 3}, StatusCode_EOK},
 		{"add ignores the fencing flag", cat(be32(0x02010001), v2Key, ent), addV3(false, false),
-			V2Request{V2Header{2, V2AddEntry, 1}, 7, 3}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2AddEntry, 1}, LedgerID: 7, EntryID: 3}, StatusCode_EOK},
 		{"read", cat(be32(0x02020000), be64(7), be64(4)), readV3(4, false, nil),
-			V2Request{V2Header{2, V2ReadEntry, 0}, 7, 4}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2ReadEntry, 0}, LedgerID: 7, EntryID: 4}, StatusCode_EOK},
 		{"read of the last entry", cat(be32(0x02020000), be64(7), be64(-1)), readV3(-1, false, nil),
-			V2Request{V2Header{2, V2ReadEntry, 0}, 7, -1}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2ReadEntry, 0}, LedgerID: 7, EntryID: -1}, StatusCode_EOK},
 		{"read ignores trailing bytes", cat(be32(0x02020000), be64(7), be64(4), []byte{9, 9}), readV3(4, false, nil),
-			V2Request{V2Header{2, V2ReadEntry, 0}, 7, 4}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2ReadEntry, 0}, LedgerID: 7, EntryID: 4}, StatusCode_EOK},
 		{"fencing read", cat(be32(0x02020005), be64(7), be64(-1), v2Key), readV3(-1, true, v2Key),
-			V2Request{V2Header{2, V2ReadEntry, 5}, 7, -1}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2ReadEntry, 5}, LedgerID: 7, EntryID: -1}, StatusCode_EOK},
 		{"version 1 fencing read carries no key", cat(be32(0x01020001), be64(7), be64(-1)),
 			func() *Request { r := readV3(-1, true, nil); r.Header.Priority = nil; return r }(),
-			V2Request{V2Header{1, V2ReadEntry, 1}, 7, -1}, StatusCode_EUA},
+			V2Request{Header: V2Header{1, V2ReadEntry, 1}, LedgerID: 7, EntryID: -1}, StatusCode_EUA},
 		{"version 0 read", cat(be32(0x00000002), be64(7), be64(4)), readV3(4, false, nil),
-			V2Request{V2Header{0, V2ReadEntry, 0}, 7, 4}, StatusCode_EOK},
+			V2Request{Header: V2Header{0, V2ReadEntry, 0}, LedgerID: 7, EntryID: 4}, StatusCode_EOK},
 		{"version 3 add", cat(be32(0x03010000), v2Key, ent), addV3(false, false),
-			V2Request{V2Header{3, V2AddEntry, 0}, 7, 3}, StatusCode_EBADVERSION},
+			V2Request{Header: V2Header{3, V2AddEntry, 0}, LedgerID: 7, EntryID: 3}, StatusCode_EBADVERSION},
 		{"negative version read", cat(be32(0x83020000), be64(7), be64(4)), readV3(4, false, nil),
-			V2Request{V2Header{-125, V2ReadEntry, 0}, 7, 4}, StatusCode_EBADVERSION},
+			V2Request{Header: V2Header{-125, V2ReadEntry, 0}, LedgerID: 7, EntryID: 4}, StatusCode_EBADVERSION},
 		{"add of an entry shorter than its header", cat(be32(0x02010000), v2Key, be64(7), be64(3)),
 			&Request{Header: NewHeader(OperationType_ADD_ENTRY, 0), AddRequest: &AddRequest{LedgerId: proto.Int64(7),
 				EntryId: proto.Int64(3), MasterKey: v2Key, Body: cat(be64(7), be64(3))}},
-			V2Request{V2Header{2, V2AddEntry, 0}, 7, 3}, StatusCode_EBADREQ},
+			V2Request{Header: V2Header{2, V2AddEntry, 0}, LedgerID: 7, EntryID: 3}, StatusCode_EBADREQ},
 		{"read of a negative ledger", cat(be32(0x02020000), be64(-2), be64(0)),
 			&Request{Header: NewHeader(OperationType_READ_ENTRY, 0), ReadRequest: &ReadRequest{
 				LedgerId: proto.Int64(-2), EntryId: proto.Int64(0)}},
-			V2Request{V2Header{2, V2ReadEntry, 0}, -2, 0}, StatusCode_EBADREQ},
+			V2Request{Header: V2Header{2, V2ReadEntry, 0}, LedgerID: -2, EntryID: 0}, StatusCode_EBADREQ},
+		{"batch read", cat(be32(0x02070000), be64(7), be64(2), be64(99), be32(10), be64(4096)), readV3(2, false, nil),
+			V2Request{Header: V2Header{2, V2BatchReadEntry, 0}, LedgerID: 7, EntryID: 2, RequestID: 99, MaxCount: 10,
+				MaxSize: 4096}, StatusCode_EOK},
+		{"fencing batch read", cat(be32(0x02070005), be64(7), be64(0), be64(5), be32(0xffffffff), be64(0), v2Key),
+			readV3(0, true, v2Key),
+			V2Request{Header: V2Header{2, V2BatchReadEntry, 5}, LedgerID: 7, EntryID: 0, RequestID: 5, MaxCount: -1},
+			StatusCode_EOK},
 		{"auth", cat(be32(0x02030000), authBytes),
 			&Request{Header: NewHeader(OperationType_AUTH, 0), AuthRequest: auth},
-			V2Request{V2Header{2, V2Auth, 0}, -1, -1}, StatusCode_EOK},
+			V2Request{Header: V2Header{2, V2Auth, 0}, LedgerID: -1, EntryID: -1}, StatusCode_EOK},
 		{"auth at version 7 is still answered", cat(be32(0x07030000), authBytes),
 			&Request{Header: NewHeader(OperationType_AUTH, 0), AuthRequest: auth},
-			V2Request{V2Header{7, V2Auth, 0}, -1, -1}, StatusCode_EOK},
+			V2Request{Header: V2Header{7, V2Auth, 0}, LedgerID: -1, EntryID: -1}, StatusCode_EOK},
 		// Malformed: BookKeeper's decoder throws and the connection closes.
 		{"empty", nil, nil, V2Request{}, 0},
 		{"short header", []byte{2, 1}, nil, V2Request{}, 0},
@@ -154,6 +161,9 @@ func TestDecodeV2Request(t *testing.T) {
 		{"short read", cat(be32(0x02020000), be64(7)), nil, V2Request{}, 0},
 		{"fencing read without its key", cat(be32(0x02020001), be64(7), be64(-1), v2Key[:19]), nil, V2Request{}, 0},
 		{"READ_LAC has no v2 layout", cat(be32(0x02040000), be64(7)), nil, V2Request{}, 0},
+		{"short batch read", cat(be32(0x02070000), be64(7), be64(2), be64(99), be32(10)), nil, V2Request{}, 0},
+		{"fencing batch read without its key", cat(be32(0x02070001), be64(7), be64(2), be64(99), be32(10), be64(1)),
+			nil, V2Request{}, 0},
 		{"WRITE_LAC has no v2 layout", cat(be32(0x02050000), be64(7), be64(2), v2Key), nil, V2Request{}, 0},
 		{"GET_BOOKIE_INFO", cat(be32(0x02060000), be64(3)), nil, V2Request{}, 0},
 		{"unknown opcode", cat(be32(0x02630000), be64(7), be64(4)), nil, V2Request{}, 0},
@@ -193,8 +203,8 @@ func slices0(b []byte) []byte { return append([]byte(nil), b...) }
 
 func TestAppendV2Response(t *testing.T) {
 	ent := v2Entry(7, 4, "data")
-	add := V2Request{V2Header{2, V2AddEntry, 6}, 7, 3}
-	read := V2Request{V2Header{2, V2ReadEntry, 5}, 7, -1}
+	add := V2Request{Header: V2Header{2, V2AddEntry, 6}, LedgerID: 7, EntryID: 3}
+	read := V2Request{Header: V2Header{2, V2ReadEntry, 5}, LedgerID: 7, EntryID: -1}
 	addResp := func(st StatusCode) *Response {
 		return &Response{Header: NewHeader(OperationType_ADD_ENTRY, 0), Status: st.Enum(),
 			AddResponse: &AddResponse{Status: st.Enum(), LedgerId: proto.Int64(7), EntryId: proto.Int64(3)}}
@@ -214,7 +224,7 @@ func TestAppendV2Response(t *testing.T) {
 		{"add EFENCED", add, addResp(StatusCode_EFENCED), cat(be32(24), be32(0x02010000), be32(104), be64(7), be64(3))},
 		{"add status only", add, &Response{Header: NewHeader(OperationType_ADD_ENTRY, 0), Status: StatusCode_EBADVERSION.Enum()},
 			cat(be32(24), be32(0x02010000), be32(103), be64(7), be64(3))},
-		{"version 0 add", V2Request{V2Header{0, V2AddEntry, 0}, 7, 3}, addResp(StatusCode_EREADONLY),
+		{"version 0 add", V2Request{Header: V2Header{0, V2AddEntry, 0}, LedgerID: 7, EntryID: 3}, addResp(StatusCode_EREADONLY),
 			cat(be32(24), be32(1), be32(105), be64(7), be64(3))},
 		{"read EOK carries the entry, not maxLAC", read, readResp,
 			cat(be32(uint32(24+len(ent))), be32(0x02020000), be32(0), be64(7), be64(-1), ent)},
@@ -224,7 +234,14 @@ func TestAppendV2Response(t *testing.T) {
 		{"read EUNKNOWNLEDGERSTATE", read, &Response{Header: NewHeader(OperationType_READ_ENTRY, 0),
 			Status: StatusCode_EUNKNOWNLEDGERSTATE.Enum()},
 			cat(be32(24), be32(0x02020000), be32(107), be64(7), be64(-1))},
-		{"auth answers at version 2", V2Request{V2Header{1, V2Auth, 0}, -1, -1},
+		{"batch read", V2Request{Header: V2Header{2, V2BatchReadEntry, 1}, LedgerID: 7, EntryID: 4, RequestID: 9},
+			readResp2(AppendV2BatchEntry(AppendV2BatchEntry(nil, ent), ent)),
+			cat(be32(uint32(32+8+2*len(ent))), be32(0x02070000), be32(0), be64(7), be64(4), be64(9),
+				be32(uint32(len(ent))), ent, be32(uint32(len(ent))), ent)},
+		{"batch read ENOENTRY", V2Request{Header: V2Header{2, V2BatchReadEntry, 0}, LedgerID: 7, EntryID: 4, RequestID: 9},
+			&Response{Header: NewHeader(OperationType_READ_ENTRY, 0), Status: StatusCode_ENOENTRY.Enum()},
+			cat(be32(32), be32(0x02070000), be32(2), be64(7), be64(4), be64(9))},
+		{"auth answers at version 2", V2Request{Header: V2Header{1, V2Auth, 0}, LedgerID: -1, EntryID: -1},
 			&Response{Header: NewHeader(OperationType_AUTH, 0), Status: StatusCode_EOK.Enum(), AuthResponse: auth},
 			cat(be32(uint32(4+len(authBytes))), be32(0x02030000), authBytes)},
 	}
@@ -237,6 +254,12 @@ func TestAppendV2Response(t *testing.T) {
 	if _, err := AppendV2Response(nil, V2Request{Header: V2Header{2, V2ReadLAC, 0}}, addResp(StatusCode_EOK)); !errors.Is(err, ErrNoV2Form) {
 		t.Errorf("READ_LAC response: %v, want ErrNoV2Form", err)
 	}
+}
+
+func readResp2(body []byte) *Response {
+	return &Response{Header: NewHeader(OperationType_READ_ENTRY, 0), Status: StatusCode_EOK.Enum(),
+		ReadResponse: &ReadResponse{Status: StatusCode_EOK.Enum(), LedgerId: proto.Int64(7), EntryId: proto.Int64(4),
+			Body: body}}
 }
 
 func TestAppendV2Request(t *testing.T) {

@@ -161,8 +161,8 @@
 //
 //   - START_TLS and GET_LIST_OF_ENTRIES_OF_LEDGER answer EBADREQ. AUTH is
 //     answered as by a bookie without an auth provider (EOK,
-//     AuthDisabledPlugin); v2's BATCH_READ_ENTRY is not served (its
-//     packet closes the connection, as a 4.16 bookie's does).
+//     AuthDisabledPlugin). v2's BATCH_READ_ENTRY is served as in 4.17,
+//     bounded by the frame limit (maxBatchReadSize is not a setting).
 //   - DEFERRED_SYNC adds are acknowledged after their sync like any other
 //     (stronger than required); FORCE_LEDGER then costs one more sync.
 //   - The journal is written in format 7 (checksummed) unless

@@ -86,6 +86,7 @@ func FuzzRequestFrames(f *testing.F) {
 	f.Add(v2Add(hdrAdd, testKey, body(1, 1, 10)))
 	f.Add(v2Read(hdrFence, 1, -1, testKey))
 	f.Add(join(u32(hdrAuth), []byte("\x0a\x01x\x12\x00")))
+	f.Add(join(u32(0x02070000), i64(1), i64(0), i64(7), u32(3), i64(1<<20)))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		fuzzOnce.Do(func() {
 			// One bookie for the whole fuzzing process, in memory; it is

@@ -31,7 +31,8 @@ import (
 //	  + MaxUnsentBytesPerConn + its largest response
 //
 // (a response is at most an entry, entrystore.MaxEntryBytes, and an
-// explicit LAC body, plus its protobuf). Across connections the budget may
+// explicit LAC body, plus its protobuf, or a v2 batch read's entries,
+// within MaxFrameBytes). Across connections the budget may
 // be passed by what each connection takes while the budget is below its
 // bound, or while the connection has nothing else in flight, so that one
 // client that stops reading cannot stall the others: n connections hold

@@ -3,6 +3,7 @@ package bookie
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,19 +16,25 @@ import (
 )
 
 // readEntry serves READ_ENTRY: a plain read (entryId -1 for the last
-// entry), a fencing read, or a long poll for the LAC.
+// entry), a fencing read, or a long poll for the LAC; and v2's
+// BATCH_READ_ENTRY, which comes as a plain or fencing read of its first
+// entry and reads the batch where that entry would be read.
 func (b *Bookie) readEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest) {
 	start := time.Now()
+	read := b.read
+	if v2 := cl.v2; v2 != nil && v2.Header.OpCode == bkproto.V2BatchReadEntry {
+		read = func(ledgerID, entryID int64) *bkproto.ReadResponse { return b.readBatch(ledgerID, entryID, *v2) }
+	}
 	piggyback, fence := readFlag(r, bkproto.ReadRequest_ENTRY_PIGGYBACK), readFlag(r, bkproto.ReadRequest_FENCE_LEDGER)
 	switch {
 	case fence:
-		b.fenceRead(cl, h, r, start)
+		b.fenceRead(cl, h, r, start, read)
 	case piggyback && (r.PreviousLAC == nil || r.GetEntryId() != bkproto.LastAddConfirmed):
 		b.sendRead(cl, h, start, b.errorRead(r.GetLedgerId(), r.GetEntryId(), bkproto.StatusCode_EBADREQ))
 	case r.PreviousLAC != nil:
 		b.longPoll(cl, h, r, start)
 	default:
-		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return b.read(r.GetLedgerId(), r.GetEntryId()) })
+		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(r.GetLedgerId(), r.GetEntryId()) })
 	}
 }
 
@@ -54,6 +61,47 @@ func (b *Bookie) read(ledgerID, entryID int64) *bkproto.ReadResponse {
 		rr.MaxLAC = proto.Int64(lac)
 	}
 	return rr
+}
+
+// readBatch reads a v2 BATCH_READ_ENTRY as BookKeeper 4.17 does
+// (docs/bookkeeper-protocol.md §6.2): entries first, first+1, ... up to
+// v2.MaxCount of them (none: no bound) while the response stays within
+// v2.MaxSize and the frame limit, counted from V2BatchFixedBytes with 4
+// bytes per entry on top of the entry; the first entry is always included.
+// A failure on the first entry is the answer; a later one ends the batch.
+// The body holds the entries as the v2 response carries them.
+func (b *Bookie) readBatch(ledgerID, first int64, v2 bkproto.V2Request) *bkproto.ReadResponse {
+	limit := int64(b.cfg.MaxFrameBytes) // BookKeeper's maxBatchReadSize defaults to the frame limit
+	if v2.MaxSize < limit {
+		limit = v2.MaxSize
+	}
+	count := int64(v2.MaxCount)
+	if count <= 0 {
+		count = math.MaxInt64
+	}
+	frameBytes := int64(bkproto.V2BatchFixedBytes)
+	var body []byte
+	for i := int64(0); i < count; i++ {
+		entry, err := b.store.Get(ledgerID, first+i)
+		if err != nil {
+			if i > 0 {
+				break
+			}
+			st := statusOf(err)
+			if st == bkproto.StatusCode_EIO {
+				b.log.Error("read failed", "ledger", ledgerID, "entry", first, "err", err)
+			}
+			return b.errorRead(ledgerID, first, st)
+		}
+		frameBytes += int64(len(entry)) + 4
+		if i > 0 && frameBytes > limit {
+			break
+		}
+		body = bkproto.AppendV2BatchEntry(body, entry)
+	}
+	b.m.readBytes.Add(float64(len(body)))
+	return &bkproto.ReadResponse{Status: bkproto.StatusCode_EOK.Enum(), LedgerId: proto.Int64(ledgerID),
+		EntryId: proto.Int64(first), Body: body}
 }
 
 func (b *Bookie) errorRead(ledgerID, entryID int64, st bkproto.StatusCode) *bkproto.ReadResponse {
@@ -97,7 +145,8 @@ func (b *Bookie) knownLAC(ledgerID int64) (lac int64, ok bool) {
 // answer, whatever the answer is, NoSuchEntry included (Appendix A item
 // 2). Adds that took the ledger's lock before the fence are ahead of the
 // fence record in the journal and in storage, so the read sees them.
-func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time) {
+func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time,
+	read func(ledgerID, entryID int64) *bkproto.ReadResponse) {
 	ledgerID, entryID := r.GetLedgerId(), r.GetEntryId()
 	jr := b.journalFor(ledgerID)
 	lock := b.ledgerLock(ledgerID)
@@ -118,7 +167,7 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		// normal add got in since. Journal nothing; just read.
 		lock.Unlock()
 		b.m.fenceWait.Observe(time.Since(start).Seconds())
-		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return b.read(ledgerID, entryID) })
+		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
 		return
 	}
 	b.fenceJournaled(ledgerID, +1)
@@ -136,7 +185,7 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		}
 		go func() { // off the journal goroutine: the read may touch the disk
 			defer b.tasks.Done()
-			b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return b.read(ledgerID, entryID) })
+			b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
 		}()
 	}})
 	lock.Unlock()

@@ -247,3 +247,54 @@ func TestV3Auth(t *testing.T) {
 		t.Fatalf("AUTH: %v %v", resp, err)
 	}
 }
+
+// TestV2BatchRead: BATCH_READ_ENTRY (BookKeeper 4.17) answers entries from
+// the first one on, bounded by maxCount and by maxSize (counted from 36
+// bytes, 4 more per entry, the first entry always in), stopping at the
+// first entry it lacks; a batch whose first entry is missing gets that
+// status; the fencing form fences.
+func TestV2BatchRead(t *testing.T) {
+	b := newEnv(t, false).start()
+	r := rawDial(t, b)
+	var ents [][]byte
+	for e := range int64(4) {
+		ents = append(ents, body(6, e, 100))
+		r.roundTrip(v2Add(hdrAdd, testKey, ents[e]))
+	}
+	entSize := uint32(len(ents[0]))
+	batch := func(hdr uint32, first, reqID int64, maxCount uint32, maxSize int64, key []byte) []byte {
+		return join(u32(hdr), i64(6), i64(first), i64(reqID), u32(maxCount), i64(maxSize), key)
+	}
+	resp := func(rc uint32, first, reqID int64, entries ...[]byte) []byte {
+		out := join(u32(0x02070000), u32(rc), i64(6), i64(first), i64(reqID))
+		for _, e := range entries {
+			out = join(out, u32(uint32(len(e))), e)
+		}
+		return out
+	}
+	fits := func(n int64) int64 { return 36 + n*(int64(entSize)+4) } // maxSize that just fits n entries
+	steps := []struct {
+		name string
+		req  []byte
+		want []byte
+	}{
+		{"two entries by count", batch(0x02070000, 1, 11, 2, 1<<20, nil), resp(rcOK, 1, 11, ents[1], ents[2])},
+		{"no count bound: up to the last entry", batch(0x02070000, 0, 12, 0, 1<<20, nil),
+			resp(rcOK, 0, 12, ents[0], ents[1], ents[2], ents[3])},
+		{"size bound", batch(0x02070000, 0, 13, 10, fits(2), nil), resp(rcOK, 0, 13, ents[0], ents[1])},
+		{"a byte short of two", batch(0x02070000, 0, 14, 10, fits(2)-1, nil), resp(rcOK, 0, 14, ents[0])},
+		{"the first entry even over the size", batch(0x02070000, 2, 15, 10, 1, nil), resp(rcOK, 2, 15, ents[2])},
+		{"first entry missing", batch(0x02070000, 4, 16, 10, 1<<20, nil), resp(rcNoEntry, 4, 16)},
+		{"unknown ledger", join(u32(0x02070000), i64(60), i64(0), i64(17), u32(1), i64(1<<20)),
+			join(u32(0x02070000), u32(rcNoLedger), i64(60), i64(0), i64(17))},
+		{"fencing batch with another key", batch(0x02070005, 3, 18, 1, 1<<20, bytes.Repeat([]byte{1}, 20)),
+			resp(rcUA, 3, 18)},
+		{"fencing batch", batch(0x02070005, 3, 19, 5, 1<<20, testKey), resp(rcOK, 3, 19, ents[3])},
+		{"add after the fencing batch", v2Add(hdrAdd, testKey, body(6, 4, 100)), v2AddResp(2, rcFenced, 6, 4)},
+	}
+	for _, s := range steps {
+		if got := r.roundTrip(s.req); !bytes.Equal(got, s.want) {
+			t.Fatalf("%s:\n got % x\nwant % x", s.name, got, s.want)
+		}
+	}
+}
