@@ -70,6 +70,16 @@ type Options struct {
 	EventBuffer int
 	// Logger receives debug logs about the connection; nil discards them.
 	Logger *slog.Logger
+	// SessionID, if not zero, asks the server to reattach the connection
+	// to that session (one whose connection to this or another server of
+	// the ensemble broke) instead of creating one; SessionPasswd is the
+	// session's password (Conn.SessionPasswd) and LastZxidSeen the
+	// highest zxid the client saw (Conn.LastZxid), so that a server
+	// behind it refuses the client. A session the server no longer has
+	// fails the dial with zkproto.ErrSessionExpired.
+	SessionID     int64
+	SessionPasswd []byte
+	LastZxidSeen  int64
 
 	noPing bool // tests: never ping, to watch a session expire
 }
@@ -85,6 +95,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("zkclient: negative max buffer %d", o.MaxBuffer)
 	case o.EventBuffer < 0:
 		return fmt.Errorf("zkclient: negative event buffer %d", o.EventBuffer)
+	case o.SessionID != 0 && len(o.SessionPasswd) != zkproto.PasswdLen:
+		return fmt.Errorf("zkclient: session password of %d bytes, want %d", len(o.SessionPasswd), zkproto.PasswdLen)
 	}
 	return nil
 }
@@ -134,6 +146,7 @@ type Conn struct {
 	log          *slog.Logger
 	maxBuffer    int
 	sessionID    int64
+	passwd       []byte        // the session's password; read-only after newConn
 	timeout      time.Duration // negotiated
 	pingInterval time.Duration // send a ping after this long without sending
 	readTimeout  time.Duration // fail after this long without receiving
@@ -214,10 +227,15 @@ func handshake(ctx context.Context, nc net.Conn, br *bufio.Reader, opts Options)
 	}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	req := zkproto.ConnectRequest{
-		TimeoutMs:   int32(opts.SessionTimeout.Milliseconds()),
-		Passwd:      make([]byte, zkproto.PasswdLen),
-		ReadOnly:    opts.ReadOnly,
-		HasReadOnly: true,
+		TimeoutMs:    int32(opts.SessionTimeout.Milliseconds()),
+		Passwd:       make([]byte, zkproto.PasswdLen),
+		ReadOnly:     opts.ReadOnly,
+		HasReadOnly:  true,
+		SessionID:    opts.SessionID,
+		LastZxidSeen: opts.LastZxidSeen,
+	}
+	if opts.SessionID != 0 {
+		copy(req.Passwd, opts.SessionPasswd)
 	}
 	var resp zkproto.ConnectResponse
 	_, err := nc.Write(zkproto.AppendFrame(nil, jute.Marshal(&req)))
@@ -255,6 +273,7 @@ func newConn(nc net.Conn, addr string, opts Options, resp zkproto.ConnectRespons
 		log:          opts.Logger,
 		maxBuffer:    opts.MaxBuffer,
 		sessionID:    resp.SessionID,
+		passwd:       append([]byte(nil), resp.Passwd...),
 		timeout:      timeout,
 		pingInterval: timeout / 3,
 		readTimeout:  timeout * 2 / 3,
@@ -266,6 +285,7 @@ func newConn(nc net.Conn, addr string, opts Options, resp zkproto.ConnectRespons
 		dec:          jute.NewDecoder(nil, opts.MaxBuffer),
 		noPing:       opts.noPing,
 	}
+	c.lastZxid.Store(opts.LastZxidSeen)
 	c.pending.init()
 	c.auths.init()
 	return c
@@ -273,6 +293,10 @@ func newConn(nc net.Conn, addr string, opts Options, resp zkproto.ConnectRespons
 
 // SessionID returns the session's id.
 func (c *Conn) SessionID() int64 { return c.sessionID }
+
+// SessionPasswd returns the session's password, for Options.SessionPasswd
+// when reattaching to the session.
+func (c *Conn) SessionPasswd() []byte { return append([]byte(nil), c.passwd...) }
 
 // SessionTimeout returns the session timeout the server granted.
 func (c *Conn) SessionTimeout() time.Duration { return c.timeout }
