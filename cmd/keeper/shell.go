@@ -44,7 +44,9 @@ commands from stdin, one per line; type help for the list.
 
 --server takes a connect string, as zkCli's -server does: one or more
 host:port, comma-separated, tried in order, and an optional chroot that every
-path is relative to (127.0.0.1:2181,127.0.0.1:2182/app). zkCli's spellings
+path is relative to (127.0.0.1:2181,127.0.0.1:2182/app). When the connection
+breaks, the shell moves the session to the next server that answers, as the
+Java client does (watches set before are not set again). zkCli's spellings
 -server, -timeout (milliseconds), -r and -waitforconnection work too.
 
 On a terminal the shell edits lines (arrows, Emacs keys, Ctrl-R to search the
@@ -189,6 +191,7 @@ type shell struct {
 	closed       bool                        // the session was closed by quit or close
 	endReported  bool                        // the connection's end was printed
 	quit         bool                        // quit ran
+	auths        []authInfo                  // the session's addauths, sent again after a failover
 }
 
 // repl runs the lines of src until its end or quit. Notifications that
@@ -249,6 +252,7 @@ func (s *shell) waitLine(results <-chan lineResult) lineResult {
 			if !ok {
 				s.events = nil
 				s.reportEnd()
+				s.failoverIfLost()
 				continue
 			}
 			s.printEvent(ev)
@@ -311,6 +315,8 @@ func (s *shell) run(tokens []string) {
 		s.fail(&cliError{msg: "Command not found: " + name, code: 127})
 		return
 	}
+	s.flushEvents()
+	s.failoverIfLost() // a connection that broke since: try the other servers first
 	flags, args, err := parseFlags(tokens[1:], c.flags)
 	s.tokens = tokens[1:]
 	if c.wordFlags {

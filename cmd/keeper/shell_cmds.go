@@ -353,6 +353,9 @@ func (s *shell) addAuth(_ flagSet, args []string) error {
 		s.printWatch("AuthFailed", "None", "")
 		return nil
 	}
+	if err == nil {
+		s.auths = append(s.auths, authInfo{scheme: args[0], auth: auth})
+	}
 	return keeperError(err, "")
 }
 

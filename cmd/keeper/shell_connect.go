@@ -251,3 +251,64 @@ func (c *zkConn) absRecord(r jute.Record) jute.Record {
 	}
 	return r
 }
+
+// authInfo is an addauth of the session, sent again on a new connection
+// after a failover, as the Java client sends its auth info again.
+type authInfo struct {
+	scheme string
+	auth   []byte
+}
+
+// failoverIfLost moves the session to a server of the connect string once
+// its connection broke, as the Java client does: each host once, starting
+// after the one that failed, reattaching to the same session. It prints
+// SyncConnected once reattached, or Expired if the servers no longer have
+// the session (the shell is then unconnected, as zkCli is). If no server
+// answers, the session stays disconnected and the next command tries
+// again. Watches set before are not set again (keeper's client has no
+// SetWatches yet).
+func (s *shell) failoverIfLost() {
+	old := s.conn
+	if old == nil || s.closed || !errors.Is(old.Err(), zkclient.ErrConnectionLoss) {
+		return
+	}
+	cs, err := parseConnectString(s.server)
+	if err != nil {
+		return
+	}
+	hosts := rotateAfter(cs.hosts, old.Addr())
+	per := max(s.opts.timeout/time.Duration(len(hosts)), time.Second)
+	for _, h := range hosts {
+		ctx, cancel := context.WithTimeout(s.ctx, per)
+		c, err := zkclient.Dial(ctx, h, zkclient.Options{SessionTimeout: s.opts.timeout, ReadOnly: s.opts.readOnly,
+			SessionID: old.SessionID(), SessionPasswd: old.SessionPasswd(), LastZxidSeen: old.LastZxid()})
+		cancel()
+		switch {
+		case errors.Is(err, zkproto.ErrSessionExpired):
+			s.conn, s.events = nil, nil
+			s.printWatch("Expired", "None", "")
+			return
+		case err != nil:
+			continue
+		}
+		for _, a := range s.auths {
+			if err := c.AddAuth(s.ctx, a.scheme, a.auth); err != nil {
+				s.errf("addauth %s after reconnecting: %v\n", a.scheme, keeperError(err, ""))
+			}
+		}
+		s.attach(&zkConn{Conn: c, chroot: old.chroot})
+		s.printWatch("SyncConnected", "None", "")
+		return
+	}
+}
+
+// rotateAfter returns hosts starting after addr, addr last; hosts as they
+// are if addr is not among them.
+func rotateAfter(hosts []string, addr string) []string {
+	for i, h := range hosts {
+		if h == addr {
+			return append(append([]string(nil), hosts[i+1:]...), hosts[:i+1]...)
+		}
+	}
+	return hosts
+}

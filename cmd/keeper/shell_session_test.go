@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"keeper/coordination/admin"
+	"keeper/coordination/server"
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkcore"
 )
 
 func TestParseConnectString(t *testing.T) {
@@ -179,5 +184,89 @@ func TestClientConfig(t *testing.T) {
 		if got := clientConfig(tt.config); got != tt.want {
 			t.Errorf("clientConfig(%q) = %q, want %q", tt.config, got, tt.want)
 		}
+	}
+}
+
+// TestShellFailover drives a shell whose server goes away and comes back
+// on a connect string of two hosts: the shell reports the disconnection,
+// reattaches to the same session (its ephemeral node is still there) and
+// runs the command; once the session is closed for good, it says Expired.
+func TestShellFailover(t *testing.T) {
+	dir := t.TempDir()
+	port := freePorts(t, 1)[0]
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	start := func() *server.Server {
+		cfg := server.Config{ClientAddr: addr, Core: zkcore.DefaultConfig(), Storage: server.StorageConfig{DataDir: dir}}
+		s, err := server.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	srv := start()
+	in, feed := io.Pipe()
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		// The shortest timeout the server grants (2 ticks), so that the
+		// second part's session expires soon.
+		done <- runShell(context.Background(), shellOptions{server: "127.0.0.1:1," + addr, timeout: 4 * time.Second},
+			nil, in, &out, &out)
+	}()
+	say := func(line string) {
+		if _, err := io.WriteString(feed, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(want string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for strings.Count(out.String(), want) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited for %d× %q; output:\n%s", n, want, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	say("create -e /eph x")
+	expect("Created /eph", 1)
+	srv.Close()
+	expect("state:Disconnected type:None", 1)
+	srv = start()
+	defer func() { srv.Close() }()
+	say("ls /")
+	expect("state:SyncConnected type:None", 2)
+	expect("[eph, zookeeper]\n", 1)
+
+	// A session the server expired while the shell was away: reattaching
+	// fails.
+	srv.Close()
+	expect("state:Disconnected type:None", 2)
+	srv = start()
+	probe, err := zkclient.Dial(context.Background(), addr, zkclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for { // the restarted server expires the session nobody reattached to
+		_, ok, err := probe.Exists(context.Background(), "/eph", false)
+		if err == nil && !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's ephemeral node is still there (%v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	say("ls /")
+	expect("state:Expired type:None", 1)
+	expect("Not connected\n", 1)
+	feed.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out.String())
 	}
 }
