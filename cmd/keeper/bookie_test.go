@@ -120,7 +120,7 @@ func TestBookieCommandAndTools(t *testing.T) {
 func checkBenchBookie(t *testing.T, ctx context.Context, addr, dir string) {
 	t.Helper()
 	var out strings.Builder
-	bc := benchBookieConfig{Addr: addr, Sizes: []int{100}, Ledgers: []int{1, 2}, Inflight: 4,
+	bc := benchBookieConfig{Addr: addr, Protocols: []string{"v3"}, Sizes: []int{100}, Ledgers: []int{1, 2}, Inflight: 4,
 		Connections: 1, Duration: 100 * time.Millisecond, FsyncDir: dir}
 	if err := runBenchBookie(ctx, bc, &out); err != nil {
 		t.Fatal(err)
