@@ -167,7 +167,18 @@ type Conn struct {
 	wake          chan struct{}
 	done          chan struct{}
 	closeOnce     sync.Once
+	// lingering is closed when the server ends the connection after its
+	// last reply (see linger); readerDone when the reader has returned.
+	lingering  chan struct{}
+	readerDone chan struct{}
 }
+
+// lingerTimeout bounds how long a connection the server ends waits for
+// the client to read the last reply and close its side.
+const lingerTimeout = time.Second
+
+// errLingering ends the reader of a connection the server is ending.
+var errLingering = errors.New("clientconn: connection ending")
 
 // New wraps a new connection; Start begins serving it.
 func New(id zkcore.ConnID, nc net.Conn, cfg Config, h Handler) *Conn {
@@ -177,10 +188,12 @@ func New(id zkcore.ConnID, nc net.Conn, cfg Config, h Handler) *Conn {
 	}
 	c := &Conn{
 		id: id, nc: nc, stream: nc, cfg: cfg, h: h, log: logger,
-		credits:  make(chan struct{}, cfg.MaxOutstanding),
-		answered: make(chan struct{}, 1),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		credits:    make(chan struct{}, cfg.MaxOutstanding),
+		answered:   make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		lingering:  make(chan struct{}),
+		readerDone: make(chan struct{}),
 	}
 	if c.cfg.MaxInflightRequestBytes <= 0 {
 		c.cfg.MaxInflightRequestBytes = DefaultMaxInflightRequestBytes
@@ -289,6 +302,7 @@ func (c *Conn) shutdown(err error) {
 
 // readLoop reads the opening frame, then requests, until the socket fails.
 func (c *Conn) readLoop() {
+	defer close(c.readerDone)
 	var deadline time.Time
 	if c.cfg.HandshakeTimeout > 0 {
 		deadline = time.Now().Add(c.cfg.HandshakeTimeout)
@@ -308,7 +322,12 @@ func (c *Conn) readLoop() {
 		err = c.readRequest()
 	}
 	if errors.Is(err, errAnswered) {
+		c.drain() // the writer ends the connection once the answer is out
 		return
+	}
+	if c.isLingering() {
+		c.drain()
+		err = nil
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		err = nil
@@ -377,6 +396,8 @@ func (c *Conn) readRequest() error {
 	r := c.r
 	select {
 	case c.credits <- struct{}{}:
+	case <-c.lingering:
+		return errLingering
 	case <-c.done:
 		return net.ErrClosed
 	}
@@ -395,12 +416,40 @@ func (c *Conn) readRequest() error {
 	if _, err := io.ReadFull(r, payload); err != nil {
 		return err
 	}
+	if c.isLingering() {
+		return errLingering // the server ends the connection: no more requests
+	}
 	req, err := zkcore.DecodeRequest(payload, c.cfg.MaxBuffer)
 	if err != nil {
 		return err
 	}
 	c.h.Request(c, req)
 	return nil
+}
+
+// isLingering reports whether the server is ending the connection.
+func (c *Conn) isLingering() bool {
+	select {
+	case <-c.lingering:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain waits until the server ends the connection, then reads and drops
+// what the client still sends until it closes its side or the linger
+// deadline passes: closing a socket with unread input makes the kernel
+// send a reset, which can destroy the last reply on its way to the client.
+func (c *Conn) drain() {
+	select {
+	case <-c.lingering:
+	case <-c.done:
+		return
+	}
+	if c.r != nil {
+		io.Copy(io.Discard, c.r)
+	}
 }
 
 // admit waits until a request of n bytes fits the connection's budget of
@@ -417,6 +466,8 @@ func (c *Conn) admit(n int) error {
 		c.mu.Unlock()
 		select {
 		case <-c.answered:
+		case <-c.lingering:
+			return errLingering
 		case <-c.done:
 			return net.ErrClosed
 		}
@@ -488,10 +539,32 @@ func (c *Conn) writeLoop() {
 			}
 		}
 		if closeAfter {
-			c.shutdown(nil)
+			c.linger(w)
 			return
 		}
 	}
+}
+
+// linger ends a connection after its last reply, as a web server does: it
+// closes the sending side, so the client reads the reply and then end of
+// file, lets the reader drop what the client still sends until it closes
+// or lingerTimeout passes, and only then closes the socket.
+func (c *Conn) linger(w net.Conn) {
+	cw, ok := w.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		c.shutdown(nil)
+		return
+	}
+	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	close(c.lingering)
+	t := time.NewTimer(2 * lingerTimeout)
+	defer t.Stop()
+	select {
+	case <-c.readerDone:
+	case <-c.done:
+	case <-t.C:
+	}
+	c.shutdown(nil)
 }
 
 // write writes out in chunks of at most writeChunkBytes, each of which

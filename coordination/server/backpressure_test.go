@@ -267,3 +267,46 @@ func TestRuokWhileTheLoopIsBusy(t *testing.T) {
 		t.Errorf("ruok while the loop is busy: %q", got)
 	}
 }
+
+// TestLastReplyNotLostToAReset: when the server ends a connection after a
+// reply while the client still has bytes on their way (a four-letter word
+// followed by more input, requests pipelined behind a failed auth),
+// closing with unread input would make the kernel reset the connection
+// and could destroy the reply. The server closes its sending side, reads
+// what the client still sends, and only then closes.
+func TestLastReplyNotLostToAReset(t *testing.T) {
+	s := startServer(t)
+	junk := bytes.Repeat([]byte("x"), 256<<10)
+	for i := range 20 {
+		c, err := net.DialTimeout("tcp", s.Addr().String(), waitTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(waitTimeout))
+		go c.Write(append([]byte("ruok"), junk...))
+		got, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || string(got) != "imok" {
+			t.Fatalf("ruok %d followed by more input: %q, %v", i, got, err)
+		}
+	}
+	for i := range 20 {
+		r := rawSession(t, s.Addr().String())
+		var buf []byte
+		buf = zkproto.AppendRequestFrame(buf, zkproto.RequestHeader{Xid: zkproto.XidAuth, Op: zkproto.OpAuth},
+			&zkproto.AuthPacket{Scheme: "no-such-scheme", Auth: []byte("x")})
+		for range 2000 {
+			buf = zkproto.AppendRequestFrame(buf, zkproto.RequestHeader{Xid: zkproto.XidPing, Op: zkproto.OpPing}, nil)
+		}
+		go r.nc.Write(buf)
+		r.nc.SetReadDeadline(time.Now().Add(waitTimeout))
+		payload, err := zkproto.ReadFrame(r.r, nil, 1<<20)
+		if err != nil {
+			t.Fatalf("failed auth %d with requests behind it: no reply: %v", i, err)
+		}
+		h, _, err := zkproto.DecodeReply(payload, zkproto.OpAuth, 0)
+		if err != nil || h.Err != zkproto.CodeAuthFailed {
+			t.Fatalf("failed auth %d: %+v %v", i, h, err)
+		}
+	}
+}
