@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -52,21 +53,31 @@ done
 SERVER_JVMFLAGS="$jvm" exec KEEPER server "$out"
 `
 
-// freeBase returns a port p such that p..p+3 are free on loopback: the
-// client, election, leader and admin ports kazoo's harness derives for a
-// one-server cluster.
+// freeBase returns a port p such that p..p+3 are free: the client,
+// election, leader and admin ports kazoo's harness derives for a
+// one-server cluster. They are chosen below the kernel's ephemeral range,
+// so that no outgoing connection of a test running beside this one takes
+// one of them between this check and the server's bind.
 func freeBase(t *testing.T) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
 		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := base+3 < 65536
+	}
+	const floor = 10000
+	if low-4 <= floor {
+		t.Fatalf("the ephemeral port range starts at %d: no room below it", low)
+	}
+	for range 200 {
+		base := floor + rand.IntN(low-4-floor)
+		ok := true
 		for p := base; ok && p <= base+3; p++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			// The admin server binds the wildcard address.
+			l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 			if err != nil {
 				ok = false
 				break
