@@ -64,7 +64,7 @@ type LedgerRun struct {
 
 // LedgerScenarios returns the ledger store's scenarios, by number.
 func LedgerScenarios() []*LedgerScenario {
-	return []*LedgerScenario{Scenario9(), Scenario10(), SlowBookieConsumers(), V2(Scenario9()), V2(Scenario10())}
+	return []*LedgerScenario{FencingRaceScenario(), BookieWipeScenario(), SlowBookieConsumers(), V2(FencingRaceScenario()), V2(BookieWipeScenario())}
 }
 
 // V2 returns sc with its clients speaking BookKeeper's v2 protocol.

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Scenario1 is docs/fault-model.md, scenario 1 (partitions): partitions. The leader is
+// PartitionsScenario is docs/fault-model.md, scenario 1 (partitions): partitions. The leader is
 // cut off from the quorum, then the servers split into random halves,
 // then into two halves joined by a bridge, over and over, while eight
 // clients pinned to different servers run CAS registers on ten keys.
@@ -13,7 +13,7 @@ import (
 // zxid order of reads and sessions, no acknowledged write lost (the
 // minority side acknowledges nothing it cannot commit), and every replica
 // equal at the end.
-func Scenario1() *Scenario {
+func PartitionsScenario() *Scenario {
 	return &Scenario{
 		ID: 1, Name: "partitions",
 		Cluster:  Config{Servers: 5},
@@ -26,7 +26,7 @@ func Scenario1() *Scenario {
 	}
 }
 
-// Scenario2 is the "kill -9" scenario (docs/fault-model.md, #2): kill -9 of a random member, the leader half
+// KillScenario is the "kill -9" scenario (docs/fault-model.md, #2): kill -9 of a random member, the leader half
 // of the time, every few seconds, restarted with the same data, under a
 // set workload (unique creates) and CAS registers. The kill drops the
 // bytes the server had written but not synced, as a power loss would
@@ -36,7 +36,7 @@ func Scenario1() *Scenario {
 // tails the restarts cut off. It runs with ZooKeeper's sample timing
 // (tickTime 2000, initLimit 10, syncLimit 5), so that failovers are as
 // fast as production settings make them, not a short tick.
-func Scenario2() *Scenario {
+func KillScenario() *Scenario {
 	rs := &Durations{}
 	return &Scenario{
 		ID: 2, Name: "kill -9",
@@ -55,7 +55,7 @@ func Scenario2() *Scenario {
 	}
 }
 
-// Scenario3 is the "kill during sync" scenario (docs/fault-model.md, #3), learner-sync durability: named failpoints
+// SyncFailpointsScenario is the "kill during sync" scenario (docs/fault-model.md, #3), learner-sync durability: named failpoints
 // in a chaos build of keeper (package internal/failpoint) kill a server at
 // each durability point of a learner's sync and of a snapshot, while a
 // follower is forced into a DIFF (a short absence across a new epoch), a
@@ -67,7 +67,7 @@ func Scenario2() *Scenario {
 // server must start again, and the replicas must converge; the figure
 // "failpoints" is the matrix of point/mode outcomes. The sweep starts at
 // a cell the seed picks and ends with kills at random moments of a sync.
-func Scenario3() *Scenario {
+func SyncFailpointsScenario() *Scenario {
 	o, fm := &Outcomes{}, &FailpointMatrix{}
 	return &Scenario{
 		ID: 3, Name: "failpoints during learner sync",
@@ -88,14 +88,14 @@ func Scenario3() *Scenario {
 	}
 }
 
-// Scenario4 is the "snapshot catch-up" scenario (docs/fault-model.md, #4): a follower is cut off until the leader has
+// SnapCatchUpScenario is the "snapshot catch-up" scenario (docs/fault-model.md, #4): a follower is cut off until the leader has
 // committed more txns than it keeps for a DIFF, so it must catch up by
 // SNAP, while clients churn children of one parent (sequential,
 // ephemeral, deletes) under a child watch and others add unique nodes.
 // Checks: every sampled digest matches, the parent's pzxid, cversion and
 // numChildren are equal everywhere (the tree comparison covers every
 // Stat field of every node), sequence numbers are never reused.
-func Scenario4() *Scenario {
+func SnapCatchUpScenario() *Scenario {
 	o, catchUp := &Outcomes{}, &Durations{}
 	return &Scenario{
 		ID: 4, Name: "lagging follower forced to SNAP",
@@ -113,7 +113,7 @@ func Scenario4() *Scenario {
 	}
 }
 
-// Scenario5 is the "session holders" scenario (docs/fault-model.md, #5): session holders (long-lived ephemerals)
+// SessionHoldersScenario is the "session holders" scenario (docs/fault-model.md, #5): session holders (long-lived ephemerals)
 // and Curator-style lock clients while a holder's client is paused past
 // its session timeout, a holder's server is stopped with SIGSTOP or cut
 // off the quorum, a holder's link turns slow but stays live, and the
@@ -123,7 +123,7 @@ func Scenario4() *Scenario {
 // expires within half a timeout of the client hearing from it (ephemerals
 // of a live session never go); no session is answered after its close;
 // only owners delete lock nodes; no ephemeral outlives the run's sessions.
-func Scenario5() *Scenario {
+func SessionHoldersScenario() *Scenario {
 	const timeout = 2 * time.Second
 	ps, cs := &PausedSessions{}, &ClockSkews{}
 	sc := &Scenario{
@@ -146,7 +146,7 @@ func Scenario5() *Scenario {
 	return sc
 }
 
-// Scenario6 is the "reconnect" scenario (docs/fault-model.md, #6): clients move their sessions from server to
+// ReconnectScenario is the "reconnect" scenario (docs/fault-model.md, #6): clients move their sessions from server to
 // server every 700 ms while one follower at a time lags (the leader's
 // messages to it are delayed), reading with watches and writing CAS
 // registers. A server behind a session must refuse it (CLIENT_ZXID_AHEAD),
@@ -154,7 +154,7 @@ func Scenario5() *Scenario {
 // exactly that. Checks: monotonic reads and read-your-writes across
 // moves, watch events before the data that triggered them, setWatches
 // firing missed triggers exactly once, linearizable writes.
-func Scenario6() *Scenario {
+func ReconnectScenario() *Scenario {
 	p := &Probes{}
 	sc := &Scenario{
 		ID: 6, Name: "reconnect to another server, one lagging",
@@ -172,7 +172,7 @@ func Scenario6() *Scenario {
 	return sc
 }
 
-// Scenario7 is the "disk faults" scenario (docs/fault-model.md, #7): disk faults. Offline, between a kill and a
+// DiskFaultsScenario is the "disk faults" scenario (docs/fault-model.md, #7): disk faults. Offline, between a kill and a
 // restart: a bit flip or a zeroed byte in the newest log, its tail cut, a
 // bit flip in or truncation of the newest snapshot, the data directory
 // wiped. Online: the disk fills up (RLIMIT_FSIZE, which a preallocating
@@ -180,7 +180,7 @@ func Scenario6() *Scenario {
 // build) under the leader or a follower. A damaged server
 // must refuse to start (it is then wiped and must rejoin by SNAP) or
 // serve exactly the committed state; the healthy quorum keeps committing.
-func Scenario7() *Scenario {
+func DiskFaultsScenario() *Scenario {
 	o := &Outcomes{}
 	return &Scenario{
 		ID: 7, Name: "disk faults",
@@ -203,14 +203,14 @@ func Scenario7() *Scenario {
 	}
 }
 
-// Scenario8 is the "adversarial clients" scenario (docs/fault-model.md, #8): hostile clients and peers — oversize and
+// AdversariesScenario is the "adversarial clients" scenario (docs/fault-model.md, #8): hostile clients and peers — oversize and
 // negative length prefixes, truncated frames, unknown opcodes, garbage,
 // a huge multi and setWatches, a 10,000-level path, hundreds of idle
 // connections, garbage and 1 GiB length prefixes on the election and
 // quorum ports — while healthy clients run CAS registers. Checks: no
 // server crashes, the quorum stays up, the healthy clients' history is
 // correct; the figures are their p99 latency and the servers' peak memory.
-func Scenario8() *Scenario {
+func AdversariesScenario() *Scenario {
 	return &Scenario{
 		ID: 8, Name: "adversarial clients",
 		Cluster:  Config{Servers: 3},
@@ -237,6 +237,6 @@ func Scenario8() *Scenario {
 // Scenarios returns every scenario of this package on the coordination
 // service, by number; LedgerScenarios has the ledger store's (9 and 10).
 func Scenarios() []*Scenario {
-	return []*Scenario{Scenario1(), Scenario2(), Scenario3(), Scenario4(), Scenario5(), Scenario6(), Scenario7(), Scenario8(),
+	return []*Scenario{PartitionsScenario(), KillScenario(), SyncFailpointsScenario(), SnapCatchUpScenario(), SessionHoldersScenario(), ReconnectScenario(), DiskFaultsScenario(), AdversariesScenario(),
 		SlowConsumers()}
 }

@@ -16,14 +16,14 @@ func runLedgerScenario(t *testing.T, sc *LedgerScenario) *Report {
 	return rep
 }
 
-func TestScenario9FencingRace(t *testing.T) { runLedgerScenario(t, Scenario9()) }
+func TestScenarioFencingRace(t *testing.T) { runLedgerScenario(t, FencingRaceScenario()) }
 
-func TestScenario10BookieCrashWipe(t *testing.T) { runLedgerScenario(t, Scenario10()) }
+func TestScenarioBookieCrashWipe(t *testing.T) { runLedgerScenario(t, BookieWipeScenario()) }
 
 // The same scenarios with every ledger client on BookKeeper's v2 protocol
 // (Pulsar's default): the writer processes and the harness's readers.
-func TestScenario9FencingRaceV2(t *testing.T) { runLedgerScenario(t, V2(Scenario9())) }
+func TestScenarioFencingRaceV2(t *testing.T) { runLedgerScenario(t, V2(FencingRaceScenario())) }
 
-func TestScenario10BookieCrashWipeV2(t *testing.T) { runLedgerScenario(t, V2(Scenario10())) }
+func TestScenarioBookieCrashWipeV2(t *testing.T) { runLedgerScenario(t, V2(BookieWipeScenario())) }
 
 func TestScenarioSlowBookieConsumers(t *testing.T) { runLedgerScenario(t, SlowBookieConsumers()) }

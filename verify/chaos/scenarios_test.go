@@ -101,21 +101,21 @@ func judge(t *testing.T, id int, name string, o Options, rep *Report, dir string
 	}
 }
 
-func TestScenario1Partitions(t *testing.T) { runScenario(t, Scenario1()) }
+func TestScenarioPartitions(t *testing.T) { runScenario(t, PartitionsScenario()) }
 
-func TestScenario2Kill(t *testing.T) { runScenario(t, Scenario2()) }
+func TestScenarioKill(t *testing.T) { runScenario(t, KillScenario()) }
 
-func TestScenario3KillDuringSync(t *testing.T) { runScenario(t, Scenario3()) }
+func TestScenarioKillDuringSync(t *testing.T) { runScenario(t, SyncFailpointsScenario()) }
 
-func TestScenario4SnapCatchUp(t *testing.T) { runScenario(t, Scenario4()) }
+func TestScenarioSnapCatchUp(t *testing.T) { runScenario(t, SnapCatchUpScenario()) }
 
-func TestScenario5SessionHolders(t *testing.T) { runScenario(t, Scenario5()) }
+func TestScenarioSessionHolders(t *testing.T) { runScenario(t, SessionHoldersScenario()) }
 
-func TestScenario6Reconnect(t *testing.T) { runScenario(t, Scenario6()) }
+func TestScenarioReconnect(t *testing.T) { runScenario(t, ReconnectScenario()) }
 
-func TestScenario7DiskFaults(t *testing.T) { runScenario(t, Scenario7()) }
+func TestScenarioDiskFaults(t *testing.T) { runScenario(t, DiskFaultsScenario()) }
 
-func TestScenario8Adversaries(t *testing.T) { runScenario(t, Scenario8()) }
+func TestScenarioAdversaries(t *testing.T) { runScenario(t, AdversariesScenario()) }
 
 func TestScenarioSlowConsumers(t *testing.T) { runScenario(t, SlowConsumers()) }
 

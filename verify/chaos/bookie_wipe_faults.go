@@ -17,7 +17,7 @@ import (
 const wipeRefusalTimeout = 30 * time.Second
 
 // fault injects one of scenario 10's faults; an error is the harness's.
-func (st *s10State) fault(ctx context.Context, mode string, other *ledgerclient.Client) error {
+func (st *wipeState) fault(ctx context.Context, mode string, other *ledgerclient.Client) error {
 	switch mode {
 	case "kill-restart":
 		return st.killRestart(ctx)
@@ -33,7 +33,7 @@ func (st *s10State) fault(ctx context.Context, mode string, other *ledgerclient.
 
 // ensembleVictim returns a random bookie of the current ledger's last
 // ensemble.
-func (st *s10State) ensembleVictim(ctx context.Context) (*s10Ledger, *Bookie, error) {
+func (st *wipeState) ensembleVictim(ctx context.Context) (*wipeLedger, *Bookie, error) {
 	l := st.current()
 	if l == nil {
 		return nil, nil, errors.New("no ledger is being written")
@@ -51,7 +51,7 @@ func (st *s10State) ensembleVictim(ctx context.Context) (*s10Ledger, *Bookie, er
 }
 
 // restart starts b again and times it.
-func (st *s10State) restart(b *Bookie) error {
+func (st *wipeState) restart(b *Bookie) error {
 	t0 := time.Now()
 	if err := st.r.Bookies.Start(b); err != nil {
 		return err
@@ -62,7 +62,7 @@ func (st *s10State) restart(b *Bookie) error {
 
 // killRestart kills a bookie of the writer's ensemble during adds (the
 // writer changes its ensemble) and restarts it with its data.
-func (st *s10State) killRestart(ctx context.Context) error {
+func (st *wipeState) killRestart(ctx context.Context) error {
 	l, b, err := st.ensembleVictim(ctx)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (st *s10State) killRestart(ctx context.Context) error {
 // wipe restarts a bookie with empty directories: it must refuse to start
 // because of its cookie and say so. Its data is then put back and it
 // starts again.
-func (st *s10State) wipe(ctx context.Context) error {
+func (st *wipeState) wipe(ctx context.Context) error {
 	r := st.r
 	b := r.Bookies.List[r.IntN(len(r.Bookies.List))]
 	r.Fault("kill -9 %s, wipe its journal and ledger directories, start it", b.Name)
@@ -136,9 +136,9 @@ func (st *s10State) wipe(ctx context.Context) error {
 // its ensemble and fences it there (raw requests), kills that bookie
 // with SIGKILL and restarts it: a plain add must then get EFENCED, the
 // explicit LAC must read back, and the entries must be there.
-func (st *s10State) fencePersists(ctx context.Context, other *ledgerclient.Client) error {
+func (st *wipeState) fencePersists(ctx context.Context, other *ledgerclient.Client) error {
 	r := st.r
-	pw := []byte(s10Password)
+	pw := []byte(wipePassword)
 	w, err := other.Create(ctx, ledgerclient.CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2, Password: pw})
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func withBookie(ctx context.Context, b *Bookie, fn func(*bookierpc.Client) error
 // another client: both update the ledger's metadata by compare-and-set.
 // The recovery must close the ledger at or past everything the writer had
 // acknowledged (checked at the end) and the writer must move on.
-func (st *s10State) raceRecovery(ctx context.Context, other *ledgerclient.Client) error {
+func (st *wipeState) raceRecovery(ctx context.Context, other *ledgerclient.Client) error {
 	r := st.r
 	l, b, err := st.ensembleVictim(ctx)
 	if err != nil {
@@ -236,7 +236,7 @@ func (st *s10State) raceRecovery(ctx context.Context, other *ledgerclient.Client
 	r.Bookies.Kill(b)
 	sleepCtx(ctx, time.Duration(r.IntN(300))*time.Millisecond)
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	h, err := other.Open(rctx, l.id, []byte(s10Password))
+	h, err := other.Open(rctx, l.id, []byte(wipePassword))
 	cancel()
 	st.mu.Lock()
 	st.races++

@@ -16,15 +16,15 @@ import (
 
 // Scenario 10's settings.
 const (
-	s10Password   = "s10"
-	s10LedgerLife = 4 * time.Second // a writer closes its ledger and starts another after this
-	s10Drain      = 40 * time.Second
+	wipePassword   = "s10"
+	wipeLedgerLife = 4 * time.Second // a writer closes its ledger and starts another after this
+	wipeDrain      = 40 * time.Second
 )
 
-// s10Faults are scenario 10's faults, in turn.
-var s10Faults = []string{"fence-and-lac-survive-restart", "kill-restart", "recovery-races-ensemble-change", "wipe"}
+// wipeFaults are scenario 10's faults, in turn.
+var wipeFaults = []string{"fence-and-lac-survive-restart", "kill-restart", "recovery-races-ensemble-change", "wipe"}
 
-// Scenario10 is the "bookie crash and wipe" scenario (docs/fault-model.md, #10): bookies crash, restart and come back
+// BookieWipeScenario is the "bookie crash and wipe" scenario (docs/fault-model.md, #10): bookies crash, restart and come back
 // wiped, under a writer (E=3, Qw=2, Qa=2; a new ledger every few seconds)
 // and readers that follow each ledger as its LAC moves — one tails it
 // (long polls), one polls its LAC and reads up to it. The faults, in
@@ -46,13 +46,13 @@ var s10Faults = []string{"fence-and-lac-survive-restart", "kill-restart", "recov
 // every entry once, in order. Figures: lost acknowledged entries (0),
 // readers that regressed (0), wiped-bookie refusals, restart times, torn
 // tails repaired.
-func Scenario10() *LedgerScenario {
+func BookieWipeScenario() *LedgerScenario {
 	return &LedgerScenario{ID: 10, Name: "bookie crash, restart and wipe", Servers: 1, Bookies: 5,
-		MaxSessionTimeoutMs: 4000, Duration: 20 * time.Second, DropUnsynced: true, Body: s10Body}
+		MaxSessionTimeoutMs: 4000, Duration: 20 * time.Second, DropUnsynced: true, Body: wipeBody}
 }
 
-// s10Ledger is one ledger of the writer, shared with its readers.
-type s10Ledger struct {
+// wipeLedger is one ledger of the writer, shared with its readers.
+type wipeLedger struct {
 	id int64
 
 	mu      sync.Mutex
@@ -61,7 +61,7 @@ type s10Ledger struct {
 	failure error // the first failed add's error
 }
 
-func (l *s10Ledger) payload(e int64) ([]byte, bool) {
+func (l *wipeLedger) payload(e int64) ([]byte, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e < 0 || e >= int64(len(l.sent)) {
@@ -70,33 +70,33 @@ func (l *s10Ledger) payload(e int64) ([]byte, bool) {
 	return l.sent[e], true
 }
 
-func (l *s10Ledger) written() *WrittenLedger {
+func (l *wipeLedger) written() *WrittenLedger {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &WrittenLedger{ID: l.id, Password: []byte(s10Password), Sent: append([][]byte(nil), l.sent...), Acked: l.acked}
+	return &WrittenLedger{ID: l.id, Password: []byte(wipePassword), Sent: append([][]byte(nil), l.sent...), Acked: l.acked}
 }
 
-// s10State is what the writer, the readers and the faults share.
-type s10State struct {
+// wipeState is what the writer, the readers and the faults share.
+type wipeState struct {
 	r      *LedgerRun
 	writer *ledgerclient.Client
 	mu     sync.Mutex
-	cur    *s10Ledger // the ledger being written
-	all    []*s10Ledger
+	cur    *wipeLedger // the ledger being written
+	all    []*wipeLedger
 	readWG sync.WaitGroup
 
 	regressed, gaps, refusals, races, raceFenced int
 	restarts                                     Durations
 }
 
-func (st *s10State) current() *s10Ledger {
+func (st *wipeState) current() *wipeLedger {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.cur
 }
 
-func s10Body(ctx context.Context, r *LedgerRun) {
-	st := &s10State{r: r}
+func wipeBody(ctx context.Context, r *LedgerRun) {
+	st := &wipeState{r: r}
 	clients := map[string]*ledgerclient.Client{}
 	for _, name := range []string{"writer", "tail", "poll", "other"} {
 		c, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog(name)})
@@ -119,10 +119,10 @@ func s10Body(ctx context.Context, r *LedgerRun) {
 	if !sleepCtx(ctx, warmup) {
 		ctx = context.WithoutCancel(ctx) // run the faults once even so
 	}
-	for k := 0; k < len(s10Faults) || ctx.Err() == nil; k++ {
+	for k := 0; k < len(wipeFaults) || ctx.Err() == nil; k++ {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if err := st.fault(fctx, s10Faults[k%len(s10Faults)], clients["other"]); err != nil {
-			r.Report.Violate("harness", "fault %s: %v", s10Faults[k%len(s10Faults)], err)
+		if err := st.fault(fctx, wipeFaults[k%len(wipeFaults)], clients["other"]); err != nil {
+			r.Report.Violate("harness", "fault %s: %v", wipeFaults[k%len(wipeFaults)], err)
 		}
 		cancel()
 		if err := r.Heal(); err != nil {
@@ -135,18 +135,18 @@ func s10Body(ctx context.Context, r *LedgerRun) {
 	st.finish(context.WithoutCancel(ctx), clients["other"])
 }
 
-// write appends to a ledger, closes it after s10LedgerLife or once it
+// write appends to a ledger, closes it after wipeLedgerLife or once it
 // fails, and starts another, until ctx ends; readers follow each ledger.
-func (st *s10State) write(ctx, readCtx context.Context, tail, poll *ledgerclient.Client) {
+func (st *wipeState) write(ctx, readCtx context.Context, tail, poll *ledgerclient.Client) {
 	r := st.r
 	for ctx.Err() == nil {
 		w, err := st.writer.Create(ctx, ledgerclient.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
-			Password: []byte(s10Password)})
+			Password: []byte(wipePassword)})
 		if err != nil {
 			sleepCtx(ctx, 200*time.Millisecond)
 			continue
 		}
-		l := &s10Ledger{id: w.ID(), acked: -1}
+		l := &wipeLedger{id: w.ID(), acked: -1}
 		st.mu.Lock()
 		st.cur = l
 		st.all = append(st.all, l)
@@ -166,9 +166,9 @@ func (st *s10State) write(ctx, readCtx context.Context, tail, poll *ledgerclient
 
 // appendUntil appends to l, paced, until its life is over, ctx ends or
 // an add fails.
-func (st *s10State) appendUntil(ctx context.Context, w *ledgerclient.Writer, l *s10Ledger) {
+func (st *wipeState) appendUntil(ctx context.Context, w *ledgerclient.Writer, l *wipeLedger) {
 	r := st.r
-	end := time.Now().Add(s10LedgerLife)
+	end := time.Now().Add(wipeLedgerLife)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var failed sync.Once
@@ -213,9 +213,9 @@ func (st *s10State) appendUntil(ctx context.Context, w *ledgerclient.Writer, l *
 
 // tailReader follows l with Tail: every entry once, in order, with the
 // payload sent, up to the close.
-func (st *s10State) tailReader(ctx context.Context, c *ledgerclient.Client, l *s10Ledger) {
+func (st *wipeState) tailReader(ctx context.Context, c *ledgerclient.Client, l *wipeLedger) {
 	r := st.r
-	h, err := c.OpenNoRecovery(ctx, l.id, []byte(s10Password))
+	h, err := c.OpenNoRecovery(ctx, l.id, []byte(wipePassword))
 	if err != nil {
 		r.Report.Violate("bk-tail", "ledger %d: open to tail: %v", l.id, err)
 		return
@@ -233,9 +233,9 @@ func (st *s10State) tailReader(ctx context.Context, c *ledgerclient.Client, l *s
 }
 
 // pollReader follows l by reading its LAC and the entries up to it.
-func (st *s10State) pollReader(ctx context.Context, c *ledgerclient.Client, l *s10Ledger) {
+func (st *wipeState) pollReader(ctx context.Context, c *ledgerclient.Client, l *wipeLedger) {
 	r := st.r
-	h, err := c.OpenNoRecovery(ctx, l.id, []byte(s10Password))
+	h, err := c.OpenNoRecovery(ctx, l.id, []byte(wipePassword))
 	if err != nil {
 		r.Report.Violate("bk-tail", "ledger %d: open to poll: %v", l.id, err)
 		return
@@ -273,7 +273,7 @@ func (st *s10State) pollReader(ctx context.Context, c *ledgerclient.Client, l *s
 // writer had acknowledged when it returned (I2: LAC ⇒ acknowledged),
 // unless the ledger is closed (recovery may close it further on). It
 // returns the LAC to read up to.
-func (st *s10State) checkLAC(l *s10Ledger, lac, read int64, closed bool) int64 {
+func (st *wipeState) checkLAC(l *wipeLedger, lac, read int64, closed bool) int64 {
 	r := st.r
 	acked := l.written().Acked
 	switch {
@@ -290,9 +290,9 @@ func (st *s10State) checkLAC(l *s10Ledger, lac, read int64, closed bool) int64 {
 
 // probeCopies reads entry e of l from each bookie of its write set and
 // describes what each answered.
-func (st *s10State) probeCopies(ctx context.Context, h *ledgerclient.ReadHandle, l *s10Ledger, e int64) string {
+func (st *wipeState) probeCopies(ctx context.Context, h *ledgerclient.ReadHandle, l *wipeLedger, e int64) string {
 	md := h.Metadata()
-	mac := bkproto.MacKey([]byte(s10Password))
+	mac := bkproto.MacKey([]byte(wipePassword))
 	want, _ := l.payload(e)
 	var out []string
 	for _, b := range md.WriteSetBookies(e) {
@@ -309,7 +309,7 @@ func (st *s10State) probeCopies(ctx context.Context, h *ledgerclient.ReadHandle,
 }
 
 // seen checks an entry a reader got when it expected entry next.
-func (st *s10State) seen(l *s10Ledger, reader string, next int64, e ledgerclient.Entry) {
+func (st *wipeState) seen(l *wipeLedger, reader string, next int64, e ledgerclient.Entry) {
 	r := st.r
 	switch {
 	case e.EntryID < next:
@@ -331,7 +331,7 @@ func (st *s10State) seen(l *s10Ledger, reader string, next int64, e ledgerclient
 
 // complete checks that a reader that stopped had read the whole closed
 // ledger.
-func (st *s10State) complete(ctx context.Context, c *ledgerclient.Client, l *s10Ledger, reader string, last int64) {
+func (st *wipeState) complete(ctx context.Context, c *ledgerclient.Client, l *wipeLedger, reader string, last int64) {
 	if ctx.Err() != nil {
 		st.r.Report.Violate("bk-tail", "ledger %d: %s reader still at entry %d when the run ended", l.id, reader, last)
 		return
@@ -345,15 +345,15 @@ func (st *s10State) complete(ctx context.Context, c *ledgerclient.Client, l *s10
 
 // finish closes (recovers) any ledger left open, waits for the readers
 // and checks every ledger.
-func (st *s10State) finish(ctx context.Context, c *ledgerclient.Client) {
+func (st *wipeState) finish(ctx context.Context, c *ledgerclient.Client) {
 	r := st.r
 	st.mu.Lock()
-	all := append([]*s10Ledger(nil), st.all...)
+	all := append([]*wipeLedger(nil), st.all...)
 	st.mu.Unlock()
 	for _, l := range all {
 		if md, err := c.Stat(ctx, l.id); err == nil && md.State != ledger.StateClosed {
 			rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			if _, err := c.Open(rctx, l.id, []byte(s10Password)); err != nil {
+			if _, err := c.Open(rctx, l.id, []byte(wipePassword)); err != nil {
 				r.Report.Violate("bk-liveness", "ledger %d: recovery at the end: %v", l.id, err)
 			}
 			cancel()
@@ -363,8 +363,8 @@ func (st *s10State) finish(ctx context.Context, c *ledgerclient.Client) {
 	go func() { st.readWG.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(s10Drain):
-		r.Report.Violate("bk-tail", "readers still reading %v after every ledger was closed", s10Drain)
+	case <-time.After(wipeDrain):
+		r.Report.Violate("bk-tail", "readers still reading %v after every ledger was closed", wipeDrain)
 	}
 	lost0 := r.Report.lostCount()
 	entries, changes := 0, 0

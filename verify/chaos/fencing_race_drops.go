@@ -9,13 +9,13 @@ import (
 	"keeper/ledgerstore/ledgerclient"
 )
 
-// s9LACReadTimeout bounds scenario 9's LAC read: two of the three bookies
+// fencingLACReadTimeout bounds scenario 9's LAC read: two of the three bookies
 // answer it at once, so it needs no read timeout of the client's.
-const s9LACReadTimeout = 10 * time.Second
+const fencingLACReadTimeout = 10 * time.Second
 
-// s9Drops arms the requests scenario 9's rounds have the bookie fronts
+// fencingDrops arms the requests scenario 9's rounds have the bookie fronts
 // drop (Bookies.DropOne), and counts them.
-type s9Drops struct {
+type fencingDrops struct {
 	fenceArmed, lacArmed int
 	unfired              []string
 }
@@ -24,7 +24,7 @@ type s9Drops struct {
 // reader does (a handle opened without recovery), with its READ_LAC to
 // one bookie of ens dropped. It returns the LAC, or -1 if the read
 // failed, which is a violation: the two other bookies cover the ensemble.
-func (d *s9Drops) readLAC(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int64,
+func (d *fencingDrops) readLAC(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int64,
 	ens []ledger.BookieID, password string) int64 {
 	b := r.Bookies.Bookie(string(ens[r.IntN(len(ens))]))
 	if b == nil {
@@ -32,7 +32,7 @@ func (d *s9Drops) readLAC(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Cl
 	}
 	r.Bookies.DropOne(harnessNode, b, DropReadLAC)
 	d.lacArmed++
-	rctx, cancel := context.WithTimeout(ctx, s9LACReadTimeout)
+	rctx, cancel := context.WithTimeout(ctx, fencingLACReadTimeout)
 	defer cancel()
 	t0 := time.Now()
 	h, err := w2.OpenNoRecovery(rctx, id, []byte(password))
@@ -51,7 +51,7 @@ func (d *s9Drops) readLAC(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Cl
 // fence arms the drop of the first fence read W2's recovery of ledger id
 // sends to a bookie of ens other than victim (which the round's fault
 // may take out of the ensemble, or cut W2 off).
-func (d *s9Drops) fence(r *LedgerRun, id int64, ens []ledger.BookieID, victim *Bookie) {
+func (d *fencingDrops) fence(r *LedgerRun, id int64, ens []ledger.BookieID, victim *Bookie) {
 	var others []*Bookie
 	for _, e := range ens {
 		if b := r.Bookies.Bookie(string(e)); b != nil && b != victim {
@@ -68,14 +68,14 @@ func (d *s9Drops) fence(r *LedgerRun, id int64, ens []ledger.BookieID, victim *B
 }
 
 // endRound forgets the drops of ledger id's round that did not happen.
-func (d *s9Drops) endRound(r *LedgerRun, id int64) {
+func (d *fencingDrops) endRound(r *LedgerRun, id int64) {
 	for _, a := range r.Bookies.Disarm() {
 		d.unfired = append(d.unfired, fmt.Sprintf("%d:%s", id, a))
 	}
 }
 
 // figures reports the drops done of those armed.
-func (d *s9Drops) figures(r *LedgerRun) {
+func (d *fencingDrops) figures(r *LedgerRun) {
 	fences := r.Bookies.Dropped(DropFence)
 	r.Report.Figure("fence-dropped", "%d/%d", fences, d.fenceArmed)
 	r.Report.Figure("read-lac-dropped", "%d/%d", r.Bookies.Dropped(DropReadLAC), d.lacArmed)

@@ -12,18 +12,18 @@ import (
 
 // Scenario 9's settings.
 const (
-	s9Password     = "s9"
-	s9Session      = 2 * time.Second // the metadata servers' maxSessionTimeout
-	s9WarmAcks     = 100             // acknowledged entries before the faults
-	s9WriterExit   = 20 * time.Second
-	s9RoundTimeout = 40 * time.Second
+	fencingPassword     = "s9"
+	fencingSession      = 2 * time.Second // the metadata servers' maxSessionTimeout
+	fencingWarmAcks     = 100             // acknowledged entries before the faults
+	fencingWriterExit   = 20 * time.Second
+	fencingRoundTimeout = 40 * time.Second
 )
 
-// s9Modes are the faults of scenario 9's rounds, in turn.
-var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "writer-session-expired",
+// fencingModes are the faults of scenario 9's rounds, in turn.
+var fencingModes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "writer-session-expired",
 	"recovery-fence-dropped"}
 
-// Scenario9 is the "fencing race" scenario (docs/fault-model.md, #9), the BookKeeper fencing race (BK #2614). In
+// FencingRaceScenario is the "fencing race" scenario (docs/fault-model.md, #9), the BookKeeper fencing race (BK #2614). In
 // each round a writer process W1 (`keeper ledger write`, E=3, Qw=3, Qa=2)
 // appends continuously while the harness's client W2 opens the ledger
 // with recovery. The rounds take turns at the faults: W2's link to one
@@ -37,7 +37,7 @@ var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "wr
 // second fence read can finish the recovery. In every round the fronts
 // also drop one fence read of W2's recovery, and one READ_LAC of a LAC
 // read W2 makes before the fault, each at a bookie of the ensemble (see
-// s9Drops). Checks (checkLedger): no divergence — nothing W1 had
+// fencingDrops). Checks (checkLedger): no divergence — nothing W1 had
 // acknowledged lies beyond the sealed last entry; every entry up to it
 // reads back with the payload W1 sent as that entry; each is stored at
 // Qa or more bookies of its write set; W1 is fenced (it exits with
@@ -46,30 +46,30 @@ var s9Modes = []string{"recovery-cut-from-bookie", "writer-cut-from-bookie", "wr
 // Figures: the ledgers with truncation (0), recovery times, entries
 // written back by the recoveries (RECOVERY_ADD requests seen by the
 // fronts), requests dropped of those armed.
-func Scenario9() *LedgerScenario {
+func FencingRaceScenario() *LedgerScenario {
 	return &LedgerScenario{ID: 9, Name: "BK fencing race", Servers: 1, Bookies: 5,
-		MaxSessionTimeoutMs: int(s9Session.Milliseconds()), Duration: 15 * time.Second, Body: s9Body}
+		MaxSessionTimeoutMs: int(fencingSession.Milliseconds()), Duration: 15 * time.Second, Body: fencingBody}
 }
 
-// s9Stats are scenario 9's figures.
-type s9Stats struct {
+// fencingStats are scenario 9's figures.
+type fencingStats struct {
 	rounds, fenced, truncated, writtenBack, fenceReads int
 	recovery                                           []time.Duration
 	otherExits                                         []string
-	drops                                              s9Drops
+	drops                                              fencingDrops
 }
 
-func s9Body(ctx context.Context, r *LedgerRun) {
+func fencingBody(ctx context.Context, r *LedgerRun) {
 	w2, err := r.LedgerClient(harnessNode, ledgerclient.Config{})
 	if err != nil {
 		r.Report.Violate("harness", "W2's client: %v", err)
 		return
 	}
 	defer w2.Close()
-	var st s9Stats
+	var st fencingStats
 	for k := 0; ctx.Err() == nil || k == 0; k++ {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s9RoundTimeout)
-		err := s9Round(rctx, r, w2, k, s9Modes[k%len(s9Modes)], &st)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fencingRoundTimeout)
+		err := fencingRound(rctx, r, w2, k, fencingModes[k%len(fencingModes)], &st)
 		cancel()
 		if err != nil {
 			r.Report.Violate("harness", "round %d: %v", k, err)
@@ -98,10 +98,10 @@ func s9Body(ctx context.Context, r *LedgerRun) {
 	}
 }
 
-// s9Round runs one round: W1 writes, the fault, W2 recovers, W1 must
+// fencingRound runs one round: W1 writes, the fault, W2 recovers, W1 must
 // be fenced, the ledger is checked.
-func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, mode string, st *s9Stats) error {
-	w1, err := r.StartProcWriter("w1", s9Password, "-E", "3", "--Qw", "3", "--Qa", "2",
+func fencingRound(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, mode string, st *fencingStats) error {
+	w1, err := r.StartProcWriter("w1", fencingPassword, "-E", "3", "--Qw", "3", "--Qa", "2",
 		"--add-timeout", "1s", "--read-timeout", "2s")
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, 
 	payload := func(i int) []byte { return []byte(fmt.Sprintf("L%d-e%08d-%s", id, i, strings.Repeat("x", 60))) }
 	go w1.Feed(fctx, payload, 2, 5*time.Millisecond, func() { r.Op(k, true) })
 	if err := poll(20*time.Second, "W1's first acks", func() (bool, string, error) {
-		return w1.Acked() >= s9WarmAcks, fmt.Sprintf("acked %d", w1.Acked()), nil
+		return w1.Acked() >= fencingWarmAcks, fmt.Sprintf("acked %d", w1.Acked()), nil
 	}); err != nil {
 		return fmt.Errorf("%w\n%s", err, LogTail(w1.LogPath, 20))
 	}
@@ -130,14 +130,14 @@ func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, 
 		return fmt.Errorf("ledger %d's ensemble %v names no bookie of the run", id, ens)
 	}
 	st.rounds++
-	lac := st.drops.readLAC(ctx, r, w2, id, ens, s9Password)
+	lac := st.drops.readLAC(ctx, r, w2, id, ens, fencingPassword)
 	st.drops.fence(r, id, ens, victim)
-	recovered := s9Fault(ctx, r, w2, id, mode, victim, w1, st)
+	recovered := fencingFault(ctx, r, w2, id, mode, victim, w1, st)
 	r.Cluster.Net.Heal()
 	st.drops.endRound(r, id)
-	if !w1.Wait(s9WriterExit) {
+	if !w1.Wait(fencingWriterExit) {
 		r.Report.Violate("bk-fencing", "ledger %d (%s): W1 still runs %v after the recovery closed the ledger: not fenced",
-			id, mode, s9WriterExit)
+			id, mode, fencingWriterExit)
 	}
 	stopFeed()
 	w1.Kill()
@@ -147,7 +147,7 @@ func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, 
 	case recovered:
 		st.otherExits = append(st.otherExits, fmt.Sprintf("%d:%s", id, lastLine(log)))
 	}
-	wl := &WrittenLedger{ID: id, Password: []byte(s9Password), Sent: w1.Sent(), Acked: w1.Acked()}
+	wl := &WrittenLedger{ID: id, Password: []byte(fencingPassword), Sent: w1.Sent(), Acked: w1.Acked()}
 	if !recovered {
 		// The recovery did not finish within the round: finish it now,
 		// healed, so that the ledger can be judged.
@@ -172,10 +172,10 @@ func s9Round(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, k int, 
 	return nil
 }
 
-// s9Fault injects the round's fault around W2's recovery of ledger id
+// fencingFault injects the round's fault around W2's recovery of ledger id
 // and reports whether the recovery finished.
-func s9Fault(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int64, mode string, victim *Bookie,
-	w1 *ProcWriter, st *s9Stats) bool {
+func fencingFault(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int64, mode string, victim *Bookie,
+	w1 *ProcWriter, st *fencingStats) bool {
 	nw := r.Cluster.Net
 	switch mode {
 	case "recovery-cut-from-bookie":
@@ -194,9 +194,9 @@ func s9Fault(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int6
 		r.Fault("ledger %d: W2 (recovery) cut off %s until its recovery ends", id, victim.Name)
 		nw.SetBoth(harnessNode, victim.Name, Rule{Blackhole: true})
 	case "writer-session-expired":
-		cut := s9Session + 1500*time.Millisecond
+		cut := fencingSession + 1500*time.Millisecond
 		r.Fault("ledger %d: W1's metadata links cut for %v (session %v), W1 cut off %s; W2 recovers meanwhile",
-			id, cut, s9Session, victim.Name)
+			id, cut, fencingSession, victim.Name)
 		for _, s := range r.Cluster.Servers {
 			nw.SetBoth(w1.Name, s.Name, Rule{Blackhole: true})
 		}
@@ -211,14 +211,14 @@ func s9Fault(ctx context.Context, r *LedgerRun, w2 *ledgerclient.Client, id int6
 	t0 := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	_, err := w2.Open(rctx, id, []byte(s9Password))
+	_, err := w2.Open(rctx, id, []byte(fencingPassword))
 	if err != nil {
 		r.Report.Violate("bk-liveness", "ledger %d (%s): recovery did not finish within 20s: %v", id, mode, err)
 		return false
 	}
 	st.recovery = append(st.recovery, time.Since(t0))
 	if mode == "writer-session-expired" {
-		sleepCtx(ctx, s9Session+2*time.Second-time.Since(t0)) // let W1's session expire and its link heal
+		sleepCtx(ctx, fencingSession+2*time.Second-time.Since(t0)) // let W1's session expire and its link heal
 	}
 	return true
 }
