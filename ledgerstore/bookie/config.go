@@ -13,7 +13,7 @@ import (
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookie/journal"
-	"keeper/ledgerstore/metadata"
+	"keeper/ledgerstore/ledger"
 )
 
 // Defaults, BookKeeper's unless a comment says otherwise (docs/bookkeeper-protocol.md §12).
@@ -95,7 +95,7 @@ type Config struct {
 	ListenAddr string
 	// BookieID is the bookie's identity (bookieId): its registration
 	// znode, its cookie, and what ledger metadata names; BookKeeper's
-	// character rules apply (metadata.BookieID.Validate). "" means
+	// character rules apply (ledger.BookieID.Validate). "" means
 	// AdvertisedAddress (or the listener's host, or the first non-loopback
 	// IPv4 address) joined with the listening port, as BookKeeper does.
 	BookieID string
@@ -282,7 +282,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.BookieID != "" {
-		if err := metadata.BookieID(c.BookieID).Validate(); err != nil {
+		if err := ledger.BookieID(c.BookieID).Validate(); err != nil {
 			return fmt.Errorf("bookie: bookieId: %w", err)
 		}
 	}

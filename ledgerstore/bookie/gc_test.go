@@ -12,6 +12,7 @@ import (
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookierpc"
+	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -219,7 +220,7 @@ func TestGCOnLongHierarchicalTree(t *testing.T) {
 	if err := ms.Init(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	md := metadata.NewOpen([]metadata.BookieID{metadata.BookieID(e.id)}, 1, 1, bkproto.DigestCRC32C, testPassword)
+	md := metadata.NewOpen([]ledger.BookieID{ledger.BookieID(e.id)}, 1, 1, bkproto.DigestCRC32C, testPassword)
 	for _, id := range []int64{1, 2} {
 		if _, _, err := ms.Create(ctx(t), id, md); err != nil {
 			t.Fatal(err)

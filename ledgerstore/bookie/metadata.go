@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -54,7 +55,7 @@ func (b *Bookie) openMetadata(ctx context.Context) error {
 		b.log.Warn("the ledgers tree has no INSTANCEID; cookies will not name a cluster", "root", b.md.Root())
 	}
 	master := masterCookie(b.cfg, b.id, instanceID)
-	return checkCookies(b.cfg.FS, cookieDirs(b.cfg), metaCookies{ctx, b.md, metadata.BookieID(b.id)}, master)
+	return checkCookies(b.cfg.FS, cookieDirs(b.cfg), metaCookies{ctx, b.md, ledger.BookieID(b.id)}, master)
 }
 
 // register publishes the bookie in the registry, in the mode updateMode
@@ -66,7 +67,7 @@ func (b *Bookie) register(ctx context.Context) error {
 	}
 	b.modeMu.Lock()
 	reg, err := b.md.NewRegistration(metadata.RegistrationConfig{
-		ID: metadata.BookieID(b.id), Data: data, ReadOnly: b.published, StaleWait: 2 * b.cfg.ZKSessionTimeout,
+		ID: ledger.BookieID(b.id), Data: data, ReadOnly: b.published, StaleWait: 2 * b.cfg.ZKSessionTimeout,
 	})
 	if err == nil {
 		b.reg = reg
@@ -119,7 +120,7 @@ func (b *Bookie) closeMetadata() error {
 type metaCookies struct {
 	ctx   context.Context
 	store *metadata.Store
-	id    metadata.BookieID
+	id    ledger.BookieID
 }
 
 func (m metaCookies) readCookie() ([]byte, bool, error) {

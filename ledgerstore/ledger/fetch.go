@@ -101,8 +101,8 @@ type entryDecoder struct {
 }
 
 func newEntryDecoder(ledgerID int64, md Metadata) entryDecoder {
-	d := entryDecoder{ledgerID: ledgerID, digestType: md.DigestType}
-	if md.DigestType == bkproto.DigestHMAC {
+	d := entryDecoder{ledgerID: ledgerID, digestType: md.Digest()}
+	if md.Digest() == bkproto.DigestHMAC {
 		k := bkproto.MacKey(md.Password)
 		d.macKey = k[:]
 	}

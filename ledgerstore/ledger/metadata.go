@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"keeper/ledgerstore/bkproto"
 )
@@ -12,6 +14,28 @@ import (
 // BookieID names a bookie as ledger metadata does: "host:port", or an
 // opaque id (BP-41).
 type BookieID string
+
+// Validate checks id against BookKeeper's rule (BookieId.validateBookieId):
+// one or more of the characters a-z, 0-9, ':' through '_' (which takes in
+// A-Z and ";<=>?@[\]^"), '.' and '-', and not "readonly" in any case,
+// which names the metadata store's directory of read-only bookies.
+func (id BookieID) Validate() error {
+	if id == "" || strings.EqualFold(string(id), "readonly") {
+		return fmt.Errorf("ledger: invalid bookie id %q", string(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= ':' && c <= '_' || c == '.' || c == '-'
+		if !ok {
+			return fmt.Errorf("ledger: invalid bookie id %q: byte %#x at %d", string(id), c, i)
+		}
+	}
+	return nil
+}
+
+// NoEntry is the entry id of "no entry": the LastEntryID of an empty
+// closed ledger, and of every ledger that is not closed.
+const NoEntry int64 = -1
 
 // State is a ledger's metadata state (docs/bookkeeper-protocol.md §1.2). The numbers are those of
 // LedgerMetadataFormat.State. No transition leads back to StateOpen.
@@ -45,35 +69,83 @@ type Segment struct {
 	Bookies      []BookieID
 }
 
-// Metadata is the part of a ledger's metadata the state machines read and
-// write: a view of LedgerMetadataFormat (docs/bookkeeper-protocol.md §5.1) that the driver converts
-// to and from the metadata store's format. ledger never imports the
-// metadata package (STYLE: no edge ledger -> metadata).
+// Equal reports whether s and o start at the same entry with the same
+// bookies in the same positions.
+func (s Segment) Equal(o Segment) bool {
+	return s.FirstEntryID == o.FirstEntryID && slices.Equal(s.Bookies, o.Bookies)
+}
+
+// Metadata is one ledger's metadata (docs/bookkeeper-protocol.md §5.1),
+// the Go form of BookKeeper's LedgerMetadataFormat: what the state
+// machines read and write, and what the metadata store encodes. The ledger
+// id is not part of it: it is the znode's path.
 //
 // Version is the store's version of the value, opaque here: a MetadataWrite
 // is a compare-and-set expecting it.
+//
+// A Metadata holds slices and a map; Clone it before changing a copy that
+// another goroutine may read.
 type Metadata struct {
 	Version int64
+	// FormatVersion is the stored format the metadata was decoded from (1,
+	// 2 or 3; 0 for metadata built in memory). The store always writes 3.
+	FormatVersion int
 
 	EnsembleSize int // E
-	WriteQuorum  int // Qw
+	WriteQuorum  int // Qw; stored in the field named quorumSize
 	AckQuorum    int // Qa
 
-	State       State
-	LastEntryID int64 // meaningful when StateClosed; −1 means empty
-	Length      int64 // total payload bytes; final only when StateClosed
+	State State
+	// LastEntryID is the closed ledger's last entry (NoEntry if it is
+	// empty). The store keeps NoEntry while the ledger is not closed.
+	LastEntryID int64
+	// Length is the closed ledger's total payload bytes; 0 in the store
+	// while the ledger is not closed.
+	Length int64
 
 	// Segments is sorted by FirstEntryID, strictly increasing, and starts
 	// at 0. It stands for the metadata's firstEntryId → ensemble map.
 	Segments []Segment
 
+	// DigestType is the entries' digest. Zero means the stored metadata
+	// names none (format 1 only); such a ledger's entries are read as
+	// CRC32, the Java client's default (Digest).
 	DigestType bkproto.DigestType
-	Password   []byte
+	// Password is the ledger password, stored in clear. Empty is allowed.
+	Password []byte
 
-	// Carried through updates unchanged, never interpreted here.
-	CTimeMillis int64
-	CToken      int64
-	Custom      map[string][]byte
+	// CTimeMillis is the creation time in milliseconds since the epoch.
+	// StoreCreationTime says whether the stored metadata records it; when
+	// it does not, the store fills it from the znode's ctime, as
+	// BookKeeper does.
+	CTimeMillis       int64
+	StoreCreationTime bool
+	// CToken is the creator's random token (0 if none), which lets a create
+	// retried after a lost reply recognise its own znode.
+	CToken int64
+	// Custom holds the application's tags. It is nil when empty.
+	Custom map[string][]byte
+}
+
+// Digest returns the digest the ledger's entries carry: DigestType, or
+// CRC32 for metadata that names none.
+func (m Metadata) Digest() bkproto.DigestType {
+	if m.DigestType == 0 {
+		return bkproto.DigestCRC32
+	}
+	return m.DigestType
+}
+
+// Equal reports whether m and o hold the same metadata. Version and
+// FormatVersion are ignored: they say where m came from, not what it is.
+func (m Metadata) Equal(o Metadata) bool {
+	return m.EnsembleSize == o.EnsembleSize && m.WriteQuorum == o.WriteQuorum &&
+		m.AckQuorum == o.AckQuorum && m.State == o.State &&
+		m.LastEntryID == o.LastEntryID && m.Length == o.Length &&
+		sameSegments(m.Segments, o.Segments) &&
+		m.DigestType == o.DigestType && bytes.Equal(m.Password, o.Password) &&
+		m.CTimeMillis == o.CTimeMillis && m.StoreCreationTime == o.StoreCreationTime &&
+		maps.EqualFunc(m.Custom, o.Custom, bytes.Equal) && m.CToken == o.CToken
 }
 
 // Clone returns a deep copy of m: the copy shares no slice or map with it.
@@ -101,7 +173,7 @@ func (m Metadata) Validate() error {
 	if _, err := NewPlacement(m.EnsembleSize, m.WriteQuorum, m.AckQuorum); err != nil {
 		return err
 	}
-	if _, ok := bkproto.DigestBytes(m.DigestType); !ok {
+	if _, ok := bkproto.DigestBytes(m.Digest()); !ok {
 		return fmt.Errorf("ledger: unknown digest type %d", int32(m.DigestType))
 	}
 	if m.State < StateOpen || m.State > StateClosed {
@@ -194,11 +266,7 @@ func sameContent(a, b Metadata) bool {
 }
 
 // sameSegments reports whether a and b have equal segment maps.
-func sameSegments(a, b []Segment) bool {
-	return slices.EqualFunc(a, b, func(x, y Segment) bool {
-		return x.FirstEntryID == y.FirstEntryID && slices.Equal(x.Bookies, y.Bookies)
-	})
-}
+func sameSegments(a, b []Segment) bool { return slices.EqualFunc(a, b, Segment.Equal) }
 
 func hasDuplicate(bs []BookieID) bool {
 	s := slices.Clone(bs)

@@ -134,7 +134,7 @@ func NewRecovery(cfg RecoveryConfig) (*Recovery, error) {
 		maxLAC:     bkproto.LastAddConfirmed,
 		end:        math.MaxInt64,
 	}
-	if md.DigestType == bkproto.DigestHMAC {
+	if md.Digest() == bkproto.DigestHMAC {
 		k := bkproto.MacKey(md.Password)
 		r.macKey = k[:]
 	}
@@ -269,7 +269,7 @@ func (r *Recovery) HandleRead(req ReadRequest, reply ReadReply) {
 func (r *Recovery) handleFence(i int, reply ReadReply) {
 	switch {
 	case reply.Status == bkproto.StatusCode_EOK:
-		e, err := bkproto.DecodeEntry(reply.Body, r.md.DigestType, r.macKey, r.ledgerID, bkproto.LastAddConfirmed)
+		e, err := bkproto.DecodeEntry(reply.Body, r.md.Digest(), r.macKey, r.ledgerID, bkproto.LastAddConfirmed)
 		if err != nil {
 			r.fence.unknown(i, r.now+r.retryTicks)
 			return

@@ -74,7 +74,7 @@ func (r *Recovery) handleAnchor(i int, reply ReadReply) {
 	q := r.anchor
 	switch {
 	case reply.Status == bkproto.StatusCode_EOK:
-		e, err := bkproto.DecodeEntry(reply.Body, r.md.DigestType, r.macKey, r.ledgerID, q.entryID)
+		e, err := bkproto.DecodeEntry(reply.Body, r.md.Digest(), r.macKey, r.ledgerID, q.entryID)
 		if err != nil {
 			q.unknown(i, r.now+r.retryTicks)
 			return
@@ -100,7 +100,7 @@ func (r *Recovery) handleForward(e int64, i int, reply ReadReply) {
 	q := r.reads[e]
 	switch {
 	case reply.Status == bkproto.StatusCode_EOK:
-		entry, err := bkproto.DecodeEntry(reply.Body, r.md.DigestType, r.macKey, r.ledgerID, e)
+		entry, err := bkproto.DecodeEntry(reply.Body, r.md.Digest(), r.macKey, r.ledgerID, e)
 		if err != nil {
 			q.unknown(i, r.now+r.retryTicks) // a bad copy proves nothing (pitfall 1, 10)
 			return

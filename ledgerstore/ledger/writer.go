@@ -152,7 +152,7 @@ func newWriter(cfg WriterConfig, lac, length int64) *Writer {
 		length:    length,
 		lacLength: length,
 	}
-	if md.DigestType == bkproto.DigestHMAC {
+	if md.Digest() == bkproto.DigestHMAC {
 		k := bkproto.MacKey(md.Password)
 		w.macKey = k[:]
 	}
@@ -220,7 +220,7 @@ func (w *Writer) push(id, length, lac int64, payload []byte) {
 	pa := &pendingAdd{
 		entryID: id,
 		length:  length,
-		body:    bkproto.EncodeEntry(w.ledgerID, id, lac, length, w.md.DigestType, w.macKey, payload),
+		body:    bkproto.EncodeEntry(w.ledgerID, id, lac, length, w.md.Digest(), w.macKey, payload),
 		sent:    make([]bool, w.placement.EnsembleSize),
 		ackedBy: make([]BookieID, w.placement.EnsembleSize),
 	}

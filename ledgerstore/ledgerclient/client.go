@@ -352,14 +352,14 @@ func (c *Client) newRand() *mrand.Rand {
 }
 
 // readLedger reads a ledger's stored metadata and converts it.
-func (c *Client) readLedger(ctx context.Context, id int64) (ledger.Metadata, metadata.LedgerMetadata, error) {
+func (c *Client) readLedger(ctx context.Context, id int64) (ledger.Metadata, ledger.Metadata, error) {
 	smd, v, err := c.store.Read(ctx, id)
 	if err != nil {
-		return ledger.Metadata{}, metadata.LedgerMetadata{}, fmt.Errorf("ledgerclient: %w", err)
+		return ledger.Metadata{}, ledger.Metadata{}, fmt.Errorf("ledgerclient: %w", err)
 	}
 	md, err := fromStore(smd, v)
 	if err != nil {
-		return ledger.Metadata{}, metadata.LedgerMetadata{}, fmt.Errorf("ledgerclient: ledger %d: %w", id, err)
+		return ledger.Metadata{}, ledger.Metadata{}, fmt.Errorf("ledgerclient: ledger %d: %w", id, err)
 	}
 	return md, smd, nil
 }

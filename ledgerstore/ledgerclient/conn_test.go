@@ -9,7 +9,6 @@ import (
 
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
-	"keeper/ledgerstore/metadata"
 )
 
 // blackHole accepts connections and never answers: a hung bookie.
@@ -75,7 +74,7 @@ func TestSpeculativeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	smd.Ensembles[0].Ensemble[0] = metadata.BookieID(blackHole(t))
+	smd.Segments[0].Bookies[0] = ledger.BookieID(blackHole(t))
 	if _, err := c.store.Write(ctx, id, smd, v); err != nil {
 		t.Fatal(err)
 	}

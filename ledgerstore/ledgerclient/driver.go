@@ -60,15 +60,15 @@ type driver struct {
 	postMu sync.RWMutex // orders posts before the loop's final drain
 	ended  bool         // postMu guards ended
 
-	stored  metadata.LedgerMetadata // loop only: latest stored metadata seen, the base of writes
-	storedV metadata.Version        // loop only
-	err     error                   // loop only: set by abort; ends the loop
-	over    bool                    // loop only: the loop has ended; leftover inputs are being drained
+	stored  ledger.Metadata  // loop only: latest stored metadata seen, the base of writes
+	storedV metadata.Version // loop only
+	err     error            // loop only: set by abort; ends the loop
+	over    bool             // loop only: the loop has ended; leftover inputs are being drained
 }
 
 // newDriver registers a driver for machine m of ledger id, whose stored
 // metadata is stored. The loop's requests end with parent or the client.
-func (c *Client) newDriver(parent context.Context, id int64, m stateMachine, stored metadata.LedgerMetadata,
+func (c *Client) newDriver(parent context.Context, id int64, m stateMachine, stored ledger.Metadata,
 	v metadata.Version) (*driver, error) {
 	d := &driver{c: c, ledgerID: id, m: m, parent: parent, inbox: make(chan func(), inboxSize),
 		stopped: make(chan struct{}), stored: stored, storedV: v,
@@ -344,7 +344,7 @@ func (d *driver) readBack(h metadataReceiver) {
 }
 
 // feedMetadata passes stored metadata to the machine (on the loop).
-func (d *driver) feedMetadata(h metadataReceiver, smd metadata.LedgerMetadata, v metadata.Version) {
+func (d *driver) feedMetadata(h metadataReceiver, smd ledger.Metadata, v metadata.Version) {
 	md, err := fromStore(smd, v)
 	if err != nil {
 		d.abort(fmt.Errorf("ledgerclient: ledger %d: %w", d.ledgerID, err))

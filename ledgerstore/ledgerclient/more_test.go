@@ -99,37 +99,37 @@ func TestBookieTurnsReadOnly(t *testing.T) {
 	readAll(t, ctx, h, 99)
 }
 
-// TestConvert checks the conversions between the store's metadata and the
-// state machines' view.
+// TestConvert checks what the driver reads from the store and writes back:
+// the stored fields the state machines do not decide survive a rewrite.
 func TestConvert(t *testing.T) {
-	ens := []metadata.BookieID{"a:1", "b:2", "c:3"}
+	ens := []ledger.BookieID{"a:1", "b:2", "c:3"}
 	open := metadata.NewOpen(ens, 2, 2, bkproto.DigestCRC32C, []byte("pw"))
-	open.FormatVersion, open.CToken, open.CreationTimeMs, open.StoreCreationTime = 3, 77, 1234, true
-	open.CustomMetadata = map[string][]byte{"k": []byte("v")}
+	open.FormatVersion, open.CToken, open.CTimeMillis, open.StoreCreationTime = 3, 77, 1234, true
+	open.Custom = map[string][]byte{"k": []byte("v")}
 	legacy := metadata.NewOpen(ens, 3, 3, 0, nil)
 	legacy.FormatVersion = 1
 	tests := []struct {
 		name   string
-		stored metadata.LedgerMetadata
+		stored ledger.Metadata
 		change func(*ledger.Metadata)
-		want   func(metadata.LedgerMetadata) metadata.LedgerMetadata
+		want   func(ledger.Metadata) ledger.Metadata
 	}{
-		{"unchanged", open, func(*ledger.Metadata) {}, func(m metadata.LedgerMetadata) metadata.LedgerMetadata { return m }},
+		{"unchanged", open, func(*ledger.Metadata) {}, func(m ledger.Metadata) ledger.Metadata { return m }},
 		{"closed", open, func(m *ledger.Metadata) {
 			m.State, m.LastEntryID, m.Length = ledger.StateClosed, 9, 100
-		}, func(m metadata.LedgerMetadata) metadata.LedgerMetadata {
-			m.State, m.LastEntryID, m.LengthBytes = metadata.StateClosed, 9, 100
+		}, func(m ledger.Metadata) ledger.Metadata {
+			m.State, m.LastEntryID, m.Length = ledger.StateClosed, 9, 100
 			return m
 		}},
 		{"ensemble change", open, func(m *ledger.Metadata) {
 			m.Segments = append(m.Segments, ledger.Segment{FirstEntryID: 5, Bookies: []ledger.BookieID{"a:1", "d:4", "c:3"}})
-		}, func(m metadata.LedgerMetadata) metadata.LedgerMetadata {
-			m.Ensembles = append(m.Ensembles, metadata.Segment{FirstEntryID: 5, Ensemble: []metadata.BookieID{"a:1", "d:4", "c:3"}})
+		}, func(m ledger.Metadata) ledger.Metadata {
+			m.Segments = append(m.Segments, ledger.Segment{FirstEntryID: 5, Bookies: []ledger.BookieID{"a:1", "d:4", "c:3"}})
 			return m
 		}},
 		{"legacy in recovery", legacy, func(m *ledger.Metadata) { m.State = ledger.StateInRecovery },
-			func(m metadata.LedgerMetadata) metadata.LedgerMetadata {
-				m.State = metadata.StateInRecovery
+			func(m ledger.Metadata) ledger.Metadata {
+				m.State = ledger.StateInRecovery
 				return m
 			}},
 	}
@@ -139,8 +139,8 @@ func TestConvert(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if md.Version != 4 || md.DigestType == 0 || string(md.Custom["k"]) != string(tt.stored.CustomMetadata["k"]) ||
-				md.CTimeMillis != tt.stored.CreationTimeMs || md.CToken != tt.stored.CToken {
+			if md.Version != 4 || md.Digest() == 0 || string(md.Custom["k"]) != string(tt.stored.Custom["k"]) ||
+				md.CTimeMillis != tt.stored.CTimeMillis || md.CToken != tt.stored.CToken {
 				t.Fatalf("fromStore = %+v", md)
 			}
 			tt.change(&md)
@@ -155,7 +155,7 @@ func TestConvert(t *testing.T) {
 		})
 	}
 	bad := open.Clone()
-	bad.AckQuorumSize = 3
+	bad.AckQuorum = 3
 	if _, err := fromStore(bad, 0); err == nil {
 		t.Fatalf("fromStore accepted Qa > Qw: %+v", bad)
 	}

@@ -147,7 +147,7 @@ func (p *pool) address(ctx context.Context, b ledger.BookieID) (string, error) {
 	if ok {
 		return addr, nil
 	}
-	addr, err := p.c.store.BookieAddress(ctx, metadata.BookieID(b))
+	addr, err := p.c.store.BookieAddress(ctx, ledger.BookieID(b))
 	if errors.Is(err, metadata.ErrBookieNotAvailable) {
 		if _, _, perr := net.SplitHostPort(string(b)); perr == nil {
 			return string(b), nil // not cached: it may register again elsewhere

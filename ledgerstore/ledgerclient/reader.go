@@ -25,7 +25,7 @@ type ReadHandle struct {
 
 	mu      sync.Mutex // guards below
 	md      ledger.Metadata
-	stored  metadata.LedgerMetadata
+	stored  ledger.Metadata
 	storedV metadata.Version
 	lac     int64 // highest LAC learned; entries up to it may be read
 }
@@ -86,7 +86,7 @@ func (c *Client) OpenNoRecovery(ctx context.Context, id int64, password []byte) 
 
 // openMetadata reads a ledger's metadata and checks the password, as the
 // Java client does before contacting any bookie.
-func (c *Client) openMetadata(ctx context.Context, id int64, password []byte) (ledger.Metadata, metadata.LedgerMetadata, error) {
+func (c *Client) openMetadata(ctx context.Context, id int64, password []byte) (ledger.Metadata, ledger.Metadata, error) {
 	md, smd, err := c.readLedger(ctx, id)
 	if err != nil {
 		return md, smd, err
@@ -97,14 +97,14 @@ func (c *Client) openMetadata(ctx context.Context, id int64, password []byte) (l
 	return md, smd, nil
 }
 
-func (c *Client) handle(id int64, md ledger.Metadata, smd metadata.LedgerMetadata) *ReadHandle {
+func (c *Client) handle(id int64, md ledger.Metadata, smd ledger.Metadata) *ReadHandle {
 	h := &ReadHandle{c: c, id: id, lac: -1} // nothing is confirmed until learned
 	h.learn(md, smd)
 	return h
 }
 
 // learn adopts newer metadata.
-func (h *ReadHandle) learn(md ledger.Metadata, smd metadata.LedgerMetadata) {
+func (h *ReadHandle) learn(md ledger.Metadata, smd ledger.Metadata) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.md, h.stored, h.storedV = md, smd, metadata.Version(md.Version)
@@ -124,7 +124,7 @@ func (h *ReadHandle) learnLAC(lac int64) {
 	}
 }
 
-func (h *ReadHandle) snapshot() (ledger.Metadata, metadata.LedgerMetadata, int64) {
+func (h *ReadHandle) snapshot() (ledger.Metadata, ledger.Metadata, int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.md.Clone(), h.stored, h.lac
@@ -245,7 +245,7 @@ func (h *ReadHandle) checkBound(ctx context.Context, last int64) error {
 
 // drive runs a reading machine on the calling goroutine until it is done,
 // passing its entries to got.
-func (h *ReadHandle) drive(ctx context.Context, m stateMachine, smd metadata.LedgerMetadata, md ledger.Metadata,
+func (h *ReadHandle) drive(ctx context.Context, m stateMachine, smd ledger.Metadata, md ledger.Metadata,
 	got func([]Entry)) (ledger.Outcome, error) {
 	d, err := h.c.newDriver(ctx, h.id, m, smd, metadata.Version(md.Version))
 	if err != nil {

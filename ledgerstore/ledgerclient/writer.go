@@ -103,11 +103,7 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (*Writer, error
 	if err != nil {
 		return nil, fmt.Errorf("ledgerclient: create: %w", err)
 	}
-	smd := metadata.NewOpen(toStoreIDs(ensemble), md.WriteQuorum, md.AckQuorum, md.DigestType, md.Password)
-	if len(opts.CustomMetadata) > 0 {
-		smd.CustomMetadata = maps.Clone(opts.CustomMetadata)
-	}
-	stored, v, err := c.store.Create(ctx, id, smd)
+	stored, v, err := c.store.Create(ctx, id, md)
 	if err != nil {
 		return nil, fmt.Errorf("ledgerclient: create: %w", err)
 	}
@@ -123,7 +119,7 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (*Writer, error
 	return c.startWriter(id, lw, stored, v)
 }
 
-func (c *Client) startWriter(id int64, lw *ledger.Writer, stored metadata.LedgerMetadata,
+func (c *Client) startWriter(id int64, lw *ledger.Writer, stored ledger.Metadata,
 	v metadata.Version) (*Writer, error) {
 	d, err := c.newDriver(context.Background(), id, lw, stored, v)
 	if err != nil {

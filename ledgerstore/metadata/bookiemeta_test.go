@@ -3,6 +3,8 @@ package metadata
 import (
 	"errors"
 	"testing"
+
+	"keeper/ledgerstore/ledger"
 )
 
 func TestCookies(t *testing.T) {
@@ -30,7 +32,7 @@ func TestCookies(t *testing.T) {
 	if _, err := s.CreateCookie(ctx, "b2:3181", nil); err != nil {
 		t.Fatalf("CreateCookie of a second bookie: %v", err)
 	}
-	for _, bad := range []BookieID{"", "readonly", "a/b"} {
+	for _, bad := range []ledger.BookieID{"", "readonly", "a/b"} {
 		if _, _, err := s.Cookie(ctx, bad); err == nil {
 			t.Errorf("Cookie(%q) succeeded", bad)
 		}

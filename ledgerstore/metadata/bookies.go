@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // ErrBookieNotAvailable means a bookie has no registration znode: it is not
@@ -27,8 +28,8 @@ const bookieRPCProtocol = "bookie-rpc"
 // A bookie moving between the two registers in the new place before it
 // leaves the old one, so it may briefly appear in both.
 type Registry struct {
-	Writable []BookieID
-	ReadOnly []BookieID
+	Writable []ledger.BookieID
+	ReadOnly []ledger.BookieID
 }
 
 // Equal reports whether r and o list the same bookies.
@@ -45,7 +46,7 @@ func (s *Store) Bookies(ctx context.Context) (Registry, error) {
 	var reg Registry
 	for _, dir := range []struct {
 		path string
-		out  *[]BookieID
+		out  *[]ledger.BookieID
 	}{{s.availablePath(), &reg.Writable}, {s.readOnlyPath(), &reg.ReadOnly}} {
 		names, err := call(ctx, func() ([]string, error) { k, _, err := s.conn.Children(dir.path); return k, err })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -60,17 +61,17 @@ func (s *Store) Bookies(ctx context.Context) (Registry, error) {
 // skips the readonly directory and, with a warning, any name that is not a
 // valid bookie id (BookKeeper would fail the whole listing; a watcher
 // should not go blind over one stray znode).
-func (s *Store) bookieIDs(names []string) []BookieID {
-	ids := make([]BookieID, 0, len(names))
+func (s *Store) bookieIDs(names []string) []ledger.BookieID {
+	ids := make([]ledger.BookieID, 0, len(names))
 	for _, name := range names {
 		if name == readOnlyNode {
 			continue
 		}
-		if err := BookieID(name).Validate(); err != nil {
+		if err := ledger.BookieID(name).Validate(); err != nil {
 			s.log.Warn("ignoring a registration znode that names no bookie", "name", name, "err", err)
 			continue
 		}
-		ids = append(ids, BookieID(name))
+		ids = append(ids, ledger.BookieID(name))
 	}
 	slices.Sort(ids)
 	return ids
@@ -184,7 +185,7 @@ func (s *Store) listWatch(ctx context.Context, path string, armed <-chan zk.Even
 // the bookie protocol, from its registration znode (writable first, then
 // read-only): see ServiceAddress. An unregistered bookie gives
 // ErrBookieNotAvailable.
-func (s *Store) BookieAddress(ctx context.Context, id BookieID) (string, error) {
+func (s *Store) BookieAddress(ctx context.Context, id ledger.BookieID) (string, error) {
 	if err := id.Validate(); err != nil {
 		return "", err
 	}
@@ -207,7 +208,7 @@ func (s *Store) BookieAddress(ctx context.Context, id BookieID) (string, error) 
 // BookieServiceInfoFormat protobuf whose "bookie-rpc" endpoint gives it;
 // earlier bookies register no data, and their id is the address. Errors
 // wrap ErrMalformed.
-func ServiceAddress(id BookieID, data []byte) (string, error) {
+func ServiceAddress(id ledger.BookieID, data []byte) (string, error) {
 	if len(data) == 0 {
 		if _, _, err := net.SplitHostPort(string(id)); err != nil {
 			return "", fmt.Errorf("%w: bookie %s registered no endpoints and its id is no address", ErrMalformed, id)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"keeper/ledgerstore/ledger"
 	"keeper/verify/compat/zkreal"
 )
 
@@ -53,7 +54,7 @@ func metadataWorkload(t *testing.T, addr string) ([]string, []int64) {
 	for i, id := range all {
 		md := sampleMetadata()
 		md.CToken = int64(i + 1)
-		md.CustomMetadata = map[string][]byte{"n": []byte(fmt.Sprint(id))}
+		md.Custom = map[string][]byte{"n": []byte(fmt.Sprint(id))}
 		if _, _, err := s.Create(ctx, id, md); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func metadataWorkload(t *testing.T, addr string) ([]string, []int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md.State, md.LastEntryID, md.LengthBytes = StateClosed, 41, 4200
+	md.State, md.LastEntryID, md.Length = ledger.StateClosed, 41, 4200
 	if _, err := s.Write(ctx, 10000, md, v); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func metadataWorkload(t *testing.T, addr string) ([]string, []int64) {
 	ch := s.WatchBookies(ctx)
 	next(t, ch)
 	registerBookie(t, addr, "b1:3181", true)
-	if got, _ := next(t, ch); !got.Equal(Registry{ReadOnly: []BookieID{"b1:3181"}}) {
+	if got, _ := next(t, ch); !got.Equal(Registry{ReadOnly: []ledger.BookieID{"b1:3181"}}) {
 		t.Fatalf("registry %+v", got)
 	}
 	return dumpTree(t, conn, "/ledgers"), ids

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/ledgerstore/ledger"
 )
 
 // Outcomes of cookie operations that callers branch on.
@@ -17,11 +19,13 @@ var (
 )
 
 // CookiePath returns the znode of bookie id's cookie: root/cookies/<id>.
-func (s *Store) CookiePath(id BookieID) string { return s.root + "/" + cookiesNode + "/" + string(id) }
+func (s *Store) CookiePath(id ledger.BookieID) string {
+	return s.root + "/" + cookiesNode + "/" + string(id)
+}
 
 // Cookie returns bookie id's cookie as stored (the bookie package parses
 // it, docs/bookkeeper-protocol.md §8.2) and its znode version, or ErrNoCookie.
-func (s *Store) Cookie(ctx context.Context, id BookieID) ([]byte, Version, error) {
+func (s *Store) Cookie(ctx context.Context, id ledger.BookieID) ([]byte, Version, error) {
 	if err := id.Validate(); err != nil {
 		return nil, 0, err
 	}
@@ -44,7 +48,7 @@ func (s *Store) Cookie(ctx context.Context, id BookieID) ([]byte, Version, error
 // this is the cluster's first bookie, and returns its version (0). A
 // cookie already there gives ErrCookieExists: a bookie's cookie is written
 // once, when its disks are first stamped.
-func (s *Store) CreateCookie(ctx context.Context, id BookieID, data []byte) (Version, error) {
+func (s *Store) CreateCookie(ctx context.Context, id ledger.BookieID, data []byte) (Version, error) {
 	if err := id.Validate(); err != nil {
 		return 0, err
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // headerKey starts every serialized ledger metadata; the format version
@@ -44,11 +45,11 @@ const v1InRecoveryEntryID = -102
 // The bytes are those BookKeeper 4.9+ writes for the same metadata, except
 // that custom metadata is written in key order (Java writes it in hash-map
 // order; readers do not care).
-func (md LedgerMetadata) Encode() ([]byte, error) {
-	if err := md.Validate(); err != nil {
+func Encode(md ledger.Metadata) ([]byte, error) {
+	if err := Validate(md); err != nil {
 		return nil, err
 	}
-	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(md.toProto())
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(toProto(md))
 	if err != nil {
 		return nil, fmt.Errorf("metadata: encode: %w", err)
 	}
@@ -67,19 +68,19 @@ func (md LedgerMetadata) Encode() ([]byte, error) {
 // lastEntryId, length, ackQuorumSize and cToken are always present; the
 // digest type and password whenever the metadata has them (the password as
 // an empty field if empty); ctime only if StoreCreationTime.
-func (md LedgerMetadata) toProto() *bkproto.LedgerMetadataFormat {
+func toProto(md ledger.Metadata) *bkproto.LedgerMetadataFormat {
 	f := &bkproto.LedgerMetadataFormat{
-		QuorumSize:    proto.Int32(int32(md.WriteQuorumSize)),
+		QuorumSize:    proto.Int32(int32(md.WriteQuorum)),
 		EnsembleSize:  proto.Int32(int32(md.EnsembleSize)),
-		Length:        proto.Int64(md.LengthBytes),
+		Length:        proto.Int64(md.Length),
 		LastEntryId:   proto.Int64(md.LastEntryID),
 		State:         bkproto.LedgerMetadataFormat_State(md.State).Enum(),
-		AckQuorumSize: proto.Int32(int32(md.AckQuorumSize)),
+		AckQuorumSize: proto.Int32(int32(md.AckQuorum)),
 		CToken:        proto.Int64(md.CToken),
 	}
-	for _, s := range md.Ensembles {
-		members := make([]string, len(s.Ensemble))
-		for i, b := range s.Ensemble {
+	for _, s := range md.Segments {
+		members := make([]string, len(s.Bookies))
+		for i, b := range s.Bookies {
 			members[i] = string(b)
 		}
 		f.Segment = append(f.Segment, &bkproto.LedgerMetadataFormat_Segment{
@@ -90,11 +91,11 @@ func (md LedgerMetadata) toProto() *bkproto.LedgerMetadataFormat {
 		f.Password = append([]byte{}, md.Password...)
 	}
 	if md.StoreCreationTime {
-		f.Ctime = proto.Int64(md.CreationTimeMs)
+		f.Ctime = proto.Int64(md.CTimeMillis)
 	}
-	for _, k := range slices.Sorted(maps.Keys(md.CustomMetadata)) {
+	for _, k := range slices.Sorted(maps.Keys(md.Custom)) {
 		f.CustomMetadata = append(f.CustomMetadata, &bkproto.LedgerMetadataFormatCMetadataMapEntry{
-			Key: proto.String(k), Value: append([]byte{}, md.CustomMetadata[k]...)})
+			Key: proto.String(k), Value: append([]byte{}, md.Custom[k]...)})
 	}
 	return f
 }
@@ -104,12 +105,12 @@ func (md LedgerMetadata) toProto() *bkproto.LedgerMetadataFormat {
 // refuses bytes after a version 3 message, a state or digest type number
 // it does not know, and a known field encoded with the wrong wire type,
 // rather than reading them as the field's default.
-func Decode(data []byte) (LedgerMetadata, error) {
+func Decode(data []byte) (ledger.Metadata, error) {
 	version, body, err := splitHeader(data)
 	if err != nil {
-		return LedgerMetadata{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return ledger.Metadata{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	var md LedgerMetadata
+	var md ledger.Metadata
 	switch version {
 	case FormatVersion3:
 		md, err = decodeV3(body)
@@ -122,10 +123,10 @@ func Decode(data []byte) (LedgerMetadata, error) {
 	}
 	if err == nil {
 		md.FormatVersion = version
-		err = md.validate()
+		err = validate(md)
 	}
 	if err != nil {
-		return LedgerMetadata{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return ledger.Metadata{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return md, nil
 }
@@ -147,26 +148,26 @@ func splitHeader(data []byte) (int, []byte, error) {
 	return int(version), rest[nl+1:], nil
 }
 
-func decodeV3(body []byte) (LedgerMetadata, error) {
+func decodeV3(body []byte) (ledger.Metadata, error) {
 	size, n := protowire.ConsumeVarint(body)
 	if n < 0 || size > math.MaxInt32 {
-		return LedgerMetadata{}, errors.New("bad message length")
+		return ledger.Metadata{}, errors.New("bad message length")
 	}
 	body = body[n:]
 	if uint64(len(body)) != size {
-		return LedgerMetadata{}, fmt.Errorf("message length %d, but %d bytes follow", size, len(body))
+		return ledger.Metadata{}, fmt.Errorf("message length %d, but %d bytes follow", size, len(body))
 	}
 	f := &bkproto.LedgerMetadataFormat{}
 	if err := proto.Unmarshal(body, f); err != nil {
-		return LedgerMetadata{}, err
+		return ledger.Metadata{}, err
 	}
 	return fromProto(f)
 }
 
-func decodeV2(body []byte) (LedgerMetadata, error) {
+func decodeV2(body []byte) (ledger.Metadata, error) {
 	f := &bkproto.LedgerMetadataFormat{}
 	if err := prototext.Unmarshal(body, f); err != nil {
-		return LedgerMetadata{}, err
+		return ledger.Metadata{}, err
 	}
 	return fromProto(f)
 }
@@ -174,43 +175,43 @@ func decodeV2(body []byte) (LedgerMetadata, error) {
 // fromProto reads the message as LedgerMetadataSerDe.decodeFormat does: Qa
 // defaults to Qw; lastEntryId and length count only for a closed ledger;
 // the digest type (default CRC32) counts only if a password is present.
-func fromProto(f *bkproto.LedgerMetadataFormat) (LedgerMetadata, error) {
+func fromProto(f *bkproto.LedgerMetadataFormat) (ledger.Metadata, error) {
 	if err := checkUnknown(f.ProtoReflect().GetUnknown()); err != nil {
-		return LedgerMetadata{}, err
+		return ledger.Metadata{}, err
 	}
-	md := LedgerMetadata{
-		EnsembleSize:    int(f.GetEnsembleSize()),
-		WriteQuorumSize: int(f.GetQuorumSize()),
-		AckQuorumSize:   int(f.GetQuorumSize()),
-		State:           State(f.GetState()),
-		LastEntryID:     NoEntry,
-		CToken:          f.GetCToken(),
+	md := ledger.Metadata{
+		EnsembleSize: int(f.GetEnsembleSize()),
+		WriteQuorum:  int(f.GetQuorumSize()),
+		AckQuorum:    int(f.GetQuorumSize()),
+		State:        ledger.State(f.GetState()),
+		LastEntryID:  ledger.NoEntry,
+		CToken:       f.GetCToken(),
 	}
 	if f.AckQuorumSize != nil {
-		md.AckQuorumSize = int(f.GetAckQuorumSize())
+		md.AckQuorum = int(f.GetAckQuorumSize())
 	}
-	if md.State == StateClosed {
-		md.LastEntryID, md.LengthBytes = f.GetLastEntryId(), f.GetLength()
+	if md.State == ledger.StateClosed {
+		md.LastEntryID, md.Length = f.GetLastEntryId(), f.GetLength()
 	}
 	if f.Ctime != nil {
-		md.CreationTimeMs, md.StoreCreationTime = f.GetCtime(), true
+		md.CTimeMillis, md.StoreCreationTime = f.GetCtime(), true
 	}
 	if f.Password != nil {
 		md.DigestType = f.GetDigestType()
 		md.Password = nonEmpty(f.Password)
 	}
 	for _, s := range f.Segment {
-		seg := Segment{FirstEntryID: s.GetFirstEntryId(), Ensemble: make([]BookieID, len(s.EnsembleMember))}
+		seg := ledger.Segment{FirstEntryID: s.GetFirstEntryId(), Bookies: make([]ledger.BookieID, len(s.EnsembleMember))}
 		for i, m := range s.EnsembleMember {
-			seg.Ensemble[i] = BookieID(m)
+			seg.Bookies[i] = ledger.BookieID(m)
 		}
-		md.Ensembles = append(md.Ensembles, seg)
+		md.Segments = append(md.Segments, seg)
 	}
 	for _, e := range f.CustomMetadata {
-		if md.CustomMetadata == nil {
-			md.CustomMetadata = make(map[string][]byte, len(f.CustomMetadata))
+		if md.Custom == nil {
+			md.Custom = make(map[string][]byte, len(f.CustomMetadata))
 		}
-		md.CustomMetadata[e.GetKey()] = nonEmpty(e.Value)
+		md.Custom[e.GetKey()] = nonEmpty(e.Value)
 	}
 	return md, nil
 }
@@ -240,43 +241,43 @@ func checkUnknown(b []byte) error {
 // then, for a closed ledger, "lastEntryId\tCLOSED" ("-102\tCLOSED" for one
 // in recovery). Format 1 stores no ack quorum (Qa = Qw), digest type or
 // password.
-func decodeV1(body []byte) (LedgerMetadata, error) {
+func decodeV1(body []byte) (ledger.Metadata, error) {
 	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	if len(lines) < 3 {
-		return LedgerMetadata{}, errors.New("format 1: fewer than three lines")
+		return ledger.Metadata{}, errors.New("format 1: fewer than three lines")
 	}
 	var nums [3]int64
 	for i, bits := range []int{32, 32, 64} { // Qw and E are Java ints, the length a long
 		v, err := strconv.ParseInt(strings.TrimSuffix(lines[i], "\r"), 10, bits)
 		if err != nil {
-			return LedgerMetadata{}, fmt.Errorf("format 1: line %d: %w", i+1, err)
+			return ledger.Metadata{}, fmt.Errorf("format 1: line %d: %w", i+1, err)
 		}
 		nums[i] = v
 	}
-	md := LedgerMetadata{WriteQuorumSize: int(nums[0]), AckQuorumSize: int(nums[0]),
-		EnsembleSize: int(nums[1]), State: StateOpen, LastEntryID: NoEntry}
+	md := ledger.Metadata{WriteQuorum: int(nums[0]), AckQuorum: int(nums[0]),
+		EnsembleSize: int(nums[1]), State: ledger.StateOpen, LastEntryID: ledger.NoEntry}
 	for i, line := range lines[3:] {
 		parts := strings.Split(strings.TrimSuffix(line, "\r"), "\t")
 		if len(parts) < 2 {
-			return LedgerMetadata{}, fmt.Errorf("format 1: line %d has no tab", i+4)
+			return ledger.Metadata{}, fmt.Errorf("format 1: line %d has no tab", i+4)
 		}
 		first, err := strconv.ParseInt(parts[0], 10, 64)
 		if err != nil {
-			return LedgerMetadata{}, fmt.Errorf("format 1: line %d: %w", i+4, err)
+			return ledger.Metadata{}, fmt.Errorf("format 1: line %d: %w", i+4, err)
 		}
 		if parts[1] == "CLOSED" {
 			if first == v1InRecoveryEntryID {
-				md.State = StateInRecovery
+				md.State = ledger.StateInRecovery
 			} else {
-				md.State, md.LastEntryID, md.LengthBytes = StateClosed, first, nums[2]
+				md.State, md.LastEntryID, md.Length = ledger.StateClosed, first, nums[2]
 			}
 			break
 		}
-		seg := Segment{FirstEntryID: first}
+		seg := ledger.Segment{FirstEntryID: first}
 		for _, b := range parts[1:] {
-			seg.Ensemble = append(seg.Ensemble, BookieID(b))
+			seg.Bookies = append(seg.Bookies, ledger.BookieID(b))
 		}
-		md.Ensembles = append(md.Ensembles, seg)
+		md.Segments = append(md.Segments, seg)
 	}
 	return md, nil
 }

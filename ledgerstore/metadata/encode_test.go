@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // The upstream* inputs are the metadata apache/bookkeeper's
@@ -46,25 +47,25 @@ const upstreamV3 = `
 	60 00                           # cToken 0
 `
 
-func upstreamEnsemble(port string) []BookieID {
-	return []BookieID{BookieID("192.0.2.1:" + port), BookieID("192.0.2.2:" + port), BookieID("192.0.2.3:" + port)}
+func upstreamEnsemble(port string) []ledger.BookieID {
+	return []ledger.BookieID{ledger.BookieID("192.0.2.1:" + port), ledger.BookieID("192.0.2.2:" + port), ledger.BookieID("192.0.2.3:" + port)}
 }
 
 func TestDecodeUpstream(t *testing.T) {
-	inRecovery := LedgerMetadata{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 2, State: StateInRecovery,
-		LastEntryID: NoEntry, Ensembles: []Segment{{0, upstreamEnsemble("1234")}}}
+	inRecovery := ledger.Metadata{EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2, State: ledger.StateInRecovery,
+		LastEntryID: ledger.NoEntry, Segments: []ledger.Segment{{FirstEntryID: 0, Bookies: upstreamEnsemble("1234")}}}
 	v2 := inRecovery
 	v2.DigestType, v2.Password = bkproto.DigestCRC32, []byte("passwd")
 	v2ctime := v2
-	v2ctime.CreationTimeMs, v2ctime.StoreCreationTime = 1544002383075, true
-	v3 := LedgerMetadata{EnsembleSize: 3, WriteQuorumSize: 2, AckQuorumSize: 1, State: StateOpen,
-		LastEntryID: NoEntry, Ensembles: []Segment{{0, upstreamEnsemble("3181")}},
-		DigestType: bkproto.DigestCRC32C, Password: []byte("foobar"), CreationTimeMs: -1, StoreCreationTime: true}
+	v2ctime.CTimeMillis, v2ctime.StoreCreationTime = 1544002383075, true
+	v3 := ledger.Metadata{EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 1, State: ledger.StateOpen,
+		LastEntryID: ledger.NoEntry, Segments: []ledger.Segment{{FirstEntryID: 0, Bookies: upstreamEnsemble("3181")}},
+		DigestType: bkproto.DigestCRC32C, Password: []byte("foobar"), CTimeMillis: -1, StoreCreationTime: true}
 	for _, tc := range []struct {
 		name    string
 		data    []byte
 		version int
-		want    LedgerMetadata
+		want    ledger.Metadata
 	}{
 		{"v1", []byte(upstreamV1), 1, inRecovery},
 		{"v2", []byte(upstreamV2), 2, v2},
@@ -98,8 +99,8 @@ func TestDecodeV2Escapes(t *testing.T) {
 	if want := []byte("\x01\xff'\"\\\n"); !bytes.Equal(md.Password, want) || md.DigestType != bkproto.DigestHMAC {
 		t.Fatalf("password %q (%v), want %q", md.Password, md.DigestType, want)
 	}
-	if v := md.CustomMetadata["k"]; !bytes.Equal(v, []byte{0}) {
-		t.Fatalf("custom metadata %q", md.CustomMetadata)
+	if v := md.Custom["k"]; !bytes.Equal(v, []byte{0}) {
+		t.Fatalf("custom metadata %q", md.Custom)
 	}
 }
 
@@ -111,7 +112,7 @@ func TestEncodeUpstreamV3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := md.Encode()
+	got, err := Encode(md)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +125,14 @@ func TestEncodeUpstreamV3(t *testing.T) {
 // bytes written out by hand from the format (docs/bookkeeper-protocol.md §5.1 and the protobuf
 // wire format).
 func TestEncodeExactBytes(t *testing.T) {
-	md := LedgerMetadata{
-		EnsembleSize: 2, WriteQuorumSize: 2, AckQuorumSize: 1,
-		State: StateClosed, LastEntryID: 99, LengthBytes: 1000,
-		Ensembles:  []Segment{{0, []BookieID{"a:1", "b:1"}}, {50, []BookieID{"a:1", "c:1"}}},
+	md := ledger.Metadata{
+		EnsembleSize: 2, WriteQuorum: 2, AckQuorum: 1,
+		State: ledger.StateClosed, LastEntryID: 99, Length: 1000,
+		Segments:   []ledger.Segment{{FirstEntryID: 0, Bookies: []ledger.BookieID{"a:1", "b:1"}}, {FirstEntryID: 50, Bookies: []ledger.BookieID{"a:1", "c:1"}}},
 		DigestType: bkproto.DigestHMAC, Password: []byte("pw"),
-		CreationTimeMs: 1700000000000, StoreCreationTime: true,
-		CustomMetadata: map[string][]byte{"b": nil, "app": []byte("x")},
-		CToken:         5,
+		CTimeMillis: 1700000000000, StoreCreationTime: true,
+		Custom: map[string][]byte{"b": nil, "app": []byte("x")},
+		CToken: 5,
 	}
 	want := unhex(t, `
 		426f6f6b69654d65746164617461466f726d617456657273696f6e 09 33 0a
@@ -146,7 +147,7 @@ func TestEncodeExactBytes(t *testing.T) {
 		5a 05 0a01 62 12 00                 # custom "b" = ""
 		60 05                               # cToken 5
 	`)
-	got, err := md.Encode()
+	got, err := Encode(md)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestEncodeNoDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := md.Encode()
+	data, err := Encode(md)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,12 +186,12 @@ func TestRoundTrip(t *testing.T) {
 	empty := sampleMetadata()
 	empty.Password = nil
 	closed := sampleMetadata()
-	closed.State, closed.LastEntryID, closed.LengthBytes = StateClosed, NoEntry, 0
+	closed.State, closed.LastEntryID, closed.Length = ledger.StateClosed, ledger.NoEntry, 0
 	recovering := sampleMetadata()
-	recovering.State = StateInRecovery
-	recovering.Ensembles = append(recovering.Ensembles, Segment{7, []BookieID{"x:1", "y:1", "z:1"}})
-	for _, md := range []LedgerMetadata{open, empty, closed, recovering} {
-		data, err := md.Encode()
+	recovering.State = ledger.StateInRecovery
+	recovering.Segments = append(recovering.Segments, ledger.Segment{FirstEntryID: 7, Bookies: []ledger.BookieID{"x:1", "y:1", "z:1"}})
+	for _, md := range []ledger.Metadata{open, empty, closed, recovering} {
+		data, err := Encode(md)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,22 +257,22 @@ func TestDecodeRejects(t *testing.T) {
 func TestEncodeRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		mutate func(md *LedgerMetadata)
+		mutate func(md *ledger.Metadata)
 	}{
-		{"Qw above E", func(md *LedgerMetadata) { md.WriteQuorumSize = 4 }},
-		{"open with last entry", func(md *LedgerMetadata) { md.LastEntryID = 5 }},
-		{"unknown state", func(md *LedgerMetadata) { md.State = 7 }},
-		{"unknown digest", func(md *LedgerMetadata) { md.DigestType = 9 }},
-		{"password without digest", func(md *LedgerMetadata) { md.DigestType = 0 }},
-		{"closed negative length", func(md *LedgerMetadata) { md.State, md.LengthBytes = StateClosed, -1 }},
-		{"too large", func(md *LedgerMetadata) {
-			md.CustomMetadata = map[string][]byte{"k": make([]byte, MaxEncodedBytes)}
+		{"Qw above E", func(md *ledger.Metadata) { md.WriteQuorum = 4 }},
+		{"open with last entry", func(md *ledger.Metadata) { md.LastEntryID = 5 }},
+		{"unknown state", func(md *ledger.Metadata) { md.State = 7 }},
+		{"unknown digest", func(md *ledger.Metadata) { md.DigestType = 9 }},
+		{"password without digest", func(md *ledger.Metadata) { md.DigestType = 0 }},
+		{"closed negative length", func(md *ledger.Metadata) { md.State, md.Length = ledger.StateClosed, -1 }},
+		{"too large", func(md *ledger.Metadata) {
+			md.Custom = map[string][]byte{"k": make([]byte, MaxEncodedBytes)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			md := sampleMetadata()
 			tc.mutate(&md)
-			if _, err := md.Encode(); !errors.Is(err, ErrMalformed) {
+			if _, err := Encode(md); !errors.Is(err, ErrMalformed) {
 				t.Fatalf("Encode = %v, want ErrMalformed", err)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // FuzzDecode feeds arbitrary bytes to the metadata decoder. Whatever it
@@ -15,8 +16,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(upstreamV2))
 	f.Add([]byte(upstreamV2Ctime))
 	f.Add(unhex(f, upstreamV3))
-	for _, md := range []LedgerMetadata{sampleMetadata(), sampleWithCustom()} {
-		data, err := md.Encode()
+	for _, md := range []ledger.Metadata{sampleMetadata(), sampleWithCustom()} {
+		data, err := Encode(md)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -28,7 +29,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return // rejecting garbage is correct; panicking or over-allocating is not
 		}
-		enc, err := md.Encode()
+		enc, err := Encode(md)
 		if err != nil {
 			t.Fatalf("Encode of decoded %+v: %v", md, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // waitTimeout bounds every wait in these tests. It is generous because the
@@ -110,8 +111,8 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 // sampleMetadata is an open 3/2/2 ledger.
-func sampleMetadata() LedgerMetadata {
-	return NewOpen([]BookieID{"192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181"}, 2, 2,
+func sampleMetadata() ledger.Metadata {
+	return NewOpen([]ledger.BookieID{"192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181"}, 2, 2,
 		bkproto.DigestCRC32C, []byte("secret"))
 }
 

@@ -9,6 +9,8 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/ledgerstore/ledger"
 )
 
 // Outcomes of ledger operations that callers branch on.
@@ -47,20 +49,20 @@ func checkID(id int64) error {
 // the same cToken, an earlier attempt of this create (whose reply was lost)
 // made it, and Create returns the stored metadata and its current version.
 // Any other existing znode gives ErrLedgerExists.
-func (s *Store) Create(ctx context.Context, id int64, md LedgerMetadata) (LedgerMetadata, Version, error) {
+func (s *Store) Create(ctx context.Context, id int64, md ledger.Metadata) (ledger.Metadata, Version, error) {
 	if err := checkID(id); err != nil {
-		return LedgerMetadata{}, 0, err
+		return ledger.Metadata{}, 0, err
 	}
 	md = md.Clone()
 	if md.CToken == 0 {
 		var err error
 		if md.CToken, err = newCToken(); err != nil {
-			return LedgerMetadata{}, 0, err
+			return ledger.Metadata{}, 0, err
 		}
 	}
-	data, err := md.Encode()
+	data, err := Encode(md)
 	if err != nil {
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, err)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, err)
 	}
 	md.FormatVersion = FormatVersion3
 	_, err = s.createFullPath(ctx, s.LedgerPath(id), data, 0)
@@ -68,7 +70,7 @@ func (s *Store) Create(ctx context.Context, id int64, md LedgerMetadata) (Ledger
 		return md, 0, nil
 	}
 	if !errors.Is(err, zk.ErrNodeExists) {
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, err)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, err)
 	}
 	stored, v, err := s.Read(ctx, id)
 	switch {
@@ -77,9 +79,9 @@ func (s *Store) Create(ctx context.Context, id int64, md LedgerMetadata) (Ledger
 	case err == nil, errors.Is(err, ErrNoLedger):
 		// Someone else's ledger, or one that existed and was deleted since:
 		// recreating it could revive a ledger its owner deleted.
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, ErrLedgerExists)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, ErrLedgerExists)
 	default:
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: create ledger %d: checking the existing znode: %w", id, err)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: create ledger %d: checking the existing znode: %w", id, err)
 	}
 }
 
@@ -99,9 +101,9 @@ func newCToken() (int64, error) {
 // Read returns ledger id's metadata and its version, or ErrNoLedger. When
 // the metadata does not record its creation time, CreationTimeMs is the
 // znode's creation time.
-func (s *Store) Read(ctx context.Context, id int64) (LedgerMetadata, Version, error) {
+func (s *Store) Read(ctx context.Context, id int64) (ledger.Metadata, Version, error) {
 	if err := checkID(id); err != nil {
-		return LedgerMetadata{}, 0, err
+		return ledger.Metadata{}, 0, err
 	}
 	type got struct {
 		data []byte
@@ -109,25 +111,25 @@ func (s *Store) Read(ctx context.Context, id int64) (LedgerMetadata, Version, er
 	}
 	g, err := call(ctx, func() (got, error) { d, st, err := s.conn.Get(s.LedgerPath(id)); return got{d, st}, err })
 	if errors.Is(err, zk.ErrNoNode) {
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, ErrNoLedger)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, ErrNoLedger)
 	}
 	if err != nil {
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, err)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, err)
 	}
 	md, v, err := decodeZnode(g.data, g.stat)
 	if err != nil {
-		return LedgerMetadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, err)
+		return ledger.Metadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, err)
 	}
 	return md, v, nil
 }
 
-func decodeZnode(data []byte, stat *zk.Stat) (LedgerMetadata, Version, error) {
+func decodeZnode(data []byte, stat *zk.Stat) (ledger.Metadata, Version, error) {
 	md, err := Decode(data)
 	if err != nil {
-		return LedgerMetadata{}, 0, err
+		return ledger.Metadata{}, 0, err
 	}
 	if !md.StoreCreationTime {
-		md.CreationTimeMs = stat.Ctime
+		md.CTimeMillis = stat.Ctime
 	}
 	return md, Version(stat.Version), nil
 }
@@ -140,7 +142,7 @@ func decodeZnode(data []byte, stat *zk.Stat) (LedgerMetadata, Version, error) {
 // (CheckUpdate) against what it read.
 //
 // A context error means the outcome is unknown: read the metadata again.
-func (s *Store) Write(ctx context.Context, id int64, md LedgerMetadata, expected Version) (Version, error) {
+func (s *Store) Write(ctx context.Context, id int64, md ledger.Metadata, expected Version) (Version, error) {
 	if err := checkID(id); err != nil {
 		return 0, err
 	}
@@ -148,7 +150,7 @@ func (s *Store) Write(ctx context.Context, id int64, md LedgerMetadata, expected
 		return 0, fmt.Errorf("metadata: write ledger %d: version %d: a write must name the version it replaces",
 			id, expected)
 	}
-	data, err := md.Encode()
+	data, err := Encode(md)
 	if err != nil {
 		return 0, fmt.Errorf("metadata: write ledger %d: %w", id, err)
 	}
@@ -203,7 +205,7 @@ func (s *Store) pruneEmptyParents(ctx context.Context, leaf string) {
 
 // LedgerUpdate is one observation of a watched ledger's metadata.
 type LedgerUpdate struct {
-	Metadata LedgerMetadata
+	Metadata ledger.Metadata
 	Version  Version
 	// Deleted means the ledger's znode is gone; it is the watch's last
 	// update.

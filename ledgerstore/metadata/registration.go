@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // ErrRegistrationHeld means a bookie's registration znode belongs to a
@@ -63,7 +64,7 @@ func RegistrationData(rpcAddr, httpAddr string) ([]byte, error) {
 // RegistrationConfig describes a bookie's registration.
 type RegistrationConfig struct {
 	// ID is the bookie id: the registration znode's name.
-	ID BookieID
+	ID ledger.BookieID
 	// Data is the znode's content (RegistrationData).
 	Data []byte
 	// ReadOnly is the mode to register in until SetReadOnly says otherwise.
@@ -101,7 +102,7 @@ type sessionOwner interface {
 type Registration struct {
 	s         *Store
 	owner     sessionOwner
-	id        BookieID
+	id        ledger.BookieID
 	data      []byte
 	staleWait time.Duration
 

@@ -17,6 +17,7 @@ import (
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // SessionID lets a Registration run over a faultConn.
@@ -136,9 +137,9 @@ func TestRegistration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Registry{Writable: []BookieID{"192.0.2.9:3181"}, ReadOnly: []BookieID{}}
+		want := Registry{Writable: []ledger.BookieID{"192.0.2.9:3181"}, ReadOnly: []ledger.BookieID{}}
 		if ro {
-			want = Registry{Writable: []BookieID{}, ReadOnly: []BookieID{"192.0.2.9:3181"}}
+			want = Registry{Writable: []ledger.BookieID{}, ReadOnly: []ledger.BookieID{"192.0.2.9:3181"}}
 		}
 		if !reg.Equal(want) || r.ReadOnly() != ro || r.Path() != map[bool]string{false: writable, true: readOnly}[ro] {
 			t.Fatalf("after SetReadOnly(%v): registry %+v, path %s", ro, reg, r.Path())

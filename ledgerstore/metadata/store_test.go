@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/ledgerstore/ledger"
 )
 
 func TestInit(t *testing.T) {
@@ -91,7 +93,7 @@ func TestCreateReadWriteDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := stored.Encode(); !bytes.Equal(raw, want) {
+	if want, _ := Encode(stored); !bytes.Equal(raw, want) {
 		t.Fatalf("znode data %x, want %x", raw, want)
 	}
 	got, v, err := s.Read(ctx, id)
@@ -99,13 +101,13 @@ func TestCreateReadWriteDelete(t *testing.T) {
 		t.Fatalf("Read = %v, %v", v, err)
 	}
 	want := stored.Clone()
-	want.CreationTimeMs = stat.Ctime // not stored: the znode's ctime stands in
+	want.CTimeMillis = stat.Ctime // not stored: the znode's ctime stands in
 	if !got.Equal(want) {
 		t.Fatalf("Read = %+v\nwant %+v", got, want)
 	}
 
 	closed := got.Clone()
-	closed.State, closed.LastEntryID, closed.LengthBytes = StateClosed, 9, 100
+	closed.State, closed.LastEntryID, closed.Length = ledger.StateClosed, 9, 100
 	v1, err := s.Write(ctx, id, closed, v)
 	if err != nil || v1 != 1 {
 		t.Fatalf("Write = %v, %v", v1, err)
@@ -114,7 +116,7 @@ func TestCreateReadWriteDelete(t *testing.T) {
 		t.Fatalf("Write with AnyVersion succeeded; every write must be a compare-and-set")
 	}
 	bad := closed.Clone()
-	bad.AckQuorumSize = 9
+	bad.AckQuorum = 9
 	if _, err := s.Write(ctx, id, bad, v1); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("Write of invalid metadata = %v, want ErrMalformed", err)
 	}
@@ -216,11 +218,11 @@ func TestCompareAndSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replaces the last ensemble; B wants to start recovery.
-	mdA.Ensembles[0].Ensemble[2] = "192.0.2.4:3181"
+	mdA.Segments[0].Bookies[2] = "192.0.2.4:3181"
 	if _, err := a.Write(ctx, 42, mdA, vA); err != nil {
 		t.Fatal(err)
 	}
-	mdB.State = StateInRecovery
+	mdB.State = ledger.StateInRecovery
 	if _, err := b.Write(ctx, 42, mdB, vB); !errors.Is(err, ErrBadVersion) {
 		t.Fatalf("the losing Write = %v, want ErrBadVersion", err)
 	}
@@ -229,7 +231,7 @@ func TestCompareAndSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := mdB.Clone()
-	next.State = StateInRecovery
+	next.State = ledger.StateInRecovery
 	if err := CheckUpdate(mdB, next); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func TestCompareAndSet(t *testing.T) {
 		t.Fatalf("Write after re-reading = %v, %v", v, err)
 	}
 	final, _, _ := a.Read(ctx, 42)
-	if final.State != StateInRecovery || final.Ensembles[0].Ensemble[2] != "192.0.2.4:3181" {
+	if final.State != ledger.StateInRecovery || final.Segments[0].Bookies[2] != "192.0.2.4:3181" {
 		t.Fatalf("final metadata %+v lost a write", final)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"keeper/ledgerstore/ledger"
 )
 
 // ErrIllegalUpdate means a proposed metadata is not a legal successor of
@@ -29,61 +31,61 @@ var ErrIllegalUpdate = errors.New("metadata: illegal ledger metadata update")
 // Re-replication, which swaps a bookie inside any segment, and the
 // administrative force-recovery path (CLOSED -> IN_RECOVERY) are outside
 // these rules; their callers check their own.
-func CheckUpdate(prev, next LedgerMetadata) error {
+func CheckUpdate(prev, next ledger.Metadata) error {
 	if err := checkUpdate(prev, next); err != nil {
 		return fmt.Errorf("%w: %w", ErrIllegalUpdate, err)
 	}
 	return nil
 }
 
-func checkUpdate(prev, next LedgerMetadata) error {
-	if err := prev.Validate(); err != nil {
+func checkUpdate(prev, next ledger.Metadata) error {
+	if err := Validate(prev); err != nil {
 		return fmt.Errorf("current metadata: %w", err)
 	}
-	if err := next.Validate(); err != nil {
+	if err := Validate(next); err != nil {
 		return fmt.Errorf("proposed metadata: %w", err)
 	}
 	if err := checkImmutable(prev, next); err != nil {
 		return err
 	}
 	switch {
-	case prev.State == StateClosed:
-		if next.State != StateClosed || !next.Equal(withCToken(prev, next.CToken)) {
+	case prev.State == ledger.StateClosed:
+		if next.State != ledger.StateClosed || !next.Equal(withCToken(prev, next.CToken)) {
 			return errors.New("the ledger is closed")
 		}
 		return nil
-	case next.State == StateOpen && prev.State != StateOpen:
+	case next.State == ledger.StateOpen && prev.State != ledger.StateOpen:
 		return fmt.Errorf("%v -> OPEN", prev.State)
 	}
-	n := len(prev.Ensembles)
-	if len(next.Ensembles) < n || !slices.EqualFunc(prev.Ensembles[:n-1], next.Ensembles[:n-1], segmentEqual) {
+	n := len(prev.Segments)
+	if len(next.Segments) < n || !slices.EqualFunc(prev.Segments[:n-1], next.Segments[:n-1], ledger.Segment.Equal) {
 		return errors.New("only the last ensemble may change")
 	}
-	if last, got := prev.Ensembles[n-1].FirstEntryID, next.Ensembles[n-1].FirstEntryID; last != got {
+	if last, got := prev.Segments[n-1].FirstEntryID, next.Segments[n-1].FirstEntryID; last != got {
 		return fmt.Errorf("the last ensemble starts at entry %d, the proposal at %d", last, got)
 	}
 	return nil
 }
 
 // checkImmutable compares the fields fixed at creation.
-func checkImmutable(prev, next LedgerMetadata) error {
+func checkImmutable(prev, next ledger.Metadata) error {
 	switch {
-	case prev.EnsembleSize != next.EnsembleSize || prev.WriteQuorumSize != next.WriteQuorumSize ||
-		prev.AckQuorumSize != next.AckQuorumSize:
+	case prev.EnsembleSize != next.EnsembleSize || prev.WriteQuorum != next.WriteQuorum ||
+		prev.AckQuorum != next.AckQuorum:
 		return fmt.Errorf("quorums changed from E=%d Qw=%d Qa=%d to E=%d Qw=%d Qa=%d",
-			prev.EnsembleSize, prev.WriteQuorumSize, prev.AckQuorumSize,
-			next.EnsembleSize, next.WriteQuorumSize, next.AckQuorumSize)
+			prev.EnsembleSize, prev.WriteQuorum, prev.AckQuorum,
+			next.EnsembleSize, next.WriteQuorum, next.AckQuorum)
 	case prev.DigestType != next.DigestType || !bytes.Equal(prev.Password, next.Password):
 		return errors.New("digest type or password changed")
-	case prev.CreationTimeMs != next.CreationTimeMs || prev.StoreCreationTime != next.StoreCreationTime:
+	case prev.CTimeMillis != next.CTimeMillis || prev.StoreCreationTime != next.StoreCreationTime:
 		return errors.New("creation time changed")
-	case !maps.EqualFunc(prev.CustomMetadata, next.CustomMetadata, bytes.Equal):
+	case !maps.EqualFunc(prev.Custom, next.Custom, bytes.Equal):
 		return errors.New("custom metadata changed")
 	}
 	return nil
 }
 
-func withCToken(md LedgerMetadata, cToken int64) LedgerMetadata {
+func withCToken(md ledger.Metadata, cToken int64) ledger.Metadata {
 	md.CToken = cToken
 	return md
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/ledger"
 )
 
 // next receives from ch, failing the test after waitTimeout. ok is false
@@ -52,18 +53,18 @@ func TestWatchLedger(t *testing.T) {
 	}
 	// A reader sees an ensemble change, then the close.
 	md := u.Metadata.Clone()
-	md.Ensembles = append(md.Ensembles, Segment{5, []BookieID{"192.0.2.1:3181", "192.0.2.7:3181", "192.0.2.3:3181"}})
+	md.Segments = append(md.Segments, ledger.Segment{FirstEntryID: 5, Bookies: []ledger.BookieID{"192.0.2.1:3181", "192.0.2.7:3181", "192.0.2.3:3181"}})
 	if _, err := s.Write(ctx, 7, md, 0); err != nil {
 		t.Fatal(err)
 	}
-	if u, _ = next(t, ch); u.Version != 1 || len(u.Metadata.Ensembles) != 2 {
+	if u, _ = next(t, ch); u.Version != 1 || len(u.Metadata.Segments) != 2 {
 		t.Fatalf("after an ensemble change: %+v", u)
 	}
-	md.State, md.LastEntryID, md.LengthBytes = StateClosed, 8, 90
+	md.State, md.LastEntryID, md.Length = ledger.StateClosed, 8, 90
 	if _, err := s.Write(ctx, 7, md, 1); err != nil {
 		t.Fatal(err)
 	}
-	if u, _ = next(t, ch); u.Version != 2 || u.Metadata.State != StateClosed || u.Metadata.LastEntryID != 8 {
+	if u, _ = next(t, ch); u.Version != 2 || u.Metadata.State != ledger.StateClosed || u.Metadata.LastEntryID != 8 {
 		t.Fatalf("after the close: %+v", u)
 	}
 	if err := s.Delete(ctx, 7, 2); err != nil {
@@ -123,7 +124,7 @@ func TestWatchLedgerMalformed(t *testing.T) {
 	if u, _ := next(t, ch); !errors.Is(u.Err, ErrMalformed) {
 		t.Fatalf("update after junk was written: %+v, want ErrMalformed", u)
 	}
-	good, _ := sampleMetadata().Encode()
+	good, _ := Encode(sampleMetadata())
 	if _, err := conn.Set(s.LedgerPath(2), good, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestWatchBookiesSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := s.WatchBookies(ctx)
-	expect := func(step string, w, r []BookieID) {
+	expect := func(step string, w, r []ledger.BookieID) {
 		t.Helper()
 		got, _ := next(t, ch)
 		if want := (Registry{Writable: w, ReadOnly: r}); !got.Equal(want) {
@@ -208,32 +209,32 @@ func TestWatchBookiesSteps(t *testing.T) {
 			t.Fatalf("%s: Bookies = %+v, %v; the watch said %+v", step, now, err, got)
 		}
 	}
-	var none []BookieID
+	var none []ledger.BookieID
 	expect("start", none, none)
 	b1 := registerBookie(t, addr, "b1:3181", false)
-	expect("b1 joins", []BookieID{"b1:3181"}, none)
+	expect("b1 joins", []ledger.BookieID{"b1:3181"}, none)
 	b2 := registerBookie(t, addr, "b2:3181", false)
-	expect("b2 joins", []BookieID{"b1:3181", "b2:3181"}, none)
+	expect("b2 joins", []ledger.BookieID{"b1:3181", "b2:3181"}, none)
 	b3 := registerBookie(t, addr, "b3:3181", true)
-	expect("b3 joins read-only", []BookieID{"b1:3181", "b2:3181"}, []BookieID{"b3:3181"})
+	expect("b3 joins read-only", []ledger.BookieID{"b1:3181", "b2:3181"}, []ledger.BookieID{"b3:3181"})
 	// b2 turns read-only: a new znode first, then the old one goes.
 	if _, err := b2.Create("/ledgers/available/readonly/b2:3181", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	expect("b2 registers read-only", []BookieID{"b1:3181", "b2:3181"}, []BookieID{"b2:3181", "b3:3181"})
+	expect("b2 registers read-only", []ledger.BookieID{"b1:3181", "b2:3181"}, []ledger.BookieID{"b2:3181", "b3:3181"})
 	if err := b2.Delete("/ledgers/available/b2:3181", -1); err != nil {
 		t.Fatal(err)
 	}
-	expect("b2 leaves writable", []BookieID{"b1:3181"}, []BookieID{"b2:3181", "b3:3181"})
+	expect("b2 leaves writable", []ledger.BookieID{"b1:3181"}, []ledger.BookieID{"b2:3181", "b3:3181"})
 	b1.Close() // a crash: the session ends and its znode with it
-	expect("b1 dies", none, []BookieID{"b2:3181", "b3:3181"})
+	expect("b1 dies", none, []ledger.BookieID{"b2:3181", "b3:3181"})
 	b3.Close()
-	expect("b3 dies", none, []BookieID{"b2:3181"})
+	expect("b3 dies", none, []ledger.BookieID{"b2:3181"})
 	if _, err := conn.Create("/ledgers/available/not a bookie", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	registerBookie(t, addr, "b4:3181", false)
-	expect("b4 joins next to a stray znode", []BookieID{"b4:3181"}, []BookieID{"b2:3181"})
+	expect("b4 joins next to a stray znode", []ledger.BookieID{"b4:3181"}, []ledger.BookieID{"b2:3181"})
 }
 
 // TestWatchBookiesBurst makes changes faster than the watcher reads. Every
@@ -249,8 +250,8 @@ func TestWatchBookiesBurst(t *testing.T) {
 		t.Fatalf("first registry %+v", got)
 	}
 	const n = 20
-	var live []BookieID
-	change := func(id BookieID, add bool) {
+	var live []ledger.BookieID
+	change := func(id ledger.BookieID, add bool) {
 		p := "/ledgers/available/" + string(id)
 		if add {
 			if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -266,10 +267,10 @@ func TestWatchBookiesBurst(t *testing.T) {
 		states = append(states, Registry{Writable: slices.Clone(live)})
 	}
 	for i := range n {
-		change(BookieID(fmt.Sprintf("b%02d:3181", i)), true)
+		change(ledger.BookieID(fmt.Sprintf("b%02d:3181", i)), true)
 	}
 	for i := range n - 1 {
-		change(BookieID(fmt.Sprintf("b%02d:3181", i)), false)
+		change(ledger.BookieID(fmt.Sprintf("b%02d:3181", i)), false)
 	}
 	at := 0
 	for at < len(states)-1 {
@@ -296,7 +297,7 @@ func TestWatchBookiesMissingDirectory(t *testing.T) {
 	if _, err := conn.Create("/ledgers/available/b1:3181", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := next(t, ch); !got.Equal(Registry{Writable: []BookieID{"b1:3181"}}) {
+	if got, _ := next(t, ch); !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {
 		t.Fatalf("registry after the tree appeared: %+v", got)
 	}
 }
@@ -315,7 +316,7 @@ func TestWatchBookiesRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.failOn("ChildrenW", "/ledgers/available/readonly", nil)
-	if got, _ := next(t, ch); !got.Equal(Registry{Writable: []BookieID{"b1:3181"}}) {
+	if got, _ := next(t, ch); !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {
 		t.Fatalf("registry after a failing listing recovered: %+v", got)
 	}
 }
@@ -342,7 +343,7 @@ func TestBookieAddress(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		id   BookieID
+		id   ledger.BookieID
 		want string
 		err  error
 	}{
@@ -377,13 +378,13 @@ func TestWatchesSurviveSessionExpiry(t *testing.T) {
 
 	ledgerEv := make(chan zk.Event, 1)
 	fc.fakeWatch("GetW", s.LedgerPath(1), ledgerEv)
-	ledger := s.Watch(ctx, 1)
-	next(t, ledger)
+	ledgerW := s.Watch(ctx, 1)
+	next(t, ledgerW)
 	ledgerEv <- expired
 	if _, err := s.Write(ctx, 1, sampleMetadata(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if u, ok := next(t, ledger); !ok || u.Version != 1 {
+	if u, ok := next(t, ledgerW); !ok || u.Version != 1 {
 		t.Fatalf("after an expiry and a write: %+v (open %v)", u, ok)
 	}
 	if n := fc.watchCalls("GetW", s.LedgerPath(1)); n < 2 {
@@ -398,7 +399,7 @@ func TestWatchesSurviveSessionExpiry(t *testing.T) {
 	if _, err := conn.Create("/ledgers/available/b1:3181", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := next(t, bookies); !ok || !got.Equal(Registry{Writable: []BookieID{"b1:3181"}}) {
+	if got, ok := next(t, bookies); !ok || !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {
 		t.Fatalf("after an expiry and a registration: %+v (open %v)", got, ok)
 	}
 }
