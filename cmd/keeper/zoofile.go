@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,13 +14,20 @@ import (
 // from one ZooKeeper knows (a misspelt tickTime would leave tickTime at its
 // default without a word), warns about the other unknown keys, which
 // ZooKeeper turns into system properties, and says where each problem is:
-// the file's own name, the line and the key.
+// the file's own name, the line and the key. With dynamicConfigFile it
+// reads the servers from that file, and zoo.cfg.dynamic.next beside path,
+// as ZooKeeper does (zoocfg.Load).
 func readZooFile(path string, logger *slog.Logger) (*zoocfg.Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	zc, warnings, err := zoocfg.Parse(bytes.NewReader(raw))
+	zc, warnings, err := zoocfg.Load(path, func(name string) ([]byte, error) {
+		if name == path {
+			return raw, nil
+		}
+		return os.ReadFile(name)
+	})
 	if err != nil {
 		return nil, zooFileError(path, err)
 	}

@@ -149,8 +149,25 @@ type Config struct {
 	// SASL is SASL for clients, the sasl ACL scheme and enforced
 	// authentication (sasl.go).
 	SASL SASL
-	// Servers is the ensemble (server.N lines), sorted by ID.
+	// Servers is the ensemble (server.N lines, of the static file or of the
+	// file DynamicConfigFile names), sorted by ID.
 	Servers []Server
+	// ServerOrder is the order ZooKeeper lists Servers in
+	// /zookeeper/config: a Java hash map's, derived from the keys of the
+	// file the servers came from (javaorder.go). nil means by ID.
+	ServerOrder []int64
+	// ConfigVersion is the version of the configuration in Servers: the
+	// static file's version line, or the version in the dynamic file's
+	// name; 0 when neither has one.
+	ConfigVersion int64
+	// DynamicConfigFile names the file that holds the servers
+	// (dynamicConfigFile), as written; Load reads it. Empty when the static
+	// file holds them.
+	DynamicConfigFile string
+	// NextEnsemble is the configuration in zoo.cfg.dynamic.next, which a
+	// server with reconfiguration enabled saw proposed but not committed;
+	// nil when there is none. Load reads it only with DynamicConfigFile.
+	NextEnsemble *Ensemble
 	// MyID is this server's id. zoo.cfg does not hold it: the caller reads
 	// DataDir/myid with ParseMyID and sets it before Validate. 0 means unset.
 	MyID int64

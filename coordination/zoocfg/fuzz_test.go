@@ -49,3 +49,40 @@ func FuzzParseMyID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseDynamic feeds arbitrary bytes and names to ParseDynamic and
+// ParseNextDynamic. What they accept must format (Data) and parse back to
+// the same servers.
+func FuzzParseDynamic(f *testing.F) {
+	f.Add([]byte("server.1=127.0.0.1:2888:3888:participant\nserver.2=[::1]:2889:3889:observer;2181\n"), "zoo.cfg.dynamic.100000000")
+	f.Add([]byte("server.3=h:1:2;[::1]:3\n# c\nserver.1 = h:1:2\n"), "dyn")
+	f.Add([]byte("server.1=h:1:2\nversion=5\n"), "zoo.cfg.dynamic.next")
+	f.Fuzz(func(t *testing.T, data []byte, name string) {
+		if len(data) > 512 || len(name) > 64 {
+			return
+		}
+		for _, parse := range []func([]byte, string) (*Ensemble, error){ParseDynamic, ParseNextDynamic} {
+			e, err := parse(data, name)
+			if err != nil {
+				if e != nil {
+					t.Fatalf("config with error %v", err)
+				}
+				continue
+			}
+			again, err := ParseNextDynamic(e.Data(), "again")
+			if err != nil {
+				t.Fatalf("Data() %q does not parse: %v", e.Data(), err)
+			}
+			if string(again.Data()) != string(e.Data()) && len(again.Servers) == len(e.Servers) {
+				// The order may differ (the keys differ); the servers may not.
+				for i := range e.Servers {
+					if again.Servers[i] != e.Servers[i] || again.Version != e.Version {
+						t.Fatalf("%+v formats as %q, which parses to %+v", e, e.Data(), again)
+					}
+				}
+			} else if len(again.Servers) != len(e.Servers) {
+				t.Fatalf("%+v formats as %q, which parses to %+v", e, e.Data(), again)
+			}
+		}
+	})
+}

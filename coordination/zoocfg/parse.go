@@ -57,6 +57,7 @@ type parser struct {
 	line     int    // line of the property being applied
 	key      string // key of the property being applied
 	servers  map[string]bool
+	dynamic  bool // the file sets dynamicConfigFile
 }
 
 func (p *parser) warn(msg string) {
@@ -88,6 +89,7 @@ func Parse(r io.Reader) (*Config, []Warning, error) {
 	for _, prop := range props {
 		last[prop.key] = prop.line
 	}
+	_, p.dynamic = last["dynamicConfigFile"]
 	for _, prop := range props {
 		p.line, p.key = prop.line, prop.key
 		if l := last[prop.key]; l != prop.line {
@@ -103,6 +105,9 @@ func Parse(r io.Reader) (*Config, []Warning, error) {
 	}
 	if err := p.finish(); err != nil {
 		return nil, nil, err
+	}
+	if len(p.c.Servers) > 0 {
+		p.c.ServerOrder = serverOrder(keysOf(props))
 	}
 	return p.c, p.warnings, nil
 }
@@ -130,6 +135,8 @@ func (p *parser) apply(key, value string) error {
 		return prot.check("zoo.cfg", p.line, key, value)
 	}
 	switch {
+	case p.dynamic && (strings.HasPrefix(key, "server.") || strings.HasPrefix(key, "group") || strings.HasPrefix(key, "weight")):
+		return errors.New("must be in the dynamic configuration file, since dynamicConfigFile is set")
 	case strings.HasPrefix(key, "server."):
 		return p.addServer(strings.TrimPrefix(key, "server."), value)
 	case strings.HasPrefix(key, "group") || strings.HasPrefix(key, "weight"):
@@ -209,10 +216,11 @@ var settings = map[string]setter{
 	"minSessionTimeout": millisField(func(c *Config) *time.Duration { return &c.MinSessionTimeout }),
 	"maxSessionTimeout": millisField(func(c *Config) *time.Duration { return &c.MaxSessionTimeout }),
 	"standaloneEnabled": boolField(func(c *Config) *bool { return &c.StandaloneEnabled }),
-	"reconfigEnabled":   boolField(func(c *Config) *bool { return &c.ReconfigEnabled }),
+	"reconfigEnabled":   setReconfigEnabled,
 	"electionAlg":       setElectionAlg,
 	"peerType":          setPeerType,
-	"dynamicConfigFile": func(*parser, string) error { return errors.New("dynamic configuration files are not supported") },
+	"dynamicConfigFile": stringField(func(c *Config) *string { return &c.DynamicConfigFile }),
+	"version":           setVersion,
 
 	"autopurge.snapRetainCount": intField(func(c *Config) *int { return &c.AutopurgeSnapRetainCount }),
 	"autopurge.purgeInterval":   setPurgeInterval,
@@ -401,6 +409,31 @@ func setElectionAlg(_ *parser, v string) error {
 	if n, err := parseInt(v); err != nil || n != 3 {
 		return errors.New("only 3 is supported")
 	}
+	return nil
+}
+
+// setReconfigEnabled reads reconfigEnabled. keeper does not implement the
+// reconfig operation yet, so true is refused rather than accepted and
+// answered with ReconfigDisabled: an operator who turned it on expects
+// membership changes to work.
+func setReconfigEnabled(p *parser, v string) error {
+	if err := boolField(func(c *Config) *bool { return &c.ReconfigEnabled })(p, v); err != nil {
+		return err
+	}
+	if p.c.ReconfigEnabled {
+		return &UnsupportedError{Source: "zoo.cfg", Line: p.line, Key: p.key, Feature: "dynamic reconfiguration (the reconfig operation)"}
+	}
+	return nil
+}
+
+// setVersion reads the version line of a configuration in the static
+// file, in hex as ZooKeeper writes it.
+func setVersion(p *parser, v string) error {
+	n, err := parseVersion(v)
+	if err != nil {
+		return err
+	}
+	p.c.ConfigVersion = n
 	return nil
 }
 

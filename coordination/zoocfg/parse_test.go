@@ -110,7 +110,9 @@ func TestParseKeys(t *testing.T) {
 		{"superDigest=super:abc=", func(c *Config) { c.SuperDigest = "super:abc=" }},
 		{"DigestAuthenticationProvider.superDigest=super:abc=", func(c *Config) { c.SuperDigest = "super:abc=" }},
 		{"zookeeper.DigestAuthenticationProvider.superDigest=super:abc=", func(c *Config) { c.SuperDigest = "super:abc=" }},
-		{"reconfigEnabled=true\nstandaloneEnabled=false", func(c *Config) { c.ReconfigEnabled, c.StandaloneEnabled = true, false }},
+		{"reconfigEnabled=false\nstandaloneEnabled=false", func(c *Config) { c.StandaloneEnabled = false }},
+		{"dynamicConfigFile=/etc/zk/zoo.cfg.dynamic.100000000", func(c *Config) { c.DynamicConfigFile = "/etc/zk/zoo.cfg.dynamic.100000000" }},
+		{"version=1A", func(c *Config) { c.ConfigVersion = 0x1a }},
 		{"readonlymode.enabled=true", func(c *Config) { c.ReadOnlyModeEnabled = true }},
 		{"preAllocSize=1024", func(c *Config) { c.PreAllocSizeKB = 1024 }},
 		{"zookeeper.preAllocSize=16", func(c *Config) { c.PreAllocSizeKB = 16 }},
@@ -119,6 +121,7 @@ func TestParseKeys(t *testing.T) {
 		{"electionAlg=3\npeerType=Observer", func(c *Config) {}},
 		{"server.1=127.0.0.1:2888:3888", func(c *Config) {
 			c.Servers = []Server{{ID: 1, Host: "127.0.0.1", QuorumPort: 2888, ElectionPort: 3888}}
+			c.ServerOrder = []int64{1}
 		}},
 		{"server.3=c:2888:3888\nserver.1=a:2888:3888\nserver.2=b:2888:3888:observer", func(c *Config) {
 			c.Servers = []Server{
@@ -126,6 +129,7 @@ func TestParseKeys(t *testing.T) {
 				{ID: 2, Host: "b", QuorumPort: 2888, ElectionPort: 3888, Role: Observer},
 				{ID: 3, Host: "c", QuorumPort: 2888, ElectionPort: 3888},
 			}
+			c.ServerOrder = []int64{1, 2, 3}
 		}},
 	}
 	for _, tt := range tests {
@@ -175,7 +179,14 @@ func TestParseErrors(t *testing.T) {
 		{"superDigest=nodigest", `superDigest: invalid value "nodigest": want user:digest`},
 		{"electionAlg=1", `electionAlg: invalid value "1": only 3 is supported`},
 		{"peerType=leader", `peerType: invalid value "leader": unknown role`},
-		{"dynamicConfigFile=/etc/zk/dyn", `dynamicConfigFile: invalid value "/etc/zk/dyn": dynamic configuration files are not supported`},
+		{"reconfigEnabled=true", `zoo.cfg:2: reconfigEnabled: keeper does not support dynamic reconfiguration (the reconfig operation) yet`},
+		{"reconfigEnabled=yes", `reconfigEnabled: invalid value "yes"`},
+		{"dynamicConfigFile=", `dynamicConfigFile: invalid value "": empty`},
+		{"dynamicConfigFile=/d/dyn\nserver.1=h:1:2", `server.1: invalid value "h:1:2": must be in the dynamic configuration file`},
+		{"server.1=h:1:2\ndynamicConfigFile=/d/dyn", `server.1: invalid value "h:1:2": must be in the dynamic configuration file`},
+		{"dynamicConfigFile=/d/dyn\ngroup.1=1:2", `group.1: invalid value "1:2": must be in the dynamic configuration file`},
+		{"version=xyz", `version: invalid value "xyz": not a hexadecimal 64-bit integer`},
+		{"version=10000000000000000", `version: invalid value "10000000000000000"`},
 		{"group.1=1:2:3", `group.1: invalid value "1:2:3": hierarchical quorums are not supported`},
 		{"weight.1=1", `weight.1: invalid value "1": hierarchical quorums`},
 		{"server.x=h:1:2", `server.x: invalid value "h:1:2": server id is not an integer`},
