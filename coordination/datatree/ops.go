@@ -1,6 +1,8 @@
 package datatree
 
 import (
+	"slices"
+
 	"keeper/coordination/txn"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
@@ -147,6 +149,36 @@ func (t *Tree) setData(path string, data []byte, version int32, h txn.Header, ch
 	t.quotaDataChanged(path, diff)
 	*ch = append(*ch, Change{zkproto.EventNodeDataChanged, path, t.acl.get(n.aclRef)})
 	return n.Stat(), nil
+}
+
+// SetEnsembleConfig stores an ensemble's configuration in
+// /zookeeper/config as Apache ZooKeeper does when a member starts or a
+// learner has synced (docs/zookeeper-protocol.md §5.6): the data, mzxid set
+// to the configuration's version, version -1 and mtime nowMs; the other
+// fields stay as they are. It is not a txn: nothing is logged and no watch
+// fires (a member serves no client while it loads or syncs). The node is
+// below /zookeeper/, so the digest does not change.
+func (t *Tree) SetEnsembleConfig(data []byte, version int64, nowMs int64) {
+	n := t.nodes[ConfigPath]
+	if n == nil {
+		// A snapshot of a ZooKeeper before 3.5 has none; ZooKeeper adds
+		// it, as New does.
+		zk := t.nodes[ZooKeeperPath]
+		if zk == nil {
+			return
+		}
+		n = &Node{data: []byte{}, aclRef: t.acl.add(zkproto.ReadACLUnsafe)}
+		n.stat.Aversion = -1
+		t.insert(ConfigPath, "config", zk, n)
+	}
+	t.dataSize += sizeOf(ConfigPath, data) - sizeOf(ConfigPath, n.data)
+	diff := len(data) - len(n.data)
+	n.data = slices.Clone(data)
+	n.stat.Mtime = nowMs
+	n.stat.Mzxid = version
+	n.stat.Version = -1
+	t.rehash(ConfigPath, n)
+	t.quotaDataChanged(ConfigPath, diff)
 }
 
 // setACL replaces a node's ACL; version is the new aversion from the txn.

@@ -79,6 +79,8 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		Logger:    logger,
 	}
 	if zc.Distributed() {
+		cfg.Core.EnsembleConfig = zc.ConfigData()
+		cfg.Core.EnsembleConfigVersion = zc.ConfigVersion
 		cfg.Quorum = quorumFromZoo(zc)
 		cfg.ConfLines = nil // the standalone conf lines do not apply
 	}

@@ -88,6 +88,15 @@ type Config struct {
 	// here without the back-off it takes after every member refused it
 	// (a second in go-zookeeper). 0 refuses at once.
 	HoldHandshakeMs int64
+	// EnsembleConfig is what /zookeeper/config holds on a member of an
+	// ensemble (zoocfg.Config.ConfigData: its server lines and version);
+	// nil on a standalone server, whose node stays empty. Restore writes
+	// it into every tree it is given, as ZooKeeper does at start and after
+	// a learner's sync (docs/zookeeper-protocol.md §5.6).
+	EnsembleConfig []byte
+	// EnsembleConfigVersion is the version of EnsembleConfig, which
+	// becomes the node's mzxid.
+	EnsembleConfigVersion int64
 	// StartWallMs is the wall clock at start, in ms. It seeds session ids
 	// so that a restarted server does not reuse the ids of its last run.
 	StartWallMs int64

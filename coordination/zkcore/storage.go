@@ -17,6 +17,9 @@ type SessionState struct {
 // leader. Sessions the new state does not have are gone, and so are their
 // connections; each remaining session gets a full timeout from now.
 func (s *Server) Restore(tree *datatree.Tree, sessions []SessionState, now Now) {
+	if s.cfg.EnsembleConfig != nil {
+		tree.SetEnsembleConfig(s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion, now.WallMs)
+	}
 	s.tree = tree
 	s.view = newView(tree)
 	s.lastProposed = tree.LastZxid()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -251,10 +252,12 @@ func (c *Config) ConfigData() []byte {
 
 // Data is e as ZooKeeper writes a configuration into /zookeeper/config and
 // its reconfig replies: a "server.N=" line per server with the server in
-// canonical form (Server.String), then "version=<hex>".
+// canonical form (Server.String, with IP literals as Java prints them:
+// javaHostString), then "version=<hex>".
 func (e *Ensemble) Data() []byte {
 	var b strings.Builder
 	for _, s := range e.ordered() {
+		s.Host, s.ClientHost = javaHostString(s.Host), javaHostString(s.ClientHost)
 		fmt.Fprintf(&b, "server.%d=%s\n", s.ID, s)
 	}
 	b.WriteString("version=" + FormatVersion(e.Version))
@@ -278,6 +281,31 @@ func (e *Ensemble) ordered() []Server {
 		if _, ok := byID[s.ID]; ok {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// javaHostString is a host as Java's InetSocketAddress.getHostString gives
+// it back for a server line: a name as written, an IP literal as
+// InetAddress.getHostAddress prints it. For IPv6 that is eight groups of
+// lowercase hex without compression ("::1" is "0:0:0:0:0:0:0:1"), and an
+// IPv4-mapped address is the IPv4 one.
+func javaHostString(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.Is6() {
+		return host
+	}
+	if a.Is4In6() {
+		return a.Unmap().String()
+	}
+	b := a.As16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = strconv.FormatUint(uint64(b[2*i])<<8|uint64(b[2*i+1]), 16)
+	}
+	out := strings.Join(groups, ":")
+	if z := a.Zone(); z != "" {
+		out += "%" + z
 	}
 	return out
 }

@@ -47,7 +47,7 @@ func TestParseDynamic(t *testing.T) {
 			"server.1=127.0.0.1:2888:3888:participant\nserver.2=127.0.0.1:2889:3889:observer;2181\n",
 			"server.1=127.0.0.1:2888:3888:participant\nserver.2=127.0.0.1:2889:3889:observer;0.0.0.0:2181\nversion=100000000"},
 		{"dyn", "server.3=[::1]:1:2;[::1]:3\n# comment\nserver.1 = h:1:2\n",
-			"server.1=h:1:2:participant\nserver.3=[::1]:1:2:participant;[::1]:3\nversion=0"},
+			"server.1=h:1:2:participant\nserver.3=[0:0:0:0:0:0:0:1]:1:2:participant;[0:0:0:0:0:0:0:1]:3\nversion=0"},
 		{"zoo.cfg.dynamic.5", "", "version=5"},
 		{"zoo.cfg.dynamic.5", "server.1=h:1:2\nversion=5\n", "zoo.cfg.dynamic.5:2: version: a dynamic configuration file must not hold a version"},
 		{"d", "server.1=h:1:2\nclientPort=2181\n", "d:2: clientPort: not allowed in a dynamic configuration file"},

@@ -65,3 +65,18 @@ func TestHashMapOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestJavaHostString(t *testing.T) {
+	for in, want := range map[string]string{
+		"::1":              "0:0:0:0:0:0:0:1",
+		"fe80::a:B%eth0":   "fe80:0:0:0:0:0:a:b%eth0",
+		"::ffff:127.0.0.1": "127.0.0.1",
+		"127.0.0.1":        "127.0.0.1",
+		"localhost":        "localhost",
+		"0.0.0.0":          "0.0.0.0",
+	} {
+		if got := javaHostString(in); got != want {
+			t.Errorf("javaHostString(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

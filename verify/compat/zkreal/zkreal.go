@@ -41,6 +41,8 @@ const (
 	// fallbackJava is used when java is not on PATH.
 	fallbackJava = "/usr/bin/java"
 	mainClass    = "org.apache.zookeeper.server.ZooKeeperServerMain"
+	// quorumMainClass is the entry point of an ensemble member.
+	quorumMainClass = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 )
 
 // RequireEnv names the environment variable that turns a missing ZooKeeper
@@ -68,6 +70,11 @@ type Options struct {
 	// JVMFlags are more java flags, such as
 	// -Djava.security.auth.login.config=<file> for SASL.
 	JVMFlags []string
+	// QuorumPeer runs ZooKeeper's ensemble entry point (QuorumPeerMain)
+	// with myid 1 instead of the standalone one; ExtraConfig then holds
+	// the server.N lines, initLimit and syncLimit (and standaloneEnabled=false
+	// for an ensemble of one).
+	QuorumPeer bool
 }
 
 // Server is a running ZooKeeper. Stop is safe to call more than once and
@@ -75,6 +82,7 @@ type Options struct {
 type Server struct {
 	addr     string
 	dataDir  string
+	cfgPath  string
 	logPath  string
 	cmd      *exec.Cmd
 	log      *os.File
@@ -89,6 +97,9 @@ func (s *Server) Addr() string { return s.addr }
 
 // DataDir returns the server's data directory (snapshots and logs).
 func (s *Server) DataDir() string { return s.dataDir }
+
+// ConfigPath returns the server's zoo.cfg.
+func (s *Server) ConfigPath() string { return s.cfgPath }
 
 // LogPath returns the file the server's output goes to.
 func (s *Server) LogPath() string { return s.logPath }
@@ -223,8 +234,14 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("zkreal: %w", err)
 	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
+	s.cfgPath = cfgPath
 	if err := os.WriteFile(cfgPath, zooCfg(s.dataDir, port, opts), 0o644); err != nil {
 		return nil, fmt.Errorf("zkreal: %w", err)
+	}
+	if opts.QuorumPeer {
+		if err := os.WriteFile(filepath.Join(s.dataDir, "myid"), []byte("1\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("zkreal: %w", err)
+		}
 	}
 	if s.log, err = os.Create(s.logPath); err != nil {
 		return nil, fmt.Errorf("zkreal: %w", err)
@@ -325,7 +342,11 @@ func javaArgs(classpath, cfgPath string, opts Options) []string {
 		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+opts.SuperDigest)
 	}
 	args = append(args, opts.JVMFlags...)
-	return append(args, "-cp", classpath, mainClass, cfgPath)
+	main := mainClass
+	if opts.QuorumPeer {
+		main = quorumMainClass
+	}
+	return append(args, "-cp", classpath, main, cfgPath)
 }
 
 // freePort asks the kernel for a free loopback port.
