@@ -56,7 +56,9 @@
 //	                                                                 superDigest (keeper only)
 //	JuteMaxBufferBytes        (none: only -Djute.maxbuffer)          jute.maxbuffer
 //	ReadOnlyModeEnabled       (none: only -Dreadonlymode.enabled)    readonlymode.enabled
-//	Servers                   server.N
+//	Servers                   server.N (or the file below)
+//	ConfigVersion             version (hex)
+//	DynamicConfigFile         dynamicConfigFile
 //
 // ZooKeeper's own spelling of a key is case-sensitive, and so is keeper's.
 //
@@ -76,8 +78,13 @@
 // serverCnxnFactory, metricsProvider.*, ...) and unknown keys are accepted
 // with a Warning: they tune performance or add features, and keeper is as
 // safe without them. Keys whose silent omission would change the ensemble
-// are errors: dynamicConfigFile, group.*/weight.* (hierarchical quorums),
+// are errors: group.*/weight.* (hierarchical quorums),
 // multiple addresses in server.N, and electionAlg other than 3.
+//
+// Load follows dynamicConfigFile to the file that holds the servers and
+// reads zoo.cfg.dynamic.next, by ZooKeeper 3.8's rules (dynamic.go,
+// docs/configuration.md). reconfigEnabled=true is refused until keeper has
+// the reconfig operation.
 //
 // # Stricter than ZooKeeper
 //
