@@ -12,11 +12,8 @@ import (
 // entry set, as QuorumMaj fills it) and by Apache ZooKeeper 3.8's
 // /zookeeper/config.
 func TestPropertiesOrder(t *testing.T) {
-	var big []string
-	for _, k := range strings.Fields("tickTime initLimit syncLimit dataDir clientPort admin.enableServer " +
-		"4lw.commands.whitelist autopurge.snapRetainCount autopurge.purgeInterval maxClientCnxns dataLogDir standaloneEnabled") {
-		big = append(big, k)
-	}
+	big := strings.Fields("tickTime initLimit syncLimit dataDir clientPort admin.enableServer " +
+		"4lw.commands.whitelist autopurge.snapRetainCount autopurge.purgeInterval maxClientCnxns dataLogDir standaloneEnabled")
 	for _, id := range []int{5, 21, 37, 1, 2, 3, 4, 100, 17, 64, 48, 6, 7, 8, 9, 10} {
 		big = append(big, "server."+strconv.Itoa(id))
 	}
