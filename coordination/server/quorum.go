@@ -9,7 +9,6 @@ import (
 	"keeper/coordination/admin"
 	"keeper/coordination/peer"
 	"keeper/coordination/quorumnet"
-	"keeper/coordination/txnlog"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
@@ -47,7 +46,7 @@ const readOnlyDelayMs = 2000
 type quorumState struct {
 	peer *peer.Peer
 	tr   *quorumnet.Transport
-	log  *diskLog
+	log  *MemberLog
 	// role is what srvr and mntr report: leader, follower, observer,
 	// read-only, or "" while not serving. Written by the loop, read by the
 	// admin side.
@@ -110,41 +109,26 @@ func (s *Server) startQuorum() error {
 		return errors.New("server: an ensemble member needs a data directory")
 	}
 	maxRecord := s.cfg.Core.MaxBuffer + 1024
-	hs, err := readEpochs(s.cfg.Storage.FS, s.cfg.Storage.snapDir())
-	if err != nil {
-		return err
-	}
 	maxRecent := q.MaxRecentEntries
 	if maxRecent <= 0 {
 		maxRecent = 10000
 	}
-	recent := &recentTail{max: maxRecent}
 	// A member that loses its state rejoins through a leader's snapshot,
 	// unless it is the only voter: then no one has the state it lost.
 	fromLeader := !(len(q.Voters) == 1 && q.Voters[0] == q.MyID)
-	lost, err := loadState(&s.cfg.Storage, s.core, maxRecord, s.now(), s.log,
-		loadOptions{recent: recent, atStart: true, fromLeader: fromLeader, metrics: s.stm})
+	dl, rec, err := OpenMemberLog(MemberLogConfig{Storage: &s.cfg.Storage, Core: s.cfg.Core, MaxRecordBytes: maxRecord,
+		MaxRecentEntries: maxRecent, FromLeader: fromLeader, Now: s.now, Logger: s.log,
+		purgeMu: &s.storageMu, metrics: s.stm}, s.core)
 	if err != nil {
 		return err
 	}
-	if lost && fromLeader {
-		s.log.Warn("this member lost its state: it takes no part in elections until a leader sends it a snapshot")
-	}
-	lg, err := txnlog.Open(s.cfg.Storage.FS, s.cfg.Storage.logDir(), txnlogConfig(&s.cfg.Storage, maxRecord, s.log))
-	if err != nil {
-		return err
-	}
+	lg := dl.log
 	s.core.SetMode(zkcore.NotServing, 0, s.now())
-	floor, err := truncateFloor(&s.cfg.Storage)
-	if err != nil {
-		lg.Close()
-		return err
-	}
 	zcfg := zab.Config{
 		ID: q.MyID, Voters: q.Voters, Observers: q.Observers,
-		HardState: hs, LastZxid: s.core.LastZxid(), Recent: recent.tail(), MaxRecentEntries: maxRecent,
-		TruncateFloor: floor,
-		StateLost:     lost && fromLeader,
+		HardState: rec.HardState, LastZxid: s.core.LastZxid(), Recent: rec.Recent, MaxRecentEntries: maxRecent,
+		TruncateFloor: rec.TruncateFloor,
+		StateLost:     rec.Lost,
 		Rand:          rand.New(rand.NewPCG(rand.Uint64(), uint64(q.MyID))),
 	}
 	// The loop ticks the node every zab tick (loopTick), a fraction of
@@ -166,10 +150,6 @@ func (s *Server) startQuorum() error {
 		lg.Close()
 		return fmt.Errorf("server: quorum transport: %w", err)
 	}
-	coreCfg := s.cfg.Core
-	coreCfg.Logger = nil
-	dl := &diskLog{storage: &s.cfg.Storage, log: lg, maxRecord: maxRecord, coreCfg: coreCfg,
-		logger: s.log, hard: hs, now: s.now, purgeMu: &s.storageMu, metrics: s.stm}
 	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")

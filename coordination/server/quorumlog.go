@@ -28,10 +28,13 @@ const (
 	currentEpochFile  = "currentEpoch"
 )
 
-// diskLog is the replicated log of a quorum member on disk: Apache
+// MemberLog is the replicated log of a quorum member on disk: Apache
 // ZooKeeper's transaction log, snapshots and epoch files. It implements
-// peer.Log.
-type diskLog struct {
+// peer.Log. A running Server persists through it on its persister
+// goroutine; the simulator (verify/sim) drives the same type on a
+// vfs.MemFS whose crashes lose what was not synced. It is not safe for
+// concurrent use: one goroutine at a time calls it.
+type MemberLog struct {
 	storage   *StorageConfig
 	log       *txnlog.Log
 	maxRecord int
@@ -90,7 +93,7 @@ func writeEpoch(fsys vfs.FS, dir, name string, e zxid.Epoch) error {
 }
 
 // SaveState writes the epochs that changed.
-func (l *diskLog) SaveState(hs zab.HardState) error {
+func (l *MemberLog) SaveState(hs zab.HardState) error {
 	dir := l.storage.snapDir()
 	if hs.AcceptedEpoch != l.hard.AcceptedEpoch {
 		if err := writeEpoch(l.storage.FS, dir, acceptedEpochFile, hs.AcceptedEpoch); err != nil {
@@ -108,7 +111,7 @@ func (l *diskLog) SaveState(hs zab.HardState) error {
 }
 
 // Append buffers txns in the log; Sync makes them durable.
-func (l *diskLog) Append(es []zab.Entry) error {
+func (l *MemberLog) Append(es []zab.Entry) error {
 	for _, e := range es {
 		if err := l.log.AppendPayload(e.Data); err != nil {
 			return err
@@ -118,7 +121,7 @@ func (l *diskLog) Append(es []zab.Entry) error {
 }
 
 // Sync is the group commit point.
-func (l *diskLog) Sync() error {
+func (l *MemberLog) Sync() error {
 	start := time.Now()
 	err := l.log.Sync()
 	if err == nil {
@@ -133,7 +136,7 @@ func (l *diskLog) Sync() error {
 // snapshot: any snapshot above z goes (after the new one is durable, so a
 // crash between leaves the old state whole), and anything logged after z
 // belonged to another history and goes.
-func (l *diskLog) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkcore.SessionState) error {
+func (l *MemberLog) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkcore.SessionState) error {
 	l.purgeMu.Lock()
 	defer l.purgeMu.Unlock()
 	var entries []snap.SessionEntry
@@ -152,7 +155,7 @@ func (l *diskLog) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkc
 }
 
 // Reload rebuilds the state from disk, as at start-up.
-func (l *diskLog) Reload() (*datatree.Tree, []zkcore.SessionState, error) {
+func (l *MemberLog) Reload() (*datatree.Tree, []zkcore.SessionState, error) {
 	if err := l.log.Sync(); err != nil {
 		return nil, nil, err
 	}
@@ -165,3 +168,100 @@ func (l *diskLog) Reload() (*datatree.Tree, []zkcore.SessionState, error) {
 	}
 	return core.Tree(), core.SnapshotSessions(), nil
 }
+
+// MemberLogConfig says how OpenMemberLog recovers a member's data.
+type MemberLogConfig struct {
+	// Storage says where the data lives; its DataDir must be set.
+	Storage *StorageConfig
+	// Core is the core's configuration, to rebuild the state after a TRUNC
+	// (Reload); its Logger and Metrics are not used.
+	Core zkcore.Config
+	// MaxRecordBytes bounds one logged txn: jute.maxbuffer and 1 KiB.
+	MaxRecordBytes int
+	// MaxRecentEntries is how many txns of the log's tail Recovered.Recent
+	// keeps for Zab's DIFFs; it must be positive.
+	MaxRecentEntries int
+	// FromLeader is set for a member that can get its state from a leader's
+	// snapshot (not the only voter): one that lost its state then writes
+	// no snapshot of its own and stays out of elections until a leader's.
+	FromLeader bool
+	// Now reads the clock the core runs on.
+	Now func() zkcore.Now
+	// Logger receives what recovery reports; nil discards it.
+	Logger *slog.Logger
+
+	// Set by a Server: the lock autopurge shares, and where the storage's
+	// timings go. OpenMemberLog gives the log a lock of its own, and no
+	// metrics, without them.
+	purgeMu *sync.Mutex
+	metrics *storageMetrics
+}
+
+// Recovered is what OpenMemberLog found on disk that Zab starts from.
+type Recovered struct {
+	// HardState is the epoch files' content.
+	HardState zab.HardState
+	// Recent is the tail of the log replayed, with payloads, for DIFFs.
+	Recent []zab.Entry
+	// TruncateFloor is the newest snapshot's zxid (zab.Config.TruncateFloor).
+	TruncateFloor zxid.ID
+	// Lost is set when snapshot.trust.empty replaced data that could not be
+	// accounted for with an empty tree, for a member that gets its state
+	// from a leader (zab.Config.StateLost).
+	Lost bool
+}
+
+// OpenMemberLog recovers an ensemble member's data into core (the newest
+// valid snapshot and the log after it, docs/storage-recovery.md), reads the
+// epoch files and opens the log for appending: what a member does at start
+// before it builds its Zab node. Data it cannot account for stops it with
+// an *UnaccountedError.
+func OpenMemberLog(cfg MemberLogConfig, core *zkcore.Server) (*MemberLog, Recovered, error) {
+	var rec Recovered
+	st := cfg.Storage
+	if st == nil || !st.enabled() {
+		return nil, rec, errors.New("server: an ensemble member needs a data directory")
+	}
+	if cfg.MaxRecentEntries <= 0 || cfg.MaxRecordBytes <= 0 || cfg.Now == nil {
+		return nil, rec, errors.New("server: MemberLogConfig needs MaxRecentEntries, MaxRecordBytes and Now")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	hs, err := readEpochs(st.FS, st.snapDir())
+	if err != nil {
+		return nil, rec, err
+	}
+	recent := &recentTail{max: cfg.MaxRecentEntries}
+	lost, err := loadState(st, core, cfg.MaxRecordBytes, cfg.Now(), logger,
+		loadOptions{recent: recent, atStart: true, fromLeader: cfg.FromLeader, metrics: cfg.metrics})
+	if err != nil {
+		return nil, rec, err
+	}
+	if lost && cfg.FromLeader {
+		logger.Warn("this member lost its state: it takes no part in elections until a leader sends it a snapshot")
+	}
+	lg, err := txnlog.Open(st.FS, st.logDir(), txnlogConfig(st, cfg.MaxRecordBytes, logger))
+	if err != nil {
+		return nil, rec, err
+	}
+	floor, err := truncateFloor(st)
+	if err != nil {
+		lg.Close()
+		return nil, rec, err
+	}
+	purgeMu := cfg.purgeMu
+	if purgeMu == nil {
+		purgeMu = new(sync.Mutex)
+	}
+	coreCfg := cfg.Core
+	coreCfg.Logger, coreCfg.Metrics = nil, nil
+	l := &MemberLog{storage: st, log: lg, maxRecord: cfg.MaxRecordBytes, coreCfg: coreCfg,
+		logger: logger, hard: hs, now: cfg.Now, purgeMu: purgeMu, metrics: cfg.metrics}
+	rec = Recovered{HardState: hs, Recent: recent.tail(), TruncateFloor: floor, Lost: lost && cfg.FromLeader}
+	return l, rec, nil
+}
+
+// Close closes the log file.
+func (l *MemberLog) Close() error { return l.log.Close() }

@@ -126,7 +126,9 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 	}()
 	fs := cfg.FS
 	snapDir := cfg.snapDir()
-	defer relaxGC(loadBudget(fs, snapDir))()
+	if loadBytes(fs, snapDir, cfg.logDir()) >= relaxGCMinBytes {
+		defer relaxGC(loadBudget(fs, snapDir))()
+	}
 	for _, dir := range []string{snapDir, filepath.Join(cfg.logDir(), txnlog.DirName)} {
 		if err := vfs.MkdirAllSync(fs, dir, 0o755); err != nil {
 			return false, fmt.Errorf("server: create %s: %w", dir, err)
@@ -273,6 +275,29 @@ func relaxGC(budget int64) (restore func()) {
 			debug.SetGCPercent(gcRelax.percent)
 		}
 	}
+}
+
+// relaxGCMinBytes is the size of the data (the newest snapshot and the log
+// files) below which a load leaves the collector alone: it collects little
+// while so little loads, and the settings are the process's, so turning
+// them over costs more than it saves when loads are small and many (a
+// simulator restarts thousands of members in one process).
+const relaxGCMinBytes = 16 << 20
+
+// loadBytes is the size of the newest snapshot and of every log file, as
+// far as the directories can be listed.
+func loadBytes(fs vfs.FS, snapDir, logDir string) int64 {
+	var n int64
+	if infos, err := snap.List(fs, snapDir); err == nil && len(infos) > 0 {
+		n += infos[0].Size
+	}
+	files, _ := txnlog.Files(fs, logDir)
+	for _, f := range files {
+		if info, err := fs.Stat(f.Path); err == nil {
+			n += info.Size()
+		}
+	}
+	return n
 }
 
 // gcRelax is the collector's settings from before the loads in progress.

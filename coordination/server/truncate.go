@@ -23,7 +23,7 @@ var ErrNoStateAtTruncation = errors.New("server: no snapshot and log give the st
 // rebuilds the state at exactly z. Snapshots above z go first, then the
 // log is cut after z (truncatePlan says why, and when the disk cannot give
 // z: ErrNoStateAtTruncation, with nothing changed).
-func (l *diskLog) Truncate(z zxid.ID) error {
+func (l *MemberLog) Truncate(z zxid.ID) error {
 	l.purgeMu.Lock()
 	defer l.purgeMu.Unlock()
 	if err := l.log.Sync(); err != nil {
@@ -141,7 +141,7 @@ func removeSnapshots(fs vfs.FS, dir string, infos []snap.Info) error {
 }
 
 // removeSnapshotsAbove removes every snapshot whose zxid is above z.
-func (l *diskLog) removeSnapshotsAbove(z zxid.ID) error {
+func (l *MemberLog) removeSnapshotsAbove(z zxid.ID) error {
 	infos, err := snap.List(l.storage.FS, l.storage.snapDir())
 	if err != nil {
 		return err

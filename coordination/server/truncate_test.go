@@ -83,8 +83,8 @@ func (d *truncDisk) snapshot(k, digestAt uint32) {
 	}
 }
 
-func (d *truncDisk) diskLog() *diskLog {
-	return &diskLog{storage: &d.cfg, log: d.log, maxRecord: truncMaxRecord, coreCfg: zkcore.DefaultConfig(),
+func (d *truncDisk) diskLog() *MemberLog {
+	return &MemberLog{storage: &d.cfg, log: d.log, maxRecord: truncMaxRecord, coreCfg: zkcore.DefaultConfig(),
 		logger: slog.New(slog.DiscardHandler), now: func() zkcore.Now { return zkcore.Now{} }, purgeMu: new(sync.Mutex)}
 }
 
@@ -102,7 +102,7 @@ func (d *truncDisk) snapshots() []string {
 }
 
 // checkState reloads and checks the tree holds exactly /n1../nK.
-func checkTreeAt(t *testing.T, dl *diskLog, k uint32) {
+func checkTreeAt(t *testing.T, dl *MemberLog, k uint32) {
 	t.Helper()
 	tree, _, err := dl.Reload()
 	if err != nil {
