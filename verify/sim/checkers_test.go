@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"keeper/coordination/txn"
-	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
@@ -211,12 +210,12 @@ func TestDigestDisagreement(t *testing.T) {
 func TestTruncateCommitted(t *testing.T) {
 	c := checkCluster(t, baseHistory())
 	c.oracle.noteApplied(2, z(5))
-	log := []zab.Entry{{Zxid: z(4)}, {Zxid: z(6)}}
+	log := []zxid.ID{z(4), z(6)}
 	c.oracle.truncating(c, 1, z(5), log)
 	if len(c.violations) != 0 {
 		t.Fatalf("flagged: %v", c.violations)
 	}
-	log = []zab.Entry{{Zxid: z(4)}, {Zxid: z(5)}}
+	log = []zxid.ID{z(4), z(5)}
 	c.oracle.truncating(c, 1, z(4), log)
 	if len(c.violations) != 1 || !strings.HasPrefix(c.violations[0], "durability:") {
 		t.Fatalf("got %v, want one durability violation", c.violations)

@@ -5,7 +5,7 @@
 // guarantees. A run is a pure function of its seed: any failure replays
 // with
 //
-//	go test ./sim -run TestSimulation -seed=N
+//	go test ./verify/sim -run TestSimulation -seed=N
 //
 // # The world
 //
@@ -21,11 +21,26 @@
 // it sends is lost too (it is writing to the dead connection). Election
 // notifications travel apart, may be lost, and are not ordered.
 //
-// Disks (disk.go) keep the epochs, the newest snapshot and the log. A
-// crash keeps the synced log and a random prefix of what was not synced.
-// Failpoints crash a server at a storage operation: before saving epochs,
-// before an append, between append and sync, before a truncate or a
-// snapshot install.
+// Disks (disk.go) are the production storage: each member persists
+// through coordination/server's MemberLog — Apache ZooKeeper's transaction
+// log (txnlog), snapshots (snap) and epoch files, written as a real member
+// writes them — on its own in-memory filesystem (vfs.MemFS), and every
+// start recovers with the production recovery code (OpenMemberLog: newest
+// valid snapshot, torn tail repaired, log replayed, unaccounted data
+// refused). A crash keeps what MemFS.CrashClone leaves: the synced bytes
+// and directory entries, and a random prefix of the rest, the last write
+// perhaps torn. Failpoints crash a server at a storage call (before
+// saving epochs, before an append, between append and sync, before a
+// truncate or a snapshot install) or at one of the next few file
+// operations inside one (crashfs.go): between an epoch file's write and
+// its rename, half way through a snapshot, between a log cut and the
+// removal of the snapshots above it. A start that refuses its files is a
+// violation.
+//
+// Members still run peer.Peer on the simulator's goroutine, persisting
+// each batch before the next step (peer.HandleReady), not through the
+// server's loop and persister goroutine; the loop's interleavings (held
+// batches, fuzzy snapshots, the log roll, autopurge) are not simulated.
 //
 // Clients (client.go) each hold one session on one connection, pipeline a
 // few requests as zkproto records through the server core, decode the

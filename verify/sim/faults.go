@@ -109,7 +109,7 @@ func (c *Cluster) faultFailpoint() {
 	if !s.up {
 		return
 	}
-	s.disk.armed = fpFirst + failpoint(c.rng.IntN(int(failpointCount-fpFirst)))
+	s.disk.arm(fpFirst+failpoint(c.rng.IntN(int(failpointCount-fpFirst))), c.rng)
 	c.tracef("server %d will crash at its next %s", s.id, s.disk.armed)
 }
 

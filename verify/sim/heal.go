@@ -25,7 +25,7 @@ func (c *Cluster) finish() {
 	c.tracef("healing: every server up, no partitions, no delays")
 	c.net.healAll()
 	for _, s := range c.servers[1:] {
-		s.disk.armed = fpNone
+		s.disk.disarm()
 		c.resume(s, s.inc)
 		if !s.up {
 			c.start(s)

@@ -64,11 +64,11 @@ func (o *oracle) noteApplied(id zab.PeerID, z zxid.ID) {
 }
 
 // truncating checks a TRUNC: it may only remove txns nobody applied.
-func (o *oracle) truncating(c *Cluster, id zab.PeerID, z zxid.ID, entries []zab.Entry) {
-	for _, e := range entries {
-		if by, ok := o.applied[e.Zxid]; ok && e.Zxid > z {
+func (o *oracle) truncating(c *Cluster, id zab.PeerID, z zxid.ID, logged []zxid.ID) {
+	for _, l := range logged {
+		if by, ok := o.applied[l]; ok && l > z {
 			c.violate("durability", "server %d truncates its log to %s, dropping %s, which server %d applied as committed",
-				id, z, e.Zxid, by)
+				id, z, l, by)
 			return
 		}
 	}

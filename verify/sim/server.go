@@ -55,7 +55,7 @@ type serverConn struct {
 
 func newServer(c *Cluster, id zab.PeerID) *server {
 	s := &server{c: c, id: id, wallSkewMs: c.rng.Int64N(1001) - 500, monoBaseMs: c.rng.Int64N(1 << 30)}
-	s.disk = &disk{srv: s}
+	s.disk = newDisk(s)
 	return s
 }
 
@@ -71,12 +71,6 @@ func (c *Cluster) start(s *server) {
 	c.net.restarted(s.id)
 	s.conns = map[zkcore.ConnID]*serverConn{}
 	s.monoBaseMs = c.rng.Int64N(1 << 30) // a new process, a new monotonic origin
-	tree, sessions, err := s.disk.Reload()
-	if err != nil {
-		c.violate("recovery", "server %d cannot reload its disk: %v", s.id, err)
-		c.halted = "recovery"
-		return
-	}
 	now := s.now()
 	cfg := zkcore.DefaultConfig()
 	cfg.ServerID = int64(s.id)
@@ -89,13 +83,21 @@ func (c *Cluster) start(s *server) {
 	if err != nil {
 		panic(err) // the configuration above is a constant
 	}
-	zk.Restore(tree, sessions, now)
+	// The production recovery: the newest valid snapshot, a torn tail
+	// repaired, the log replayed; data it cannot account for is refused.
+	rec, err := s.disk.open(zk, cfg, c.opts.MaxRecentEntries)
+	if err != nil {
+		c.violate("recovery", "server %d cannot recover its data: %v", s.id, err)
+		c.halted = "recovery"
+		return
+	}
 	zk.SetMode(zkcore.NotServing, 0, now)
 	zcfg := zab.Config{
 		ID: s.id, Voters: c.ids,
-		HardState: s.disk.hard, LastZxid: s.disk.lastZxid(), Recent: slices.Clone(s.disk.entries),
+		HardState: rec.HardState, LastZxid: zk.LastZxid(), Recent: rec.Recent,
 		MaxRecentEntries: c.opts.MaxRecentEntries,
-		TruncateFloor:    s.disk.snapZxid, // the simulated disk keeps one snapshot
+		TruncateFloor:    rec.TruncateFloor,
+		StateLost:        rec.Lost,
 		Rand:             rand.New(rand.NewPCG(c.opts.Seed, uint64(s.id)<<32|uint64(s.inc))),
 	}
 	// As the server does: initLimit 10 and syncLimit 5 in ticks of TickMs,
@@ -110,7 +112,7 @@ func (c *Cluster) start(s *server) {
 	s.peer = peer.New(node, zk, s.disk, transport{c, s.id, s.inc}, clientSink{c, s.id, s.inc}, cfg.Logger)
 	s.role, s.leader, s.serving = node.Role(), 0, false
 	c.schedule(c.nowMs+1+c.rng.Int64N(c.zabTickMs()), event{kind: evTick, server: int(s.id), inc: s.inc})
-	c.tracef("server %d starts: epochs %d/%d, log to %s", s.id, s.disk.hard.AcceptedEpoch, s.disk.hard.CurrentEpoch, s.disk.lastZxid())
+	c.tracef("server %d starts: epochs %d/%d, state at %s", s.id, rec.HardState.AcceptedEpoch, rec.HardState.CurrentEpoch, zk.LastZxid())
 }
 
 // crash kills the server's process: its links fail, its client
@@ -124,7 +126,7 @@ func (c *Cluster) crash(s *server, why string) {
 	s.paused, s.held = false, nil
 	s.disk.crash(c.rng)
 	c.stats.Crashes++
-	c.tracef("server %d crashes (%s); disk keeps log to %s", s.id, why, s.disk.lastZxid())
+	c.tracef("server %d crashes (%s)", s.id, why)
 	for _, o := range c.ids {
 		if o != s.id {
 			c.net.bump(s.id, o)
@@ -153,7 +155,7 @@ func (c *Cluster) drive(s *server, what string, fn func(now zkcore.Now)) {
 	now := s.now()
 	fn(now)
 	if err := s.peer.HandleReady(now); err != nil {
-		if errors.Is(err, errCrash) {
+		if errors.Is(err, errCrash) || s.disk.crashed() {
 			c.crash(s, err.Error())
 			return
 		}
@@ -231,7 +233,7 @@ func (s *server) account() {
 	z := s.peer.Core().LastZxid()
 	switch {
 	case z > s.histZxid:
-		zs := s.disk.between(s.histZxid, z)
+		zs := s.disk.takeApplied(s.histZxid, z)
 		if len(zs) == 0 || zs[len(zs)-1] != z {
 			s.c.violate("history", "server %d applied up to %s, but its log has %v after %s", s.id, z, zs, s.histZxid)
 		}

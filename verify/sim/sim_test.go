@@ -100,7 +100,7 @@ func TestSimulation(t *testing.T) {
 				total = add(total, c.Stats())
 				mu.Unlock()
 				if err != nil {
-					t.Fatalf("%v\nreplay: go test ./sim -run TestSimulation -seed=%d (add -sim.trace=FILE for every event)", err, seed)
+					t.Fatalf("%v\nreplay: go test ./verify/sim -run TestSimulation -seed=%d (add -sim.trace=FILE for every event)", err, seed)
 				}
 			})
 		}
