@@ -103,6 +103,10 @@ type Cluster struct {
 	faults  faultPlan
 	clients []*client
 
+	// persistMaxMs bounds how long a batch takes to come back from disk
+	// (persister.go); drawn per run.
+	persistMaxMs int64
+
 	nextConn uint64
 	hist     history
 	oracle   oracle
@@ -131,6 +135,7 @@ func NewCluster(opts Options) *Cluster {
 	if c.opts.MaxRecentEntries == 0 {
 		c.opts.MaxRecentEntries = []int{4, 16, 64, 10000}[c.rng.IntN(4)]
 	}
+	c.persistMaxMs = maxPersistMs[c.rng.IntN(len(maxPersistMs))]
 	c.oracle.init()
 	c.net.init(c, opts.Servers)
 	c.servers = make([]*server, opts.Servers+1)

@@ -37,10 +37,13 @@
 // removal of the snapshots above it. A start that refuses its files is a
 // violation.
 //
-// Members still run peer.Peer on the simulator's goroutine, persisting
-// each batch before the next step (peer.HandleReady), not through the
-// server's loop and persister goroutine; the loop's interleavings (held
-// batches, fuzzy snapshots, the log roll, autopurge) are not simulated.
+// Members drive peer.Peer as the server's loop does (persister.go): client
+// bytes, new writes and Zab's Early messages go out at once, one batch at
+// a time goes to disk, and it comes back to be finished after a delay
+// drawn from the seed, while messages, ticks and client requests go on;
+// a crash in between loses it. The server's select loop itself is not
+// run: its fuzzy snapshots, log rolls, held-back TRUNC/SNAP batches and
+// autopurge are not simulated.
 //
 // Clients (client.go) each hold one session on one connection, pipeline a
 // few requests as zkproto records through the server core, decode the

@@ -26,6 +26,8 @@ const (
 	evToClient
 	// evResume ends the pause of server `server`.
 	evResume
+	// evPersisted hands server `server`'s batch back from its disk.
+	evPersisted
 )
 
 // frameKind is what a client sent on its connection.
@@ -135,6 +137,8 @@ func (c *Cluster) dispatch(e *event) {
 		c.deliverToServer(e)
 	case evToClient:
 		c.deliverToClient(e)
+	case evPersisted:
+		c.persisted(e)
 	case evResume:
 		if s := c.servers[e.server]; s.pauseGen == e.gen {
 			c.resume(s, e.inc)

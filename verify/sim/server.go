@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
@@ -22,6 +21,10 @@ type server struct {
 	inc  int // incarnation, bumped at every start
 	peer *peer.Peer
 	disk *disk
+	// inflight is the Zab batch on its way to disk (persister.go), nil
+	// when none is; batchLeader is who led when the last batch was taken.
+	inflight    *zab.Ready
+	batchLeader zab.PeerID
 
 	// Each process has its own clocks: the wall clock is skewed, the
 	// monotonic clock starts anywhere. Both advance with virtual time.
@@ -67,7 +70,7 @@ func (s *server) now() zkcore.Now {
 // start (re)creates the server's process from its disk.
 func (c *Cluster) start(s *server) {
 	s.inc++
-	s.up, s.paused, s.held = true, false, nil
+	s.up, s.paused, s.held, s.inflight = true, false, nil, nil
 	c.net.restarted(s.id)
 	s.conns = map[zkcore.ConnID]*serverConn{}
 	s.monoBaseMs = c.rng.Int64N(1 << 30) // a new process, a new monotonic origin
@@ -123,6 +126,7 @@ func (c *Cluster) crash(s *server, why string) {
 	}
 	s.up = false
 	s.peer = nil
+	s.inflight = nil // what the persister had not written is lost
 	s.paused, s.held = false, nil
 	s.disk.crash(c.rng)
 	c.stats.Crashes++
@@ -140,9 +144,15 @@ func (c *Cluster) crash(s *server, why string) {
 }
 
 // drive runs fn against the server's process, then carries out the work
-// it produced and observes the replica. A panic in the server halts the
-// run with a violation; a failpoint crashes the server.
+// it produced (pump) and observes the replica. A panic in the server halts
+// the run with a violation; a failpoint crashes the server.
 func (c *Cluster) drive(s *server, what string, fn func(now zkcore.Now)) {
+	c.driveFn(s, what, func(now zkcore.Now) bool { fn(now); return true })
+}
+
+// driveFn is drive for a step that may crash the server: fn reports false
+// when it did.
+func (c *Cluster) driveFn(s *server, what string, fn func(now zkcore.Now) bool) {
 	if c.halted != "" || !s.up {
 		return
 	}
@@ -153,17 +163,9 @@ func (c *Cluster) drive(s *server, what string, fn func(now zkcore.Now)) {
 		}
 	}()
 	now := s.now()
-	fn(now)
-	if err := s.peer.HandleReady(now); err != nil {
-		if errors.Is(err, errCrash) || s.disk.crashed() {
-			c.crash(s, err.Error())
-			return
-		}
-		c.violate("storage", "server %d: %v", s.id, err)
-		c.crash(s, "storage error")
-		return
+	if fn(now) && c.pump(s, now) {
+		c.observe(s)
 	}
-	c.observe(s)
 }
 
 // zabTickMs is how often a server ticks its peer, as the server's loop
@@ -256,7 +258,7 @@ func (s *server) setHistory(hist []zxid.ID, z zxid.ID) {
 // leaderHistory is the history of the snapshot a learner installs at z:
 // its leader's, up to z.
 func (c *Cluster) leaderHistory(learner *server, z zxid.ID) []zxid.ID {
-	l := c.servers[learner.peer.Node().Leader()]
+	l := c.servers[learner.batchLeader]
 	i, _ := slices.BinarySearch(l.hist, z+1)
 	out := slices.Clone(l.hist[:i])
 	if z != 0 && (len(out) == 0 || out[len(out)-1] != z) {
