@@ -56,6 +56,9 @@ type cluster struct {
 	// currentEpoch over log work: true crashes the node once the log is
 	// durable and before the epoch is.
 	crashBeforeState func() bool
+	// deliverHook, if set, sees (and may change) each message just before
+	// it is delivered.
+	deliverHook func(*Message)
 }
 
 // snapshot is a snapshot file: the state machine at zxid.
@@ -321,6 +324,14 @@ func (c *cluster) step() {
 	c.queue = c.queue[1:]
 	if c.down[m.To] || c.cut[[2]PeerID{m.From, m.To}] {
 		return
+	}
+	c.deliver(m)
+}
+
+// deliver steps m into its destination, through deliverHook.
+func (c *cluster) deliver(m Message) {
+	if c.deliverHook != nil {
+		c.deliverHook(&m)
 	}
 	c.lastStepped = m
 	_ = c.nodes[m.To].Step(m)

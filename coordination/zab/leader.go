@@ -26,7 +26,17 @@ type peerState struct {
 	lastZxid      zxid.ID // the learner's last logged zxid (ACKEPOCH)
 	acked         zxid.ID // everything up to here is durable on the learner
 	quietTicks    int
-	forward       bool // receives new proposals and commits (or informs)
+	forward       bool    // receives new proposals and commits (or informs)
+	dialect       Dialect // what the learner announced: how to commit to it
+	// commitFloor, for a ZooKeeper learner, is the zxid up to which it
+	// holds every txn as committed (its own log at the sync, or a
+	// PROPOSAL with its COMMIT): it gets a COMMIT or INFORM for each txn
+	// above, and never one for a txn below.
+	commitFloor zxid.ID
+	// heldCommits are COMMITs for a ZooKeeper follower between its
+	// NEWLEADER and UPTODATE, sent after UPTODATE (upToDate). They are
+	// as many as the txns committed in one round trip to it.
+	heldCommits []zxid.ID
 }
 
 // leaderState is what a leader keeps: discovery, sync and broadcast.
@@ -95,7 +105,7 @@ func (n *Node) learnerInfo(m Message) {
 		return // a duplicate
 	}
 	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo || !n.isVoter(m.From),
-		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid}
+		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid, dialect: m.Dialect}
 	l.addLearner(m.From, p)
 	if l.epochDecided && p.acceptedEpoch > l.newEpoch {
 		// It promised a later epoch (as a candidate whose own leadership
@@ -138,7 +148,7 @@ func (n *Node) tryDecideEpoch() {
 
 func (n *Node) offerEpoch(p *peerState) {
 	p.phase = phaseEpoch
-	n.send(Message{Type: MsgLeaderInfo, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0)})
+	n.send(Message{Type: MsgLeaderInfo, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0), Dialect: DialectKeeper})
 }
 
 // ackEpoch handles ACKEPOCH. A learner more recent than the leader means
@@ -203,8 +213,10 @@ func (n *Node) syncLearner(p *peerState) {
 	switch {
 	case lz == last:
 		n.send(Message{Type: MsgDiff, To: p.id, Zxid: last})
+		p.commitFloor = last
 	case lz > last && lz.Counter() != 0:
 		n.send(Message{Type: MsgTrunc, To: p.id, Zxid: last})
+		p.commitFloor = last
 	case n.log.covers(lz) && n.log.has(lz):
 		n.send(Message{Type: MsgDiff, To: p.id, Zxid: last})
 		n.sendHistory(p, lz)
@@ -217,11 +229,13 @@ func (n *Node) syncLearner(p *peerState) {
 		n.ready.SendSnapshots = append(n.ready.SendSnapshots, p.id)
 		n.sendHistory(p, n.applied)
 	}
-	if c := min(n.committed, lz); c > 0 {
+	if c := min(n.committed, lz); c > 0 && p.dialect == DialectKeeper {
 		// The learner's log may hold txns committed since it last heard a
 		// COMMIT (one lost with a broken link), and sendHistory only
-		// covers what it lacks: tell it (Apache ZooKeeper's learner
-		// applies its whole log when it reloads, so needs no such news).
+		// covers what it lacks: tell it. Apache ZooKeeper's learner
+		// applies its whole log when it reloads, so needs no such news,
+		// and would take this COMMIT for one of the txns that follow
+		// (docs/zookeeper-protocol.md §10.5).
 		n.send(Message{Type: MsgCommit, To: p.id, Zxid: c})
 	}
 	n.send(Message{Type: MsgNewLeader, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0)})
@@ -231,11 +245,27 @@ func (n *Node) syncLearner(p *peerState) {
 
 // sendHistory sends every logged txn after from, with a commit for those
 // already committed.
+//
+// A ZooKeeper learner gets what Apache ZooKeeper's leader sends
+// (docs/zookeeper-protocol.md §10.5): before the epoch is established the
+// leader's whole log counts as committed (tryEstablish commits it without
+// telling anyone, and a Java learner must see one COMMIT for each of those
+// PROPOSALs); after, txns still waiting for a quorum go to followers as
+// bare PROPOSALs, whose COMMITs follow in broadcast, and not at all to
+// observers, which learn of them by INFORM once they commit.
 func (n *Node) sendHistory(p *peerState, from zxid.ID) {
+	upTo := n.committed
+	if p.dialect == DialectZooKeeper && !n.lead.established {
+		upTo = n.log.last
+	}
+	p.commitFloor = max(from, min(upTo, n.log.last))
 	for _, e := range n.log.between(from, n.log.last) {
-		n.send(Message{Type: MsgProposal, To: p.id, Zxid: e.Zxid, Data: e.Data})
-		if e.Zxid <= n.committed {
+		switch {
+		case e.Zxid <= upTo:
+			n.send(Message{Type: MsgProposal, To: p.id, Zxid: e.Zxid, Data: e.Data})
 			n.send(Message{Type: MsgCommit, To: p.id, Zxid: e.Zxid})
+		case p.dialect == DialectKeeper || !p.observer:
+			n.send(Message{Type: MsgProposal, To: p.id, Zxid: e.Zxid, Data: e.Data})
 		}
 	}
 }
@@ -283,9 +313,39 @@ func (n *Node) tryEstablish() {
 	}
 }
 
+// upToDate ends a learner's sync. A ZooKeeper follower then gets the
+// commits held back since its sync (commitToLearner).
 func (n *Node) upToDate(p *peerState) {
 	p.phase = phaseUpToDate
 	n.send(Message{Type: MsgUpToDate, To: p.id})
+	for _, z := range p.heldCommits {
+		n.send(Message{Type: MsgCommit, To: p.id, Zxid: z})
+	}
+	p.heldCommits = nil
+}
+
+// commitToLearner tells a ZooKeeper learner that newly committed, in
+// Apache ZooKeeper's terms: a COMMIT for each txn to a follower, an
+// INFORM with the txn to an observer; none for a txn at or below its
+// commitFloor. A follower that is still syncing gets its COMMITs after
+// UPTODATE: Apache ZooKeeper 3.8's learner fails on a COMMIT between
+// NEWLEADER and UPTODATE unless a PROPOSAL came after NEWLEADER
+// (ZOOKEEPER-4394). An observer takes an INFORM in any phase of its sync.
+func (n *Node) commitToLearner(p *peerState, newly []Entry) {
+	for _, e := range newly {
+		if e.Zxid <= p.commitFloor {
+			continue
+		}
+		p.commitFloor = e.Zxid
+		switch {
+		case p.observer:
+			n.send(Message{Type: MsgInform, To: p.id, Zxid: e.Zxid, Data: e.Data})
+		case p.phase != phaseUpToDate:
+			p.heldCommits = append(p.heldCommits, e.Zxid)
+		default:
+			n.send(Message{Type: MsgCommit, To: p.id, Zxid: e.Zxid})
+		}
+	}
 }
 
 // leaderPropose logs a new txn and sends it to every follower.
@@ -372,6 +432,10 @@ func (n *Node) commitStep(z zxid.ID) {
 		p := n.lead.learners[id]
 		switch {
 		case !p.forward:
+		case p.dialect == DialectZooKeeper:
+			// One COMMIT per PROPOSAL, in order; none when the commit point
+			// moved over no txn (a quorum of NEWLEADER acks).
+			n.commitToLearner(p, newly)
 		case p.observer:
 			for _, e := range newly {
 				n.send(Message{Type: MsgInform, To: id, Zxid: e.Zxid, Data: e.Data})

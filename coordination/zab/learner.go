@@ -24,6 +24,8 @@ type learnerState struct {
 	newEpoch   zxid.Epoch
 	quietTicks int
 	syncs      int // sync requests sent and not yet answered
+	// dialect is the Zab the leader announced in LEADERINFO.
+	dialect Dialect
 	// sync holds what the leader sent from DIFF, TRUNC or SNAP up to
 	// NEWLEADER. None of it touches the log, the disk or the state machine
 	// until NEWLEADER arrives: a leader that never gets a quorum of
@@ -43,7 +45,7 @@ func (n *Node) becomeLearner(r Role, leader PeerID) {
 		t = MsgObserverInfo
 	}
 	n.send(Message{Type: t, To: leader, Zxid: zxid.Make(n.hard.AcceptedEpoch, 0),
-		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.reportedLast()})
+		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.reportedLast(), Dialect: DialectKeeper})
 }
 
 // reportedLast is the last zxid a learner tells its leader in discovery:
@@ -145,6 +147,7 @@ func (n *Node) leaderInfo(m Message) error {
 		return fmt.Errorf("zab: leader %d offers epoch %d, below accepted epoch %d", m.From, e, n.hard.AcceptedEpoch)
 	}
 	ls.newEpoch = e
+	ls.dialect = m.Dialect
 	ls.stage = stageEpoch
 	n.send(ack)
 	return nil
@@ -244,6 +247,15 @@ func (n *Node) newLeader(m Message) error {
 	n.settleVote(n.leader, ls.newEpoch)
 	ls.stage = stageNewEpoch
 	n.send(Message{Type: MsgAck, To: n.leader, Zxid: m.Zxid})
+	if ls.dialect == DialectZooKeeper && n.role == Following {
+		// Apache ZooKeeper's leader counts each proposal's ACK on its own
+		// and takes none from the NEWLEADER ack: the txns it had in flight
+		// when the sync began need ours, after the NEWLEADER ack, as its
+		// own followers send them (docs/zookeeper-protocol.md §10.5).
+		for _, e := range n.log.between(n.committed, n.log.last) {
+			n.send(Message{Type: MsgAck, To: n.leader, Zxid: e.Zxid})
+		}
+	}
 	return nil
 }
 

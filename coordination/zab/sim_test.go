@@ -55,10 +55,17 @@ var (
 	healPerMille      = 6
 )
 
-func simulate(t *testing.T, seed uint64, steps int) error {
+// simulate runs one seed; the nodes in java announce Apache ZooKeeper's
+// dialect, and what their leaders send them must be what a Java learner
+// takes (mixed_test.go).
+func simulate(t *testing.T, seed uint64, steps int, java ...PeerID) error {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	voters := []PeerID{1, 2, 3, 4, 5}
-	c := newCluster(t, voters, nil, func(id PeerID, cfg *Config) {
+	var observers []PeerID
+	if slices.Contains(java, 6) {
+		observers = []PeerID{6}
+	}
+	c := newCluster(t, voters, observers, func(id PeerID, cfg *Config) {
 		cfg.MaxRecentEntries = 8 + int(seed%16)
 		cfg.Rand = rand.New(rand.NewPCG(seed, uint64(id)))
 		if seed%2 == 1 {
@@ -68,6 +75,7 @@ func simulate(t *testing.T, seed uint64, steps int) error {
 			cfg.PingTicks, cfg.FinalizeTicks, cfg.ElectionRetryTicks = 2, 3, 3
 		}
 	})
+	mixed := asJava(c, java)
 	c.crashMidBatch = func() bool { return rng.IntN(1000) < crashPerMille }
 	// A stream of its own, so that this fault does not reshuffle the rest
 	// of a seed's run.
@@ -190,7 +198,7 @@ func simulate(t *testing.T, seed uint64, steps int) error {
 	if len(committed) == 0 {
 		return fmt.Errorf("nothing committed")
 	}
-	return nil
+	return mixed.err
 }
 
 // servingLeader returns a live node that serves as leader.
@@ -256,6 +264,5 @@ func (c *cluster) stepRandom(rng *rand.Rand) {
 		c.breakLink(m.From, m.To)
 		return
 	}
-	c.lastStepped = m
-	_ = c.nodes[m.To].Step(m)
+	c.deliver(m)
 }

@@ -13,6 +13,13 @@ import (
 // carried out.
 func syncingFollower(t *testing.T, floor zxid.ID) *Node {
 	t.Helper()
+	return syncingFollowerOf(t, floor, DialectKeeper)
+}
+
+// syncingFollowerOf is syncingFollower with a leader that announced
+// dialect.
+func syncingFollowerOf(t *testing.T, floor zxid.ID, dialect Dialect) *Node {
+	t.Helper()
 	log := entries(1, 1, 2, 3)
 	n, err := New(Config{ID: 1, Voters: []PeerID{1, 2, 3}, InitLimitTicks: 10, SyncLimitTicks: 5,
 		HardState: HardState{AcceptedEpoch: 1, CurrentEpoch: 1}, Recent: log, LastZxid: log[2].Zxid,
@@ -21,7 +28,7 @@ func syncingFollower(t *testing.T, floor zxid.ID) *Node {
 		t.Fatal(err)
 	}
 	n.decide(Vote{Leader: 2, Zxid: zxid.Make(1, 3), Epoch: 1})
-	must(t, n.Step(Message{Type: MsgLeaderInfo, From: 2, To: 1, Zxid: zxid.Make(2, 0)}))
+	must(t, n.Step(Message{Type: MsgLeaderInfo, From: 2, To: 1, Zxid: zxid.Make(2, 0), Dialect: dialect}))
 	drain(n)
 	return n
 }
@@ -117,7 +124,7 @@ func TestTruncBelowFloorAsksForSnapshot(t *testing.T) {
 		t.Fatalf("role %s after refusing the TRUNC", n.Role())
 	}
 	n.decide(Vote{Leader: 2, Zxid: zxid.Make(1, 3), Epoch: 1})
-	must(t, n.Step(Message{Type: MsgLeaderInfo, From: 2, To: 1, Zxid: zxid.Make(3, 0)}))
+	must(t, n.Step(Message{Type: MsgLeaderInfo, From: 2, To: 1, Zxid: zxid.Make(3, 0), Dialect: DialectKeeper}))
 	var acks []Message
 	for _, rd := range drain(n) {
 		for _, m := range rd.Messages {

@@ -105,6 +105,33 @@ func (v Vote) beats(w Vote) bool {
 	return v.Leader > w.Leader
 }
 
+// Dialect is the Zab a peer speaks, as it announced it in discovery: a
+// learner in FOLLOWERINFO or OBSERVERINFO, a leader in LEADERINFO
+// (docs/zookeeper-protocol.md §10.5). The zero value is Apache ZooKeeper's,
+// so a peer that announced nothing keeper recognises gets exactly what a
+// Java server sends.
+type Dialect uint8
+
+// Dialects.
+const (
+	// DialectZooKeeper is Apache ZooKeeper's Zab: one COMMIT per PROPOSAL,
+	// in zxid order, none for a NEWLEADER zxid and none for txns the
+	// learner held before the sync; one ACK per proposal.
+	DialectZooKeeper Dialect = iota
+	// DialectKeeper is keeper's: COMMITs and ACKs are cumulative (one
+	// names every txn up to its zxid), so a run of them may be cut to its
+	// last, and a COMMIT before NEWLEADER may cover what the learner
+	// already logged.
+	DialectKeeper
+)
+
+func (d Dialect) String() string {
+	if d == DialectKeeper {
+		return "keeper"
+	}
+	return "zookeeper"
+}
+
 // Message is one message between peers.
 type Message struct {
 	Type MsgType
@@ -121,6 +148,13 @@ type Message struct {
 	Epoch int64
 	// LastZxid is the learner's last logged zxid in FOLLOWERINFO.
 	LastZxid zxid.ID
+	// Dialect is the sender's Zab in FOLLOWERINFO, OBSERVERINFO and
+	// LEADERINFO (the transport carries it in the protocol version).
+	Dialect Dialect
+	// AuthInfo is a REQUEST's QuorumPacket authinfo: the client's
+	// identities, jute-encoded as ZooKeeper's vector<Id> (count, then
+	// {ustring scheme; ustring id} each), or nil for none. Opaque to zab.
+	AuthInfo []byte
 
 	// Election notifications (MsgNotification).
 	State Role   // the sender's state
