@@ -49,11 +49,13 @@
 //	+----------+-----------+-------------+----------------------------+
 //
 // (buffer: int length, -1 for null, then the bytes; Id: two ustrings).
-// authinfo is null except on REQUEST, where it is an empty vector; a
-// received one is checked and dropped. Per type, as ZooKeeper lays them out:
+// authinfo is null except on REQUEST, where it carries the client's
+// identities (zab.Message.AuthInfo, an empty vector when there are none);
+// on other types a received one is checked and dropped. Per type, as
+// ZooKeeper lays them out:
 //
 //	type              zxid                     data
-//	REQUEST (1)       -1                       opaque: long session; int cxid; int op; body
+//	REQUEST (1)       -1                       opaque: long session; int cxid; int op; body (no length)
 //	PROPOSAL (2)      txn zxid                 opaque txn
 //	ACK (3)           acked zxid               null
 //	COMMIT (4)        committed zxid           null
@@ -64,18 +66,22 @@
 //	SYNC (7)          0                        null
 //	INFORM (8)        txn zxid                 opaque txn
 //	NEWLEADER (10)    newEpoch<<32             dynamic config text; "" from keeper
-//	FOLLOWERINFO (11) acceptedEpoch<<32        LearnerInfo{long sid; int 0x10000; long configVersion 0}
+//	FOLLOWERINFO (11) acceptedEpoch<<32        LearnerInfo{long sid; int version; long configVersion 0}
 //	UPTODATE (12)     -1                       null
 //	DIFF (13)         leader's last zxid       null
 //	TRUNC (14)        zxid to truncate to      null
 //	SNAP (15)         snapshot zxid            null; the snapshot follows (below)
 //	OBSERVERINFO (16) as FOLLOWERINFO          as FOLLOWERINFO
-//	LEADERINFO (17)   newEpoch<<32             int 0x10000 (protocol version)
+//	LEADERINFO (17)   newEpoch<<32             int version
 //	ACKEPOCH (18)     learner's last zxid      int currentEpoch, or -1
 //
-// zab.Message carries FOLLOWERINFO's acceptedEpoch and ACKEPOCH's epoch in
-// Epoch, the learner's id in From; LearnerInfo's versions are ignored on
-// receipt (8-, 12- and 20-byte forms are accepted). zab's LastZxid on
+// The protocol version is ZooKeeper's 0x10000, or 0x14b50 from a keeper
+// server, which announces zab.DialectKeeper (docs/zookeeper-protocol.md
+// §10.5); zab.Message.Dialect carries it both ways, and a link cuts runs of
+// ACKs or COMMITs only to a peer that announced it. zab.Message carries
+// FOLLOWERINFO's acceptedEpoch and ACKEPOCH's epoch in Epoch, the learner's
+// id in From; LearnerInfo's configVersion is ignored on receipt (8-, 12-
+// and 20-byte forms are accepted; the 8-byte one announces no dialect). zab's LastZxid on
 // FOLLOWERINFO has no place in ZooKeeper's packet and is not sent: the
 // leader learns the learner's last zxid from ACKEPOCH. zab's
 // MsgSyncRequest is sent as ZooKeeper forwards a client's sync: a REQUEST

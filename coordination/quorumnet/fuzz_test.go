@@ -20,6 +20,8 @@ func FuzzDecodeQuorumPacket(f *testing.F) {
 		"0000000a 0000000200000000 00000003 613d62 ffffffff",
 		"00000006 ffffffffffffffff 0000000c 0000000000001234 000007d0 ffffffff",
 		"00000006 ffffffffffffffff 00000009 0000000000001234 01 ffffffff",
+		"00000001 ffffffffffffffff 00000002 0102 00000001 00000002 6970 00000001 31",
+		"00000011 0000000200000000 00000004 00014b50 ffffffff",
 	}
 	for _, s := range seeds {
 		f.Add(hexBytes(f, s))

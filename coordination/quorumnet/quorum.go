@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"keeper/coordination/zab"
@@ -36,6 +37,10 @@ type quorumLink struct {
 	learner bool
 	q       *queue
 	done    chan struct{} // closed when the link is dropped
+	// keeperPeer is set once the peer announced zab.DialectKeeper (its
+	// FOLLOWERINFO or OBSERVERINFO, or the leader's LEADERINFO): only then
+	// may the writer cut a run of ACKs or COMMITs to its last.
+	keeperPeer atomic.Bool
 
 	// prev is closed once the peer's previous link (or "no link" report)
 	// has delivered everything, its MsgDisconnected included; the reader
@@ -210,6 +215,7 @@ func (t *Transport) serveQuorum(conn net.Conn) {
 	t.mu.Lock()
 	l := t.newLinkLocked(first.From, false)
 	t.mu.Unlock()
+	l.keeperPeer.Store(first.Dialect == zab.DialectKeeper)
 	if err := l.attach(conn); err != nil {
 		l.drop(true, err)
 		br = nil
@@ -260,6 +266,9 @@ func (l *quorumLink) read(br *bufio.Reader, first *zab.Message) {
 			l.drop(true, err)
 			break
 		}
+		if m.Type == zab.MsgLeaderInfo {
+			l.keeperPeer.Store(m.Dialect == zab.DialectKeeper)
+		}
 		m.From, m.To = l.peer, t.cfg.ID
 		ok = t.deliver(m, l.done)
 	}
@@ -279,8 +288,9 @@ func (l *quorumLink) write(conn net.Conn) {
 		if !ok {
 			return
 		}
+		cut := l.keeperPeer.Load()
 		for i, m := range batch {
-			if i+1 < len(batch) && supersedes(batch[i+1], m) {
+			if cut && i+1 < len(batch) && supersedes(batch[i+1], m) {
 				continue
 			}
 			if err := l.writeMessage(bw, m); err != nil {
@@ -300,9 +310,10 @@ func (l *quorumLink) write(conn net.Conn) {
 // redundant: keeper's Zab acknowledges and commits cumulatively (an ACK of
 // z acknowledges every proposal up to z, a COMMIT of z commits them), so of
 // a run of ACKs, or of COMMITs, of one epoch only the last need go. The
-// ACK of NEWLEADER (counter 0) always goes. Apache ZooKeeper's leader
-// counts each proposal's ACK on its own, so a keeper learner does not mix
-// with a ZooKeeper leader.
+// ACK of NEWLEADER (counter 0) always goes. Apache ZooKeeper counts each
+// ACK and each COMMIT on its own, so the writer cuts runs only on a link
+// to a peer that announced keeper's dialect (docs/zookeeper-protocol.md
+// §10.5).
 func supersedes(next, m zab.Message) bool {
 	if next.Type != m.Type || (m.Type != zab.MsgAck && m.Type != zab.MsgCommit) {
 		return false

@@ -205,6 +205,48 @@ func TestFIFO(t *testing.T) {
 	wg.Wait()
 }
 
+// A run of ACKs or COMMITs is cut to its last only on a link to a peer
+// that announced keeper's dialect; Apache ZooKeeper counts each of them.
+func TestRunsCutOnlyForKeeperPeers(t *testing.T) {
+	for _, dialect := range []zab.Dialect{zab.DialectZooKeeper, zab.DialectKeeper} {
+		t.Run(dialect.String(), func(t *testing.T) {
+			trs := startTransports(t, 2, nil)
+			leader, learner := trs[0], trs[1]
+			fi := followerInfo(2, 1)
+			fi.Dialect = dialect
+			learner.Send([]zab.Message{fi})
+			expect(t, leader, zab.Message{Type: zab.MsgFollowerInfo, From: 2, Epoch: 1})
+			leader.Send([]zab.Message{{Type: zab.MsgLeaderInfo, From: 1, To: 2, Zxid: zxid.Make(2, 0), Dialect: dialect}})
+			if m := expect(t, learner, zab.Message{Type: zab.MsgLeaderInfo, From: 1}); m.Dialect != dialect {
+				t.Fatalf("LEADERINFO announces %s, want %s", m.Dialect, dialect)
+			}
+			const count = 200
+			var commits, acks []zab.Message
+			for i := 1; i <= count; i++ {
+				commits = append(commits, zab.Message{Type: zab.MsgCommit, From: 1, To: 2, Zxid: zxid.Make(2, uint32(i))})
+				acks = append(acks, zab.Message{Type: zab.MsgAck, From: 2, To: 1, Zxid: zxid.Make(2, uint32(i))})
+			}
+			leader.Send(commits)
+			learner.Send(acks)
+			for _, tr := range []*Transport{learner, leader} {
+				got := 0
+				for last := zxid.ID(0); last != zxid.Make(2, count); got++ {
+					m := next(t, tr)
+					every := dialect == zab.DialectZooKeeper && last != 0
+					if m.Zxid <= last || (every && m.Zxid != last+1) {
+						t.Fatalf("server %d: %v after %s", tr.cfg.ID, m, last)
+					}
+					last = m.Zxid
+				}
+				if dialect == zab.DialectZooKeeper && got != count {
+					t.Fatalf("server %d received %d of %d", tr.cfg.ID, got, count)
+				}
+				t.Logf("server %d received %d of %d", tr.cfg.ID, got, count)
+			}
+		})
+	}
+}
+
 // silentLeader listens like a leader's quorum port, accepts one
 // connection and never reads from it.
 func silentLeader(t *testing.T) (addr string, accepted <-chan net.Conn) {

@@ -58,8 +58,14 @@ var (
 
 const (
 	// zabVersion is the Zab protocol version (1.0) in LearnerInfo and
-	// LEADERINFO.
+	// LEADERINFO, as Apache ZooKeeper sends it.
 	zabVersion = 0x10000
+	// keeperZabVersion is the protocol version keeper sends instead, to
+	// announce zab.DialectKeeper (docs/zookeeper-protocol.md §10.5). Apache
+	// ZooKeeper only checks that a learner's version is at least 0x10000
+	// and ignores the leader's, and has only ever sent 0x10000 (or nothing,
+	// before 3.4): no Java server announces this one.
+	keeperZabVersion = 0x14b50
 	// snapSignature follows the snapshot body on the stream.
 	snapSignature = "BenWasHere"
 	// learnerInfo sizes: {long serverid} before ZooKeeper 3.4, then
@@ -125,8 +131,18 @@ func encodePacket(m zab.Message) (head, snapBody []byte, err error) {
 	e.Long(int64(z))
 	e.Buffer(data)
 	// ZooKeeper leaves authinfo null except on a forwarded request, where it
-	// is the client's identities; keeper carries none.
-	e.VectorLen(0, typ != zab.MsgRequest)
+	// is the client's identities.
+	switch {
+	case typ != zab.MsgRequest:
+		e.VectorLen(0, true)
+	case m.AuthInfo == nil:
+		e.VectorLen(0, false)
+	default:
+		if err := checkAuthInfo(m.AuthInfo); err != nil {
+			return nil, nil, err
+		}
+		e.B = append(e.B, m.AuthInfo...)
+	}
 	if typ != zab.MsgSnap {
 		return e.B, nil, nil
 	}
@@ -174,7 +190,7 @@ func packetFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 	case zab.MsgFollowerInfo, zab.MsgObserverInfo:
 		return learnerInfoFields(m)
 	case zab.MsgLeaderInfo:
-		return m.Type, m.Zxid, binary.BigEndian.AppendUint32(nil, zabVersion), nil
+		return m.Type, m.Zxid, binary.BigEndian.AppendUint32(nil, uint32(versionOf(m.Dialect))), nil
 	case zab.MsgAckEpoch:
 		if m.Epoch < -1 || m.Epoch > math.MaxInt32 {
 			return 0, 0, nil, fmt.Errorf("%w: ACKEPOCH epoch %d does not fit an int", ErrMalformed, m.Epoch)
@@ -197,9 +213,39 @@ func learnerInfoFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 	}
 	e := jute.Encoder{B: make([]byte, 0, learnerInfoV2)}
 	e.Long(int64(m.From))
-	e.Int(zabVersion)
+	e.Int(versionOf(m.Dialect))
 	e.Long(0)
 	return m.Type, zxid.Make(zxid.Epoch(m.Epoch), 0), e.B, nil
+}
+
+// versionOf is the protocol version that announces d.
+func versionOf(d zab.Dialect) int32 {
+	if d == zab.DialectKeeper {
+		return keeperZabVersion
+	}
+	return zabVersion
+}
+
+// dialectOf is the dialect a protocol version announces.
+func dialectOf(version int32) zab.Dialect {
+	if version == keeperZabVersion {
+		return zab.DialectKeeper
+	}
+	return zab.DialectZooKeeper
+}
+
+// checkAuthInfo verifies that b is exactly one jute vector<Id>.
+func checkAuthInfo(b []byte) error {
+	r := bytes.NewReader(b)
+	w := wireReader{r: r, budget: int64(len(b))}
+	w.skipAuthInfo()
+	if w.err != nil {
+		return fmt.Errorf("%w: REQUEST authinfo: %w", ErrMalformed, w.err)
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%w: %w: %d bytes after the REQUEST authinfo", ErrMalformed, jute.ErrTrailing, r.Len())
+	}
+	return nil
 }
 
 // revalidateSize reports whether n is the size of REVALIDATE data: a
@@ -241,11 +287,17 @@ func readQuorumPacket(r io.Reader, lim limits) (zab.Message, error) {
 	typ := w.int32()
 	z := zxid.ID(w.int64())
 	data := w.buffer(lim.dataBytes)
-	w.skipAuthInfo()
+	var auth bytes.Buffer
+	w.tee = &auth
+	n := w.skipAuthInfo()
+	w.tee = nil
 	if w.err != nil {
 		return zab.Message{}, w.err
 	}
 	m, err := messageOf(zab.MsgType(typ), z, data)
+	if err == nil && zab.MsgType(typ) == zab.MsgRequest && n > 0 {
+		m.AuthInfo = auth.Bytes()
+	}
 	if err != nil || m.Type != zab.MsgSnap {
 		return m, err
 	}
@@ -291,6 +343,7 @@ func messageOf(typ zab.MsgType, z zxid.ID, data []byte) (zab.Message, error) {
 		if len(data) != 4 {
 			return zab.Message{}, fmt.Errorf("%w: LEADERINFO data of %d bytes, want 4", ErrMalformed, len(data))
 		}
+		m.Dialect = dialectOf(int32(binary.BigEndian.Uint32(data)))
 	case zab.MsgAckEpoch:
 		if len(data) != 4 {
 			return zab.Message{}, fmt.Errorf("%w: ACKEPOCH data of %d bytes, want 4", ErrMalformed, len(data))
@@ -319,6 +372,9 @@ func learnerInfoMessage(m zab.Message, data []byte) (zab.Message, error) {
 		return zab.Message{}, fmt.Errorf("%w: %s from server id %d", ErrMalformed, m.Type, sid)
 	}
 	m.From = zab.PeerID(sid)
+	if len(data) >= learnerInfoV1 {
+		m.Dialect = dialectOf(int32(binary.BigEndian.Uint32(data[8:12])))
+	}
 	m.Epoch = int64(m.Zxid.Epoch())
 	m.Zxid = zxid.Make(m.Zxid.Epoch(), 0)
 	return m, nil
@@ -478,13 +534,15 @@ func (w *wireReader) skipBuffer(maxLen int) {
 	}
 }
 
-// skipAuthInfo reads vector<Id{ustring scheme; ustring id}> and drops it.
-func (w *wireReader) skipAuthInfo() {
+// skipAuthInfo reads vector<Id{ustring scheme; ustring id}> and drops it
+// (tee still sees it). It returns the count, -1 for null.
+func (w *wireReader) skipAuthInfo() int {
 	n := w.length(maxAuthInfoBytes / 8) // an Id takes at least 8 bytes
 	for i := 0; i < n && w.err == nil; i++ {
 		w.skipBuffer(maxAuthInfoBytes)
 		w.skipBuffer(maxAuthInfoBytes)
 	}
+	return n
 }
 
 // count reads a non-negative int count; the budget bounds what the loop

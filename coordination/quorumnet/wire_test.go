@@ -55,6 +55,11 @@ func TestQuorumPacketCodec(t *testing.T) {
 	}{
 		{name: "request", msg: zab.Message{Type: zab.MsgRequest, Zxid: zxid.None, Data: hexBytes(t, "0000000000000055 00000007 00000001 78")},
 			wire: "00000001 ffffffffffffffff 00000011 0000000000000055 00000007 00000001 78 00000000"},
+		{name: "request with the client's identities", msg: zab.Message{Type: zab.MsgRequest, Zxid: zxid.None,
+			Data:     hexBytes(t, "0000000000000055 00000007 00000002 "+str("/a")+" 00000000"),
+			AuthInfo: hexBytes(t, "00000002 "+str("ip")+" "+str("127.0.0.1")+" "+str("digest")+" "+str("u:x"))},
+			wire: "00000001 ffffffffffffffff 0000001a 0000000000000055 00000007 00000002 " + str("/a") + " 00000000 " +
+				"00000002 " + str("ip") + " " + str("127.0.0.1") + " " + str("digest") + " " + str("u:x")},
 		{name: "request zxid fixed", msg: zab.Message{Type: zab.MsgRequest, Zxid: 7, Data: []byte{}},
 			wire: "00000001 ffffffffffffffff 00000000 00000000",
 			want: &zab.Message{Type: zab.MsgRequest, Zxid: zxid.None, Data: []byte{}}},
@@ -83,6 +88,9 @@ func TestQuorumPacketCodec(t *testing.T) {
 		{name: "followerinfo", msg: zab.Message{Type: zab.MsgFollowerInfo, From: 3, To: 1, Zxid: 0x100000000, Epoch: 1, LastZxid: 0x100000007},
 			wire: "0000000b 0000000100000000 00000014 0000000000000003 00010000 0000000000000000 ffffffff", zk: zk38,
 			want: &zab.Message{Type: zab.MsgFollowerInfo, From: 3, Zxid: 0x100000000, Epoch: 1}},
+		{name: "followerinfo of keeper", msg: zab.Message{Type: zab.MsgFollowerInfo, From: 3, Zxid: 0x100000000, Epoch: 1, Dialect: zab.DialectKeeper},
+			wire: "0000000b 0000000100000000 00000014 0000000000000003 00014b50 0000000000000000 ffffffff",
+			want: &zab.Message{Type: zab.MsgFollowerInfo, From: 3, Zxid: 0x100000000, Epoch: 1, Dialect: zab.DialectKeeper}},
 		{name: "uptodate", msg: zab.Message{Type: zab.MsgUpToDate},
 			wire: "0000000c ffffffffffffffff ffffffff ffffffff", zk: zk38,
 			want: &zab.Message{Type: zab.MsgUpToDate, Zxid: zxid.None}},
@@ -97,6 +105,8 @@ func TestQuorumPacketCodec(t *testing.T) {
 			want: &zab.Message{Type: zab.MsgObserverInfo, From: 4}},
 		{name: "leaderinfo", msg: zab.Message{Type: zab.MsgLeaderInfo, Zxid: 0x200000000},
 			wire: "00000011 0000000200000000 00000004 00010000 ffffffff", zk: zk38},
+		{name: "leaderinfo of keeper", msg: zab.Message{Type: zab.MsgLeaderInfo, Zxid: 0x200000000, Dialect: zab.DialectKeeper},
+			wire: "00000011 0000000200000000 00000004 00014b50 ffffffff"},
 		{name: "ackepoch", msg: zab.Message{Type: zab.MsgAckEpoch, Zxid: 0x100000003, Epoch: 1},
 			wire: "00000012 0000000100000003 00000004 00000001 ffffffff", zk: zk38},
 		{name: "ackepoch already accepted", msg: zab.Message{Type: zab.MsgAckEpoch, Zxid: 0x100000003, Epoch: -1},
@@ -155,6 +165,12 @@ func TestDecodeQuorumPacketForms(t *testing.T) {
 			zab.Message{Type: zab.MsgLeaderInfo, Zxid: 0x200000000}},
 		{"short request", "00000001 ffffffffffffffff 00000002 0102 00000000",
 			zab.Message{Type: zab.MsgRequest, Zxid: zxid.None, Data: []byte{1, 2}}},
+		{"request with null authinfo", "00000001 ffffffffffffffff 00000002 0102 ffffffff",
+			zab.Message{Type: zab.MsgRequest, Zxid: zxid.None, Data: []byte{1, 2}}},
+		{"sync request with authinfo", "00000001 ffffffffffffffff 00000016 0000000000000055 00000007 00000009 " + str("/a") +
+			" 00000001 " + str("ip") + " " + str("127.0.0.1"),
+			zab.Message{Type: zab.MsgSyncRequest, Zxid: zxid.None, Data: hexBytes(t, "0000000000000055 00000007 00000009 "+str("/a")),
+				AuthInfo: hexBytes(t, "00000001 "+str("ip")+" "+str("127.0.0.1"))}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,6 +236,8 @@ func TestEncodeQuorumPacketErrors(t *testing.T) {
 		{"sync request that is not a sync", zab.Message{Type: zab.MsgSyncRequest, Data: []byte("abc")}, ErrMalformed},
 		{"ackepoch beyond int", zab.Message{Type: zab.MsgAckEpoch, Epoch: 1 << 31}, ErrMalformed},
 		{"ackepoch -2", zab.Message{Type: zab.MsgAckEpoch, Epoch: -2}, ErrMalformed},
+		{"request with authinfo that is no vector", zab.Message{Type: zab.MsgRequest, Data: []byte{1}, AuthInfo: []byte{0, 0, 0, 1}}, ErrMalformed},
+		{"request with bytes after its authinfo", zab.Message{Type: zab.MsgRequest, Data: []byte{1}, AuthInfo: []byte{0, 0, 0, 0, 9}}, ErrMalformed},
 		{"followerinfo epoch beyond 32 bits", zab.Message{Type: zab.MsgFollowerInfo, From: 1, Epoch: 1 << 32}, ErrMalformed},
 		{"followerinfo without sender", zab.Message{Type: zab.MsgFollowerInfo, Epoch: 1}, ErrMalformed},
 		{"snap without body", zab.Message{Type: zab.MsgSnap, Zxid: 1}, ErrMalformed},
