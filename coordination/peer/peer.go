@@ -12,7 +12,6 @@ package peer
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -21,7 +20,6 @@ import (
 	"keeper/coordination/txn"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
-	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
 	"keeper/internal/failpoint"
 )
@@ -108,7 +106,7 @@ func (p *Peer) Step(m zab.Message, now zkcore.Now) error {
 		if p.node.Role() != zab.Leading || !p.node.Serving() {
 			return nil // the learner will time out and find the new leader
 		}
-		f, err := DecodeForward(m.Data, p.maxBuf)
+		f, err := DecodeForward(m.Data, m.AuthInfo, p.maxBuf)
 		if err != nil {
 			return fmt.Errorf("peer %d: request from %d: %w", p.id, m.From, err)
 		}
@@ -332,7 +330,8 @@ func (p *Peer) handleCore(now zkcore.Now) {
 		case o.Txn != nil:
 			err = p.node.Propose(o.Txn.Header.Zxid, txn.Marshal(o.Txn))
 		case o.Forward != nil:
-			err = p.node.Forward(EncodeForward(*o.Forward))
+			data, auth := EncodeForward(*o.Forward)
+			err = p.node.Forward(data, auth)
 		case o.Sync:
 			err = p.node.RequestSync()
 		case o.Revalidate != nil:
@@ -451,67 +450,6 @@ func DecodeSnapshot(b []byte, maxLen int) (*datatree.Tree, []zkcore.SessionState
 		return nil, nil, err
 	}
 	return tree, sessions, nil
-}
-
-// ErrBadForward means a forwarded request does not decode.
-var ErrBadForward = errors.New("peer: bad forwarded request")
-
-// EncodeForward encodes a learner's forwarded write as Zab REQUEST data:
-// long sessionId; int cxid; int type; the request body (as ZooKeeper's
-// Request), then keeper's own trailer: boolean bad; vector<Id> ids.
-func EncodeForward(f zkcore.Forward) []byte {
-	var e jute.Encoder
-	e.Long(f.SessionID)
-	e.Int(f.Cxid)
-	e.Int(int32(f.Op))
-	var body jute.Encoder
-	if f.Body != nil {
-		f.Body.Encode(&body)
-	}
-	e.Buffer(body.B)
-	e.Bool(f.Bad)
-	e.VectorLen(len(f.IDs), false)
-	for i := range f.IDs {
-		f.IDs[i].Encode(&e)
-	}
-	return e.B
-}
-
-// DecodeForward reads EncodeForward's bytes.
-func DecodeForward(b []byte, maxLen int) (zkcore.Forward, error) {
-	d := jute.NewDecoder(b, maxLen)
-	f := zkcore.Forward{SessionID: d.Long(), Cxid: d.Int(), Op: zkproto.Op(d.Int())}
-	body := d.Buffer()
-	f.Bad = d.Bool()
-	k := d.VectorLen(8)
-	for i := 0; i < k; i++ {
-		var id zkproto.ID
-		id.Decode(d)
-		f.IDs = append(f.IDs, id)
-	}
-	if err := d.Finish(); err != nil {
-		return f, fmt.Errorf("%w: %v", ErrBadForward, err)
-	}
-	if f.Bad {
-		return f, nil
-	}
-	var rec jute.Record
-	if f.Op == zkproto.OpCreateSession {
-		rec = &txn.CreateSession{}
-	} else {
-		r, known := zkproto.NewRequest(f.Op)
-		if !known {
-			return f, fmt.Errorf("%w: op %v", ErrBadForward, f.Op)
-		}
-		rec = r
-	}
-	if rec != nil {
-		if err := jute.Unmarshal(body, rec, maxLen); err != nil {
-			return f, fmt.Errorf("%w: %v body: %v", ErrBadForward, f.Op, err)
-		}
-	}
-	f.Body = rec
-	return f, nil
 }
 
 // encodeTouches is a learner's PING data: repeated {long session; int timeout}.

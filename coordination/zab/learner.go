@@ -301,12 +301,13 @@ func (n *Node) PingLeader() error {
 }
 
 // Forward sends a client's write to the leader (Zab's REQUEST), in order
-// with the node's other messages, such as sync requests.
-func (n *Node) Forward(data []byte) error {
+// with the node's other messages, such as sync requests. data and
+// authInfo are the caller's (Message.Data and Message.AuthInfo).
+func (n *Node) Forward(data, authInfo []byte) error {
 	if (n.role != Following && n.role != Observing) || !n.serving {
 		return ErrNotLeader
 	}
-	n.send(Message{Type: MsgRequest, To: n.leader, Data: data})
+	n.send(Message{Type: MsgRequest, To: n.leader, Data: data, AuthInfo: authInfo})
 	return nil
 }
 

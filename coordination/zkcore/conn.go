@@ -30,6 +30,7 @@ type entry struct {
 	xid      int32
 	op       zkproto.Op
 	body     jute.Record
+	raw      []byte  // writes: the body as the client sent it (Request.Raw)
 	badBody  bool    // the body did not decode: reply MarshallingError
 	executed bool    // prepared (writes) or run (reads, eager)
 	done     bool    // reply is in reply, ready to leave in order

@@ -54,6 +54,9 @@ type Forward struct {
 	// Body is the request record; for createSession, a
 	// *txn.CreateSession with the negotiated timeout.
 	Body jute.Record
+	// Raw is the body as the client sent it, when the learner has it
+	// (zkcore.Request.Raw): what goes to the leader.
+	Raw []byte
 	// Bad is set when the client's body did not decode: the leader
 	// answers MarshallingError.
 	Bad bool
@@ -144,7 +147,7 @@ func (s *Server) sortedConns() []ConnID {
 // committed txn is applied here.
 func (s *Server) forward(c *conn, e *entry) {
 	s.outbox = append(s.outbox, Out{Forward: &Forward{SessionID: c.session, Cxid: e.xid, Op: e.op,
-		Body: e.body, Bad: e.badBody, IDs: slices.Clone(c.ids)}})
+		Body: e.body, Raw: e.raw, Bad: e.badBody, IDs: slices.Clone(c.ids)}})
 	e.executed = true
 	e.zxid = 0 // decided by the leader
 }

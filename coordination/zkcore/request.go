@@ -22,6 +22,12 @@ type Request struct {
 	Unknown bool
 	// Bytes is the frame's size, its length prefix included.
 	Bytes int
+	// Raw is the body as the client sent it (the frame after the
+	// RequestHeader), kept for writes only: a learner forwards those bytes
+	// to the leader as they came, as Apache ZooKeeper's learners do
+	// (docs/zookeeper-protocol.md §10.3), so the leader decodes exactly
+	// what the client sent.
+	Raw []byte
 }
 
 // ErrShortFrame means a frame was too short to hold a request header; the
@@ -40,6 +46,9 @@ func DecodeRequest(payload []byte, maxBuffer int) (Request, error) {
 	r := Request{Bytes: len(payload) + frameHeaderBytes}
 	r.Header.Xid = d.Int()
 	r.Header.Op = zkproto.Op(d.Int())
+	if forwarded(r.Header.Op) {
+		r.Raw = payload[8:len(payload):len(payload)]
+	}
 	if clientMayNotSend(r.Header.Op) {
 		r.Unknown = true
 		return r, nil
@@ -60,6 +69,19 @@ func DecodeRequest(payload []byte, maxBuffer int) (Request, error) {
 	}
 	r.Body = body
 	return r, nil
+}
+
+// forwarded lists the client requests a learner forwards with their bytes
+// (a sync goes as zab's own sync request, createSession is not a client
+// request).
+func forwarded(op zkproto.Op) bool {
+	switch op {
+	case zkproto.OpCreate, zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL,
+		zkproto.OpDelete, zkproto.OpSetData, zkproto.OpSetACL, zkproto.OpMulti,
+		zkproto.OpReconfig, zkproto.OpCloseSession:
+		return true
+	}
+	return false
 }
 
 // clientMayNotSend lists opcodes that exist but are not client requests.
@@ -150,6 +172,7 @@ func (s *Server) Request(id ConnID, r Request, now Now) {
 		xid:      r.Header.Xid,
 		op:       r.Header.Op,
 		body:     r.Body,
+		raw:      r.Raw,
 		badBody:  r.Bad,
 		unknown:  r.Unknown,
 		received: now.MonoMs,
