@@ -246,7 +246,7 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 	if s.log, err = os.Create(s.logPath); err != nil {
 		return nil, fmt.Errorf("zkreal: %w", err)
 	}
-	s.cmd = exec.Command(java, javaArgs(classpath, cfgPath, opts)...)
+	s.cmd = exec.Command(java, javaArgs(classpath, mainClass, cfgPath, opts)...)
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = sysProcAttr()
@@ -319,7 +319,7 @@ func zooCfg(dataDir string, port int, opts Options) []byte {
 	return b.Bytes()
 }
 
-func javaArgs(classpath, cfgPath string, opts Options) []string {
+func javaArgs(classpath, main, cfgPath string, opts Options) []string {
 	whitelist := opts.FourLetterWhitelist
 	if whitelist == "" {
 		whitelist = "*"
@@ -342,11 +342,29 @@ func javaArgs(classpath, cfgPath string, opts Options) []string {
 		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+opts.SuperDigest)
 	}
 	args = append(args, opts.JVMFlags...)
-	main := mainClass
 	if opts.QuorumPeer {
 		main = quorumMainClass
 	}
 	return append(args, "-cp", classpath, main, cfgPath)
+}
+
+// QuorumPeerCommand returns a command that runs one member of a ZooKeeper
+// ensemble (QuorumPeerMain) from the zoo.cfg at cfgPath, whose dataDir must
+// hold the member's myid file, with the JVM flags Start uses (opts'
+// ExtendedTypes, SuperDigest, FourLetterWhitelist and JVMFlags apply; the
+// rest belongs in the zoo.cfg). The caller starts, waits for and kills the
+// process. When ZooKeeper is not installed it skips or fails t as Start
+// does.
+func QuorumPeerCommand(t testing.TB, cfgPath string, opts Options) *exec.Cmd {
+	t.Helper()
+	java, classpath, err := locate()
+	if err != nil {
+		unavailable(t, err)
+		return nil
+	}
+	cmd := exec.Command(java, javaArgs(classpath, quorumMainClass, cfgPath, opts)...)
+	cmd.SysProcAttr = sysProcAttr()
+	return cmd
 }
 
 // freePort asks the kernel for a free loopback port.

@@ -1,0 +1,329 @@
+package mixed
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// sessionTimeout is what the clients ask for: long enough to outlive a
+// failover.
+const sessionTimeout = 15 * time.Second
+
+var openACL = zk.WorldACL(zk.PermAll)
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+// dial opens a go-zookeeper session with m alone and waits for it.
+func dial(t *testing.T, m *Member) *zk.Conn {
+	t.Helper()
+	c, ev, err := zk.Connect([]string{m.Addr}, sessionTimeout, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	deadline := time.After(30 * time.Second)
+	for c.State() != zk.StateHasSession {
+		select {
+		case <-ev:
+		case <-deadline:
+			t.Fatalf("no session with member %d (%s) within 30 s (state %v)", m.ID, m.Kind, c.State())
+		}
+	}
+	return c
+}
+
+// acked records every write a member acknowledged: path -> data, nil for
+// a path deleted.
+type acked map[string][]byte
+
+// writeThrough runs, through member m, every kind of write a client can
+// send a follower (create, create2, createContainer, setData, setACL,
+// delete, multi with check, sync, and the session's own createSession and
+// closeSession), each under /mixed/<tag>/m<id>, and records what was
+// acknowledged. An ephemeral node of the session must reach every member
+// and go with the session.
+func writeThrough(t *testing.T, e *Ensemble, m *Member, tag string, ack acked) {
+	t.Helper()
+	c := dial(t, m)
+	base := fmt.Sprintf("/mixed/%s/m%d", tag, m.ID)
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("member %d (%s): %s: %v", m.ID, m.Kind, what, err)
+		}
+	}
+	for _, p := range []string{"/mixed", "/mixed/" + tag} {
+		if _, err := c.Create(p, nil, 0, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("member %d (%s): create %s: %v", m.ID, m.Kind, p, err)
+		}
+	}
+	_, err := c.Create(base, []byte("v0"), 0, openACL)
+	must("create", err)
+	ack[base] = []byte("v0")
+	_, err = c.CreateContainer(base+"/box", []byte("c"), zk.FlagContainer, openACL)
+	must("createContainer", err)
+	ack[base+"/box"] = []byte("c")
+	_, err = c.Create(base+"/box/kid", []byte("k"), 0, openACL)
+	must("create in container", err)
+	ack[base+"/box/kid"] = []byte("k")
+	seq, err := c.CreateProtectedEphemeralSequential(base+"/eph", []byte("e"), openACL)
+	must("create ephemeral sequential", err)
+	_, err = c.Set(base, []byte("v1"), 0)
+	must("setData", err)
+	ack[base] = []byte("v1")
+	_, err = c.SetACL(base+"/box/kid", zk.WorldACL(zk.PermRead|zk.PermWrite|zk.PermDelete), -1)
+	must("setACL", err)
+	res, err := c.Multi(
+		&zk.CheckVersionRequest{Path: base, Version: 1},
+		&zk.CreateRequest{Path: base + "/multi", Data: []byte("m"), Acl: openACL},
+		&zk.SetDataRequest{Path: base, Data: []byte("v2"), Version: 1},
+	)
+	must("multi", err)
+	for i, r := range res {
+		if r.Error != nil {
+			t.Fatalf("member %d: multi op %d: %v", m.ID, i, r.Error)
+		}
+	}
+	ack[base], ack[base+"/multi"] = []byte("v2"), []byte("m")
+	// A multi that fails on its check changes nothing, and says so.
+	if _, err := c.Multi(&zk.CheckVersionRequest{Path: base, Version: 0},
+		&zk.DeleteRequest{Path: base + "/multi", Version: -1}); err == nil {
+		t.Fatalf("member %d: a multi with a failing check succeeded", m.ID)
+	}
+	// (The container keeps its child: a leader reaps an emptied one.)
+	must("delete", c.Delete(base+"/multi", -1))
+	ack[base+"/multi"] = nil
+	_, err = c.Sync(base)
+	must("sync", err)
+	// The ephemeral is on every member while the session lives.
+	for _, o := range e.Members {
+		if o.Running() {
+			waitNode(t, o, seq, true)
+		}
+	}
+	c.Close()
+	for _, o := range e.Members {
+		if o.Running() {
+			waitNode(t, o, seq, false)
+		}
+	}
+}
+
+// waitNode waits until member o shows path as present or absent.
+func waitNode(t *testing.T, o *Member, p string, present bool) {
+	t.Helper()
+	c := dial(t, o)
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.Sync(p); err != nil {
+			t.Fatalf("member %d: sync: %v", o.ID, err)
+		}
+		ok, _, err := c.Exists(p)
+		if err != nil {
+			t.Fatalf("member %d: exists %s: %v", o.ID, p, err)
+		}
+		if ok == present {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d (%s): %s present=%v, want %v", o.ID, o.Kind, p, ok, present)
+		}
+		time.Sleep(pollInterval) // polling a condition with a deadline
+	}
+}
+
+// node is what the tree comparison looks at: everything a client sees
+// that a txn decides.
+type node struct {
+	data                    string
+	czxid, mzxid, pzxid     int64
+	ctime, mtime            int64
+	version, cversion, aver int32
+	ephemeralOwner          int64
+	numChildren             int32
+	acl                     string
+}
+
+// tree reads every node under / but /zookeeper through member m, after a
+// sync.
+func tree(t *testing.T, m *Member) map[string]node {
+	t.Helper()
+	c := dial(t, m)
+	defer c.Close()
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatalf("member %d: sync: %v", m.ID, err)
+	}
+	out := map[string]node{}
+	var walk func(p string)
+	walk = func(p string) {
+		data, st, err := c.Get(p)
+		if err != nil {
+			t.Fatalf("member %d: get %s: %v", m.ID, p, err)
+		}
+		acl, _, err := c.GetACL(p)
+		if err != nil {
+			t.Fatalf("member %d: getACL %s: %v", m.ID, p, err)
+		}
+		out[p] = node{data: string(data), czxid: st.Czxid, mzxid: st.Mzxid, pzxid: st.Pzxid, ctime: st.Ctime,
+			mtime: st.Mtime, version: st.Version, cversion: st.Cversion, aver: st.Aversion,
+			ephemeralOwner: st.EphemeralOwner, numChildren: st.NumChildren, acl: fmt.Sprint(acl)}
+		kids, _, err := c.Children(p)
+		if err != nil {
+			t.Fatalf("member %d: children %s: %v", m.ID, p, err)
+		}
+		slices.Sort(kids)
+		for _, k := range kids {
+			if kp := path.Join(p, k); kp != "/zookeeper" {
+				walk(kp)
+			}
+		}
+	}
+	walk("/")
+	return out
+}
+
+// checkTrees fails unless every running member holds the same tree and
+// every acknowledged write is in it.
+func checkTrees(t *testing.T, e *Ensemble, ack acked) {
+	t.Helper()
+	var first map[string]node
+	var firstID int
+	for _, m := range e.Members {
+		if !m.Running() {
+			continue
+		}
+		got := tree(t, m)
+		for p, want := range ack {
+			n, ok := got[p]
+			switch {
+			case want == nil && ok:
+				t.Errorf("member %d (%s): %s was deleted, but is there", m.ID, m.Kind, p)
+			case want != nil && !ok:
+				t.Errorf("member %d (%s): acknowledged %s is missing", m.ID, m.Kind, p)
+			case want != nil && !bytes.Equal([]byte(n.data), want):
+				t.Errorf("member %d (%s): %s = %q, acknowledged %q", m.ID, m.Kind, p, n.data, want)
+			}
+		}
+		if first == nil {
+			first, firstID = got, m.ID
+			continue
+		}
+		if !maps.Equal(first, got) {
+			var diff []string
+			for _, p := range slices.Sorted(maps.Keys(first)) {
+				if got[p] != first[p] {
+					diff = append(diff, fmt.Sprintf("%s: %+v vs %+v", p, first[p], got[p]))
+				}
+			}
+			for _, p := range slices.Sorted(maps.Keys(got)) {
+				if _, ok := first[p]; !ok {
+					diff = append(diff, fmt.Sprintf("%s only on %d", p, m.ID))
+				}
+			}
+			t.Errorf("member %d and member %d (%s) differ:\n%s", firstID, m.ID, m.Kind, strings.Join(diff, "\n"))
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d nodes equal on every running member, %d acknowledged writes present", len(first), len(ack))
+}
+
+// javaComplaints are what Apache ZooKeeper 3.8 logs when a peer sends it
+// what it cannot take: a COMMIT out of order or for a txn it never saw
+// (then it exits with code 12), a COMMIT during the sync it fails on, a
+// forwarded request it cannot parse.
+var javaComplaints = []string{
+	"but next pending txn", "without seeing txn", "Committing 0x", "NullPointerException",
+	"Exiting JVM", "Failed to process", "MarshallingError",
+}
+
+// checkAlive fails if a member's process died, or a Java member's log
+// holds one of javaComplaints.
+func checkAlive(t *testing.T, e *Ensemble, ms ...*Member) {
+	t.Helper()
+	for _, m := range ms {
+		if !m.Running() {
+			t.Fatalf("member %d (%s) exited:\n%s", m.ID, m.Kind, m.LogTail(40))
+		}
+		if m.Kind != ZooKeeper {
+			continue
+		}
+		for i := 1; i <= m.runs; i++ {
+			p := filepath.Join(m.Dir, fmt.Sprintf("%s-run%02d.log", m.Kind, i))
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				for _, c := range javaComplaints {
+					if strings.Contains(line, c) {
+						t.Errorf("member %d (%s) logged: %s", m.ID, m.Kind, line)
+					}
+				}
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// A keeper server leads two Apache ZooKeeper followers, then follows the
+// ZooKeeper leader elected when it is killed: writes of every kind go
+// through every member in each phase, nothing acknowledged is lost, and
+// every member ends with the same tree.
+func TestMixedEnsemble(t *testing.T) {
+	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
+	zk1, zk2, kp := e.Member(1), e.Member(2), e.Member(3)
+	ack := acked{}
+
+	// Keeper leads: with equal (empty) logs the highest id wins, and the
+	// quorum forms of 2 and 3 before 1 starts.
+	e.Start(kp)
+	e.Start(zk2)
+	if l := e.WaitServing(); l != kp {
+		t.Fatalf("leader is member %d (%s), want the keeper server", l.ID, l.Kind)
+	}
+	e.Start(zk1)
+	e.WaitServing()
+	for _, m := range e.Members {
+		writeThrough(t, e, m, "keeper-leads", ack)
+	}
+	checkAlive(t, e, zk1, zk2, kp)
+	checkTrees(t, e, ack)
+
+	// ZooKeeper leads: kill the keeper leader; the Java servers elect 2.
+	e.Kill(kp)
+	if l := e.WaitServing(); l != zk2 {
+		t.Fatalf("leader is member %d (%s), want member 2", l.ID, l.Kind)
+	}
+	for _, m := range []*Member{zk1, zk2} {
+		writeThrough(t, e, m, "zookeeper-leads", ack)
+	}
+	// The keeper server comes back as a follower of the Java leader
+	// (a DIFF from it), and writes through it too.
+	e.Start(kp)
+	if l := e.WaitServing(); l != zk2 {
+		t.Fatalf("leader is member %d (%s), want member 2", l.ID, l.Kind)
+	}
+	for _, m := range e.Members {
+		writeThrough(t, e, m, "keeper-follows", ack)
+	}
+	checkAlive(t, e, zk1, zk2, kp)
+	checkTrees(t, e, ack)
+}
