@@ -51,6 +51,11 @@ func (n *Node) becomeLooking() {
 	n.recordOwnVote()
 	n.setRole(Looking, 0)
 	n.broadcastVote()
+	// A lone voter (standaloneEnabled=false with one participant) is a
+	// quorum by itself: no notification will come to decide on.
+	if n.hasQuorum(e.votes, e.vote, true) && n.heardAll(e.vote) {
+		n.decide(e.vote)
+	}
 }
 
 // leaveRole drops the state of the role the node is leaving.

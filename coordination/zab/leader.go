@@ -201,6 +201,8 @@ func (n *Node) tryEpochAcked() {
 			n.syncLearner(p)
 		}
 	}
+	// A lone voter's quorum is itself: it establishes the epoch now.
+	n.tryEstablish()
 }
 
 // syncLearner brings a learner's log in line with the leader's: DIFF when

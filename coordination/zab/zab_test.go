@@ -187,3 +187,29 @@ func TestResyncCommitsWhatTheLearnerLogged(t *testing.T) {
 		return len(a) > 0 && a[len(a)-1].Zxid >= z
 	})
 }
+
+// A one-voter ensemble (ZooKeeper's standaloneEnabled=false with a single
+// participant) elects its only voter at once, serves, commits on its own
+// log and leads its observers; after a restart it leads again in a new
+// epoch with its history.
+func TestLoneVoterLeads(t *testing.T) {
+	for _, observers := range [][]PeerID{nil, {2, 3}} {
+		c := newCluster(t, []PeerID{1}, observers, nil)
+		c.until(500, "stable", func() bool { _, ok := c.stable(); return ok })
+		if l, _ := c.stable(); l != 1 {
+			t.Fatalf("observers %v: leader %d, want 1", observers, l)
+		}
+		zs := c.propose(1, 5)
+		c.until(500, "applied", func() bool { return c.appliedUpTo(zs[4]) })
+		c.checkPrefix()
+		c.crash(1)
+		c.start(1)
+		c.until(500, "stable again", func() bool { _, ok := c.stable(); return ok })
+		if e := c.nodes[1].Epoch(); e != 2 {
+			t.Fatalf("observers %v: epoch %d after a restart, want 2", observers, e)
+		}
+		zs = c.propose(1, 2)
+		c.until(500, "applied after the restart", func() bool { return c.appliedUpTo(zs[1]) })
+		c.checkPrefix()
+	}
+}
