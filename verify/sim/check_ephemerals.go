@@ -99,7 +99,7 @@ func (c *Cluster) checkExpiries() {
 		if t.Header.Type != zkproto.OpCloseSession || t.Header.Cxid != 0 || timeouts[sid] == 0 || f.closed[sid] != f.zxids[i] {
 			continue
 		}
-		by := c.oracle.txns[f.zxids[i]].server // the leader that proposed it
+		by := c.oracle.proposer(f.zxids[i])
 		atMs := t.Header.Time - wallEpochMs - c.servers[by].wallSkewMs
 		var last *op
 		for _, o := range alive[sid] {

@@ -17,7 +17,11 @@ import (
 // replicas had at each zxid, and — once the cluster converged — the final
 // committed history replayed from scratch.
 type oracle struct {
-	txns    map[zxid.ID]loggedTxn
+	txns map[zxid.ID]loggedTxn
+	// leaders maps an epoch to the server that established it, the one
+	// that proposes its txns. (The first server to log a txn need not be
+	// its proposer: a leader sends a proposal before its own write ends.)
+	leaders map[zxid.Epoch]zab.PeerID
 	applied map[zxid.ID]zab.PeerID // the first replica seen applying it
 	digests map[zxid.ID]digestObs
 	final   *finalHistory
@@ -25,7 +29,15 @@ type oracle struct {
 
 type loggedTxn struct {
 	data   []byte
-	server zab.PeerID
+	server zab.PeerID // the first server seen logging it
+}
+
+// proposer returns the server that proposed z: the leader of its epoch.
+func (o *oracle) proposer(z zxid.ID) zab.PeerID {
+	if id, ok := o.leaders[z.Epoch()]; ok {
+		return id
+	}
+	return o.txns[z].server
 }
 
 type digestObs struct {
@@ -37,6 +49,7 @@ type digestObs struct {
 
 func (o *oracle) init() {
 	o.txns = map[zxid.ID]loggedTxn{}
+	o.leaders = map[zxid.Epoch]zab.PeerID{}
 	o.applied = map[zxid.ID]zab.PeerID{}
 	o.digests = map[zxid.ID]digestObs{}
 }

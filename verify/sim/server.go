@@ -222,6 +222,7 @@ func (c *Cluster) observe(s *server) {
 		c.tracef("server %d: %s leader=%d serving=%v epoch=%d last=%s", s.id, s.role, s.leader, s.serving, n.Epoch(), n.LastZxid())
 		if s.role == zab.Leading && s.serving {
 			c.stats.Elections++
+			c.oracle.leaders[n.Epoch()] = s.id
 		}
 	}
 }
