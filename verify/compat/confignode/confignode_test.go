@@ -131,11 +131,9 @@ func TestStandalone(t *testing.T) {
 // ZooKeeper's hash maps shuffle, client addresses of every form and IPv6
 // hosts; the observers need not run. zoocfg must render ZooKeeper's own
 // zoo.cfg into the very bytes ZooKeeper stored, and the stat must be the
-// one keeper's members give the node (coordination/server's
-// TestEnsembleConfigNode checks keeper's side, with these values).
-//
-// keeper itself is not started here: a keeper quorum of one participant
-// does not elect itself yet (the remaining work of issue 14).
+// one keeper's members give the node. Then ZooKeeper stops and keeper runs
+// from the same zoo.cfg (its own data directory): as the one participant
+// it elects itself, serves, and shows the same node.
 func TestQuorumOfOne(t *testing.T) {
 	t.Parallel()
 	extra := map[string]string{
@@ -164,4 +162,30 @@ func TestQuorumOfOne(t *testing.T) {
 		t.Errorf("ZooKeeper: %+v\nwant       %+v", real, want)
 	}
 	t.Logf("/zookeeper/config:\n%s", real.data)
+
+	zks.Stop()
+	cfg, err := os.ReadFile(zks.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(cfg), "\n") {
+		if strings.HasPrefix(l, "dataDir=") || strings.HasPrefix(l, "dataLogDir=") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/myid", []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines = append(lines, "dataDir="+dir, "admin.enableServer=false")
+	path := dir + "/zoo.cfg"
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keeper := readNode(t, startKeeper(t, path))
+	if keeper != real {
+		t.Errorf("keeper:    %+v\nZooKeeper: %+v", keeper, real)
+	}
 }
