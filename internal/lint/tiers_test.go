@@ -44,6 +44,7 @@ var tierTable = []tierEntry{
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
 	{pkg: "bench", tier: 4},              // the load tool: zkclient, the null server, fsync
 	{pkg: "internal/keeperbin", tier: 4}, // builds cmd/keeper for real-process tests
+	{pkg: "internal/testhost", tier: 4},  // tests' ports outside the ephemeral range, and their timescale
 }
 
 // maxPureTier is the highest tier whose packages must be pure.
