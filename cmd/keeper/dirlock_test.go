@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 )
 
@@ -30,7 +31,7 @@ func TestSecondProcessRefusesDataDir(t *testing.T) {
 	bin := keeperbin.ForTest(t)
 	root := t.TempDir()
 	dir := filepath.Join(root, "keeper-data")
-	ports := freePorts(t, 5)
+	ports := testhost.Ports(t, 5)
 	sandboxArgs := func(port, bookiePort int) []string {
 		return []string{"sandbox", "--data-dir", dir, "--port", strconv.Itoa(port), "--bookies", "1",
 			"--bookie-port", strconv.Itoa(bookiePort), "--admin-port", "0"}

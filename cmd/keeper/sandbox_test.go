@@ -17,37 +17,17 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-)
 
-// freePorts returns n distinct ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
-}
+	"keeper/internal/testhost"
+)
 
 // TestSandboxRunsServerAndBookies starts the sandbox, waits for its three
 // bookies to register with its coordination server, stops it, and starts
 // it again on the same data (the bookies' cookies must still match).
 func TestSandboxRunsServerAndBookies(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keeper-data")
-	// Bookie ports must be consecutive for the sandbox; take a free one and
-	// hope its two successors are free too, which on loopback they nearly
-	// always are.
-	ports := freePorts(t, 2)
-	sc := sandboxConfig{dataDir: dir, port: ports[0], bookies: 3, bookiePort: ports[1]}
+	// The sandbox's bookies take consecutive ports.
+	sc := sandboxConfig{dataDir: dir, port: testhost.Port(t), bookies: 3, bookiePort: testhost.Run(t, 3)}
 	want := make([]string, 3)
 	for i := range want {
 		want[i] = "127.0.0.1:" + strconv.Itoa(sc.bookiePort+i)
@@ -118,7 +98,7 @@ func TestSandboxAddresses(t *testing.T) {
 	if ln, err := net.Listen("tcp", "127.0.0.1:8080"); err == nil {
 		defer ln.Close() // otherwise something else holds it, which is as good
 	}
-	ports := freePorts(t, 2)
+	ports := testhost.Ports(t, 2)
 	sc := sandboxConfig{dataDir: filepath.Join(t.TempDir(), "keeper-data"), port: ports[0], bookies: 1, bookiePort: ports[1]}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

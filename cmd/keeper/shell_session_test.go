@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/server"
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkcore"
+	"keeper/internal/testhost"
 )
 
 func TestParseConnectString(t *testing.T) {
@@ -193,7 +194,7 @@ func TestClientConfig(t *testing.T) {
 // runs the command; once the session is closed for good, it says Expired.
 func TestShellFailover(t *testing.T) {
 	dir := t.TempDir()
-	port := freePorts(t, 1)[0]
+	port := testhost.Ports(t, 1)[0]
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	start := func() *server.Server {
 		cfg := server.Config{ClientAddr: addr, Core: zkcore.DefaultConfig(), Storage: server.StorageConfig{DataDir: dir}}

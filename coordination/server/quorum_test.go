@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,26 +11,8 @@ import (
 	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
+	"keeper/internal/testhost"
 )
-
-// freePorts reserves n loopback ports by binding and releasing them.
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
 
 // startEnsemble runs n servers of one ensemble in this process.
 func startEnsemble(t *testing.T, n int) []*Server {
@@ -43,7 +24,7 @@ func startEnsemble(t *testing.T, n int) []*Server {
 // mutate, if set, adjusts each server's configuration before it starts.
 func startEnsembleWith(t *testing.T, n int, mutate func(id zab.PeerID, cfg *Config)) []*Server {
 	t.Helper()
-	ports := freePorts(t, 2*n)
+	ports := testhost.Addrs(t, 2*n)
 	peers := map[zab.PeerID]quorumnet.PeerAddrs{}
 	var voters []zab.PeerID
 	for i := range n {

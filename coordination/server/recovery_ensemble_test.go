@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
+	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 )
 
@@ -28,7 +29,7 @@ type members struct {
 // newMembers configures n members as startEnsembleWith does and starts
 // none; every member still up is closed when the test ends.
 func newMembers(t *testing.T, n int, mutate func(cfg *Config)) *members {
-	ports := freePorts(t, 2*n)
+	ports := testhost.Addrs(t, 2*n)
 	peers := map[zab.PeerID]quorumnet.PeerAddrs{}
 	var voters []zab.PeerID
 	for i := range n {

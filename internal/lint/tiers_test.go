@@ -39,12 +39,14 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/zkclient", tier: 3},  // keeper's own ZooKeeper client: sockets and goroutines
 	{pkg: "ledgerstore/bookie", tier: 3}, {pkg: "ledgerstore/metadata", tier: 3},
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
+	// Tests' ports outside the ephemeral range, and their timescale; tier 3
+	// so that ledgertest's in-process cluster may take its ports there.
+	{pkg: "internal/testhost", tier: 3},
 	// Tier 4, verification and the binary.
 	{pkg: "verify", tier: 4, subpackages: true}, // sim, chaos, compat
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
 	{pkg: "bench", tier: 4},              // the load tool: zkclient, the null server, fsync
 	{pkg: "internal/keeperbin", tier: 4}, // builds cmd/keeper for real-process tests
-	{pkg: "internal/testhost", tier: 4},  // tests' ports outside the ephemeral range, and their timescale
 }
 
 // maxPureTier is the highest tier whose packages must be pure.

@@ -16,6 +16,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 )
@@ -326,13 +327,8 @@ func TestDialRefusals(t *testing.T) {
 		}
 	}
 	// Nothing listens: Dial gives up after ConnectTimeout.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, err = Dial(ctx, DialConfig{Servers: []string{addr}, ConnectTimeout: 200 * time.Millisecond})
+	addr := testhost.DeadAddr(t)
+	_, err := Dial(ctx, DialConfig{Servers: []string{addr}, ConnectTimeout: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "no session") {
 		t.Fatalf("Dial of a closed port: %v", err)
 	}

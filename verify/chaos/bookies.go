@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"keeper/coordination/zkproto"
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookierpc"
 )
@@ -113,7 +114,7 @@ func NewBookies(cl *Cluster, bin, dir string, n int) (*Bookies, error) {
 func (bs *Bookies) newBookie(i int) (*Bookie, error) {
 	var lastErr error
 	for range 20 {
-		ports, err := freePorts(1)
+		ports, err := testhost.Reserve(1)
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"keeper/internal/testhost"
 )
 
 // Config shapes a Cluster. Zero fields take the defaults below.
@@ -152,7 +153,11 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, Net: NewNetwork(cfg.Seed), clients: map[pair]*Proxy{}}
-	ports, err := freePorts(3 * cfg.Servers)
+	// Real server ports come from outside the ephemeral range (testhost),
+	// so that outgoing connections cannot occupy a killed server's ports
+	// before it restarts. Proxies keep their ports for the cluster's life,
+	// so they may take ephemeral ones.
+	ports, err := testhost.Reserve(3 * cfg.Servers)
 	if err != nil {
 		return nil, err
 	}
@@ -361,42 +366,6 @@ func (c *Cluster) Others(s *Server) []*Server {
 		}
 	}
 	return out
-}
-
-// ---------------------------------------------------------------------------
-// Ports.
-
-// Real server ports are drawn below Linux's ephemeral range (32768-60999),
-// so that outgoing connections, which take ephemeral ports, cannot occupy
-// a killed server's ports before it restarts. Proxies keep their ports for
-// the cluster's life, so they may take ephemeral ones.
-const (
-	portLow  = 20000
-	portHigh = 32000
-)
-
-// freePorts returns n distinct ports that are free on 127.0.0.1 now.
-func freePorts(n int) ([]int, error) {
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n {
-			return nil, errors.New("chaos: no free loopback ports found")
-		}
-		p := portLow + rand.IntN(portHigh-portLow)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		held = append(held, l)
-		ports = append(ports, p)
-	}
-	return ports, nil
 }
 
 // poll calls cond every pollInterval until it holds, returns an error, or

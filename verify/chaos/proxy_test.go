@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"keeper/internal/testhost"
 )
 
 // echoServer echoes every connection and counts them.
@@ -150,12 +152,7 @@ func TestProxyReset(t *testing.T) {
 }
 
 func TestProxyTargetDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := testhost.DeadAddr(t)
 	n := NewNetwork(1)
 	defer n.Close()
 	p, err := n.Proxy("c1", "s1", dead)

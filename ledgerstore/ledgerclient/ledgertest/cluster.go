@@ -1,7 +1,7 @@
 // Package ledgertest runs a small ledger cluster inside a test process: an
 // in-memory keeper coordination server for the metadata and bookies on
-// temporary directories, all on ephemeral ports. The ledger client's tests
-// and the `keeper ledger` command's tests use it.
+// temporary directories, the bookies on ports of their own (testhost).
+// The ledger client's tests and the `keeper ledger` command's tests use it.
 package ledgertest
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/entrystore"
 )
@@ -69,7 +70,9 @@ func (c *Cluster) AddBookie() *Bookie {
 	b := &Bookie{}
 	b.usage.Store(100_000) // 10%
 	cfg := bookie.Config{
-		ListenAddr:               "127.0.0.1:0",
+		// A port of its own (testhost), not an ephemeral one, so that no
+		// outgoing connection takes it while Restart has the bookie down.
+		ListenAddr:               testhost.Addr(c.t),
 		JournalDirs:              []string{filepath.Join(dir, "journal")},
 		LedgerDirs:               []string{filepath.Join(dir, "ledgers")},
 		JournalPreAllocSizeBytes: 1 << 20,

@@ -23,6 +23,7 @@ import (
 	"keeper/ledgerstore/bookierpc"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 )
 
 var (
@@ -75,10 +76,7 @@ func TestBookieCrash(t *testing.T) {
 	meta := startMetadataServer(t)
 	zc := connectZK(t, meta.Addr().String())
 	root := t.TempDir()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := testhost.Port(t)
 	cfgPath := writeConfig(t, root, port, meta.Addr().String())
 	id := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	m := newModel()
@@ -163,15 +161,6 @@ func connectZK(t *testing.T, addr string) *zk.Conn {
 type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // writeConfig writes the bookie's bookkeeper.conf: small journal files
 // and entry logs, a small write cache and frequent checkpoints and GC, so

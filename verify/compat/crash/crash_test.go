@@ -21,6 +21,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 )
 
 var (
@@ -146,54 +147,43 @@ func (p *keeperProc) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
-// startKeeper writes a zoo.cfg for a free port and starts the server on
-// dataDir, retrying if the port was taken meanwhile.
+// startKeeper writes a zoo.cfg for a port of its own (testhost) and
+// starts the server on dataDir.
 func startKeeper(t *testing.T, bin, root, dataDir string, round int) *keeperProc {
 	t.Helper()
-	var lastErr error
-	for attempt := range 3 {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
-			"snapCount=%d\nmaxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n", dataDir, port, snapCount)
-		cfgPath := filepath.Join(root, "zoo.cfg")
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := &keeperProc{
-			addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			logPath: filepath.Join(root, fmt.Sprintf("keeper-%02d-%d.log", round, attempt)),
-			exited:  make(chan struct{}),
-		}
-		logFile, err := os.Create(p.logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.cmd = exec.Command(bin, "server", cfgPath)
-		p.cmd.Env = append(os.Environ(), "KEEPER_FAULTS_FILE="+filepath.Join(root, "faults"), "KEEPER_DROP_UNSYNCED=1",
-			"KEEPER_DROP_UNSYNCED_UNDO="+filepath.Join(root, "lazyfs-undo"))
-		p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			_ = p.cmd.Wait()
-			logFile.Close()
-			close(p.exited)
-		}()
-		t.Cleanup(p.kill)
-		if lastErr = p.waitServing(30 * time.Second); lastErr == nil {
-			return p
-		}
-		p.kill()
-		if !strings.Contains(p.logTail(), "address already in use") {
-			break
-		}
+	port := testhost.Port(t)
+	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
+		"snapCount=%d\nmaxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n", dataDir, port, snapCount)
+	cfgPath := filepath.Join(root, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("round %d: keeper did not start: %v", round, lastErr)
-	return nil
+	p := &keeperProc{
+		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		logPath: filepath.Join(root, fmt.Sprintf("keeper-%02d.log", round)),
+		exited:  make(chan struct{}),
+	}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "server", cfgPath)
+	p.cmd.Env = append(os.Environ(), "KEEPER_FAULTS_FILE="+filepath.Join(root, "faults"), "KEEPER_DROP_UNSYNCED=1",
+		"KEEPER_DROP_UNSYNCED_UNDO="+filepath.Join(root, "lazyfs-undo"))
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(p.kill)
+	if err := p.waitServing(30 * time.Second); err != nil {
+		t.Fatalf("round %d: keeper did not start: %v", round, err)
+	}
+	return p
 }
 
 // waitServing polls ruok until the server answers. keeper listens only
@@ -215,15 +205,6 @@ func (p *keeperProc) waitServing(timeout time.Duration) error {
 			return fmt.Errorf("no answer on %s within %v:\n%s", p.addr, timeout, p.logTail())
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // fourLetter sends a four-letter word and reads the reply.

@@ -1,11 +1,9 @@
 package ensemble
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 )
 
 // keeperBin is the keeper binary TestMain builds for the whole run.
@@ -145,10 +144,10 @@ func NewEnsemble(t testing.TB, opts Options) *Ensemble {
 	opts = opts.withDefaults()
 	e := &Ensemble{t: t, dir: t.TempDir(), opts: opts}
 	n := opts.Voters + opts.Observers
-	ports, err := freePorts(3 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Outside the ephemeral range, so that the outgoing connections of
+	// clients and members cannot occupy a killed member's ports before it
+	// restarts.
+	ports := testhost.Ports(t, 3*n)
 	for i := range n {
 		m := &Member{ID: i + 1, Observer: i >= opts.Voters,
 			ClientPort: ports[3*i], QuorumPort: ports[3*i+1], ElecPort: ports[3*i+2]}
@@ -540,39 +539,4 @@ func poll(timeout time.Duration, cond func() (bool, string)) error {
 		}
 		<-tick.C
 	}
-}
-
-// ---------------------------------------------------------------------------
-// Ports.
-
-// Ports are drawn below Linux's ephemeral range (32768-60999), so that
-// the outgoing connections of clients and members, which take ephemeral
-// ports, cannot occupy a killed member's ports before it restarts.
-const (
-	portLow  = 20000
-	portHigh = 32000
-)
-
-// freePorts returns n distinct ports that are free on 127.0.0.1 now.
-func freePorts(n int) ([]int, error) {
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n {
-			return nil, errors.New("no free loopback ports found")
-		}
-		p := portLow + rand.IntN(portHigh-portLow)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		held = append(held, l)
-		ports = append(ports, p)
-	}
-	return ports, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/ledgerclient"
 )
 
@@ -96,15 +97,6 @@ func (p *proc) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // cluster is a metadata server and bookies, each a process of its own.
 type cluster struct {
 	zkAddr  string
@@ -131,37 +123,25 @@ func startCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
-// startServer starts `keeper server` on a free port, retrying if the port
-// was taken meanwhile, and returns its address once it answers ruok.
-// Sessions may be as short as 400 ms, so a killed bookie's registration
-// goes soon.
+// startServer starts `keeper server` on a port of its own (testhost) and
+// returns its address once it answers ruok. Sessions may be as short as
+// 400 ms, so a killed bookie's registration goes soon.
 func startServer(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	var lastErr error
-	for attempt := range 3 {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := fmt.Sprintf("tickTime=200\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
-			"maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n", filepath.Join(root, "data"), port)
-		cfgPath := filepath.Join(root, "zoo.cfg")
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := startProc(t, fmt.Sprintf("server-%d", attempt), keeperCmd("server", cfgPath))
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if lastErr = waitServing(p, addr); lastErr == nil {
-			return addr
-		}
-		p.kill()
-		if !strings.Contains(p.logTail(), "address already in use") {
-			break
-		}
+	port := testhost.Port(t)
+	cfg := fmt.Sprintf("tickTime=200\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
+		"maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n", filepath.Join(root, "data"), port)
+	cfgPath := filepath.Join(root, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("keeper server did not start: %v", lastErr)
-	return ""
+	p := startProc(t, "server", keeperCmd("server", cfgPath))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := waitServing(p, addr); err != nil {
+		t.Fatalf("keeper server did not start: %v", err)
+	}
+	return addr
 }
 
 // waitServing polls ruok until the server answers.
@@ -226,32 +206,21 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
 
-// startBookie starts bookie i on a free port, retrying if the port was
-// taken meanwhile, and waits until it has registered.
+// startBookie starts bookie i on a port of its own (testhost) and waits
+// until it has registered.
 func (c *cluster) startBookie(t *testing.T, i int) *bookieProc {
 	t.Helper()
 	dir := t.TempDir()
-	var lastErr error
-	for attempt := range 3 {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := keeperCmd("bookie", "--port", strconv.Itoa(port), "--listen-host", "127.0.0.1",
-			"--advertised-address", "127.0.0.1", "--zk-servers", c.zkAddr, "--log-level", "warn",
-			"--journal-dirs", filepath.Join(dir, "journal"), "--ledger-dirs", filepath.Join(dir, "ledgers"))
-		b := &bookieProc{proc: startProc(t, fmt.Sprintf("bookie-%d-%d", i, attempt), cmd),
-			id: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		if lastErr = c.waitRegistered(b); lastErr == nil {
-			return b
-		}
-		b.kill()
-		if !strings.Contains(b.logTail(), "address already in use") {
-			break
-		}
+	port := testhost.Port(t)
+	cmd := keeperCmd("bookie", "--port", strconv.Itoa(port), "--listen-host", "127.0.0.1",
+		"--advertised-address", "127.0.0.1", "--zk-servers", c.zkAddr, "--log-level", "warn",
+		"--journal-dirs", filepath.Join(dir, "journal"), "--ledger-dirs", filepath.Join(dir, "ledgers"))
+	b := &bookieProc{proc: startProc(t, fmt.Sprintf("bookie-%d", i), cmd),
+		id: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	if err := c.waitRegistered(b); err != nil {
+		t.Fatalf("bookie %d did not start: %v", i, err)
 	}
-	t.Fatalf("bookie %d did not start: %v", i, lastErr)
-	return nil
+	return b
 }
 
 // waitRegistered waits until the bookie's writable registration exists.

@@ -2,8 +2,6 @@ package sasl
 
 import (
 	"context"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 	"keeper/verify/compat/zkreal"
 )
 
@@ -53,45 +52,6 @@ done
 SERVER_JVMFLAGS="$jvm" exec KEEPER server "$out"
 `
 
-// freeBase returns a port p such that p..p+3 are free: the client,
-// election, leader and admin ports kazoo's harness derives for a
-// one-server cluster. They are chosen below the kernel's ephemeral range,
-// so that no outgoing connection of a test running beside this one takes
-// one of them between this check and the server's bind.
-func freeBase(t *testing.T) int {
-	t.Helper()
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
-	}
-	const floor = 10000
-	if low-4 <= floor {
-		t.Fatalf("the ephemeral port range starts at %d: no room below it", low)
-	}
-	for range 200 {
-		base := floor + rand.IntN(low-4-floor)
-		ok := true
-		for p := base; ok && p <= base+3; p++ {
-			// The admin server binds the wildcard address.
-			l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no four free ports in a row")
-	return 0
-}
-
 // runKazooSASL runs kazoo's test_sasl.py through kazoo's harness with java
 // first on PATH (the shim, or the real one) and returns pytest's summary.
 func runKazooSASL(t *testing.T, javaDir string) string {
@@ -105,7 +65,9 @@ func runKazooSASL(t *testing.T, javaDir string) string {
 		"ZOOKEEPER_CLASSPATH="+zkreal.ZooKeeperJar,
 		"ZOOKEEPER_VERSION=3.8.0",
 		"ZOOKEEPER_CLUSTER_SIZE=1",
-		"ZOOKEEPER_PORT_OFFSET="+strconv.Itoa(freeBase(t)),
+		// The client, election, leader and admin ports kazoo's harness
+		// derives for a one-server cluster: four in a row from this one.
+		"ZOOKEEPER_PORT_OFFSET="+strconv.Itoa(testhost.Run(t, 4)),
 	)
 	out, err := cmd.CombinedOutput()
 	summary := regexp.MustCompile(`(?m)^\d+ passed.*$|^.*(failed|error).* in .*$`).Find(out)

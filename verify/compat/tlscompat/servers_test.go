@@ -16,6 +16,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zoocfg"
+	"keeper/internal/testhost"
 	"keeper/verify/compat/zkreal"
 )
 
@@ -65,7 +66,7 @@ func startZooKeeper(t *testing.T, extra map[string]string) tlsServer {
 	if err := zkreal.Available(); err != nil {
 		zkreal.Start(t, zkreal.Options{}) // skips, or fails under KEEPER_REQUIRE_ZK
 	}
-	port := freePort(t)
+	port := testhost.Port(t)
 	cfg := map[string]string{
 		"serverCnxnFactory":       "org.apache.zookeeper.server.NettyServerCnxnFactory",
 		"secureClientPort":        fmt.Sprint(port),
@@ -76,16 +77,6 @@ func startZooKeeper(t *testing.T, extra map[string]string) tlsServer {
 	}
 	s := zkreal.Start(t, zkreal.Options{ExtraConfig: cfg})
 	return tlsServer{name: "zookeeper", plain: s.Addr(), secure: fmt.Sprintf("127.0.0.1:%d", port)}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // storeKeys are the zoo.cfg lines of a server's key and trust stores.

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"keeper/internal/testhost"
 )
 
 // Where the Debian packages put things.
@@ -150,30 +152,19 @@ func Start(t testing.TB, opts Options) *Server {
 		unavailable(t, err)
 		return nil
 	}
-	root := t.TempDir() // created before Cleanup(Stop), so removed after it
-	var lastErr error
-	// A free port can be taken by someone else between our probe and the
-	// JVM's bind; that is the only failure worth another try.
-	for attempt := 1; attempt <= 3; attempt++ {
-		dir := filepath.Join(root, "attempt-"+strconv.Itoa(attempt))
-		s, err := start(dir, java, classpath, opts)
-		if err == nil {
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("zkreal: tail of %s:\n%s", s.logPath, s.LogTail(60))
-				}
-				s.Stop()
-			})
-			t.Logf("zkreal: ZooKeeper serving on %s after %v", s.addr, s.startup.Round(time.Millisecond))
-			return s
-		}
-		lastErr = err
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
+	dir := t.TempDir() // created before Cleanup(Stop), so removed after it
+	s, err := start(dir, java, classpath, opts)
+	if err != nil {
+		t.Fatalf("zkreal: %v", err)
 	}
-	t.Fatalf("zkreal: %v", lastErr)
-	return nil
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("zkreal: tail of %s:\n%s", s.logPath, s.LogTail(60))
+		}
+		s.Stop()
+	})
+	t.Logf("zkreal: ZooKeeper serving on %s after %v", s.addr, s.startup.Round(time.Millisecond))
+	return s
 }
 
 // unavailable skips the test, or fails it when RequireEnv is set.
@@ -215,15 +206,16 @@ var nettyJars = []string{
 	"/usr/share/java/netty-transport-native-unix-common.jar",
 }
 
-var errPortTaken = errors.New("client port already in use")
-
-// start runs one server in dir and waits for it to serve a read. On error
-// the process is gone and the error carries the log's tail.
+// start runs one server in dir, on a port of its own (testhost: outside
+// the ephemeral range, so no outgoing connection takes it before the JVM
+// binds), and waits for it to serve a read. On error the process is gone
+// and the error carries the log's tail.
 func start(dir, java, classpath string, opts Options) (*Server, error) {
-	port, err := freePort()
+	ports, err := testhost.Reserve(1)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("zkreal: %w", err)
 	}
+	port := ports[0]
 	s := &Server{
 		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		dataDir: filepath.Join(dir, "data"),
@@ -265,11 +257,7 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 	}
 	if err := s.waitServing(timeout); err != nil {
 		s.Stop()
-		logTail := s.LogTail(40)
-		if strings.Contains(logTail, "Address already in use") {
-			err = fmt.Errorf("%w: %v", errPortTaken, err)
-		}
-		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, s.logPath, logTail)
+		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, s.logPath, s.LogTail(40))
 	}
 	s.startup = time.Since(began)
 	return s, nil
@@ -365,16 +353,6 @@ func QuorumPeerCommand(t testing.TB, cfgPath string, opts Options) *exec.Cmd {
 	cmd := exec.Command(java, javaArgs(classpath, quorumMainClass, cfgPath, opts)...)
 	cmd.SysProcAttr = sysProcAttr()
 	return cmd
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("zkreal: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail returns the last n lines of the file at path.
