@@ -365,7 +365,7 @@ func (c *Conn) readOpening(r *bufio.Reader, deadline time.Time) error {
 	c.inflight = append(c.inflight, len(payload))
 	c.inflightBytes += len(payload)
 	c.mu.Unlock()
-	if !c.cfg.Limiter.acquire(len(payload), 0, c.done) {
+	if !c.cfg.Limiter.acquire(len(payload), func() int { return 0 }, c.done) {
 		return net.ErrClosed
 	}
 	c.h.Connect(c, &req)
@@ -472,9 +472,11 @@ func (c *Conn) admit(n int) error {
 			return net.ErrClosed
 		}
 	}
-	c.mu.Lock()
-	own := len(c.inflight)
-	c.mu.Unlock()
+	own := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.inflight)
+	}
 	if !c.cfg.Limiter.acquire(n, own, c.done) {
 		return net.ErrClosed
 	}

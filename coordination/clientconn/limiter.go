@@ -45,16 +45,26 @@ func (l *Limiter) overLocked(n int) bool {
 	return l.maxBytes > 0 && l.bytes+int64(n) > l.maxBytes
 }
 
-// acquire takes room for one request of n bytes. own is the number of the
-// connection's requests in flight; with none, it never waits. It returns
-// false if done closed while it waited.
-func (l *Limiter) acquire(n, own int, done <-chan struct{}) bool {
+// acquire takes room for one request of n bytes. own returns the number
+// of the connection's requests in flight now; with none, it never waits.
+// own is asked again after every wait: the connection's own requests are
+// answered while it waits (each answer closes changed), and once none is
+// left it must go on even if the server is still over its limit, or a
+// connection that pipelined a second request (a ping behind a create)
+// would wait for the clients holding the limit. It returns false if done
+// closed while it waited.
+func (l *Limiter) acquire(n int, own func() int, done <-chan struct{}) bool {
 	if l == nil {
 		return true
 	}
 	for {
+		// own runs under mu: an answer that comes after it is released
+		// (closing changed) only after this goroutine has taken changed.
+		// own takes the connection's lock, and nothing holds that lock
+		// while it calls the Limiter, so the order mu, then the
+		// connection's lock, cannot deadlock.
 		l.mu.Lock()
-		if own == 0 || !l.overLocked(n) {
+		if own() == 0 || !l.overLocked(n) {
 			l.requests++
 			l.bytes += int64(n)
 			l.mu.Unlock()
