@@ -78,7 +78,13 @@ func runReady(ctx context.Context, cfg Config) (Result, error) {
 			if r.err == nil {
 				return readyResult(cfg, attempts, r.at)
 			}
-			lastErr = r.err
+			// An attempt that the end of the run cut short (both cases of
+			// the select are ready then, and either may run first) says
+			// nothing about the server: the error reported is the last one
+			// an attempt ended with on its own.
+			if ctx.Err() == nil || lastErr == nil {
+				lastErr = r.err
+			}
 		case <-ctx.Done():
 			if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 				return Result{}, fmt.Errorf("bench: no read of %s served within %v: %w", cfg.ReadyPath, cfg.Duration, lastErr)

@@ -11,6 +11,7 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
+	"keeper/internal/testhost"
 )
 
 // Tests of OpFill and OpReady, the workloads behind the resource figures.
@@ -170,7 +171,9 @@ func TestReady(t *testing.T) {
 // TestReadyNeedsTheZnode: a server that answers, but without the znode,
 // is not ready.
 func TestReadyNeedsTheZnode(t *testing.T) {
-	cfg := Config{Servers: []string{startKeeper(t)}, Op: OpReady, ReadyPath: "/absent", Duration: 2 * time.Second} // long enough for a loaded machine to answer at all
+	// The run lasts Duration, long enough for a loaded machine to answer
+	// at all; the error is the last one an attempt ended with by itself.
+	cfg := Config{Servers: []string{startKeeper(t)}, Op: OpReady, ReadyPath: "/absent", Duration: testhost.Scale(2 * time.Second)}
 	_, err := Run(t.Context(), cfg)
 	if err == nil || zkproto.CodeOf(err) != zkproto.CodeNoNode {
 		t.Fatalf("err %v, want NoNode", err)
