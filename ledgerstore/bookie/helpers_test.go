@@ -15,6 +15,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
+	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
@@ -83,7 +84,12 @@ func (e *env) config() Config {
 		GCWaitTime:              time.Hour,
 		MinorCompactionInterval: time.Hour,
 		MajorCompactionInterval: 2 * time.Hour,
-		ZKSessionTimeout:        2 * time.Second,
+		// A healthy session must outlive a loaded machine's stalls: the
+		// client gives up a connection after two thirds of the timeout
+		// without a reply, and go-zookeeper's reconnect with watches set
+		// races with its own receive loop (lastZxid), which the race
+		// detector reports. Nothing here waits for this session to expire.
+		ZKSessionTimeout: testhost.Scale(10 * time.Second),
 		DiskUsage: func(dir string) (entrystore.DirUsage, error) {
 			const total = 1 << 30
 			return entrystore.DirUsage{Dir: dir, UsedBytes: total * e.usage.Load() / 1_000_000, TotalBytes: total}, nil

@@ -84,7 +84,13 @@ func (c *Cluster) AddBookie() *Bookie {
 		MinorCompactionInterval:  -1,
 		MajorCompactionInterval:  -1,
 		MetadataServers:          []string{c.ZKAddr()},
-		ZKSessionTimeout:         2 * time.Second,
+		// A healthy session must outlive a loaded machine's stalls: the
+		// client gives up a connection after two thirds of the timeout
+		// without a reply, and go-zookeeper's reconnect with watches set
+		// races with its own receive loop (lastZxid), which the race
+		// detector reports. A stopped bookie closes its session, so nothing
+		// waits for one to expire.
+		ZKSessionTimeout: testhost.Scale(10 * time.Second),
 		DiskUsage: func(dir string) (entrystore.DirUsage, error) {
 			const total = 1 << 30
 			return entrystore.DirUsage{Dir: dir, UsedBytes: total * b.usage.Load() / 1_000_000, TotalBytes: total}, nil
