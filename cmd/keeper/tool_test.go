@@ -22,6 +22,7 @@ import (
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
+	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 )
 
@@ -108,12 +109,12 @@ func toolData(t *testing.T) string {
 }
 
 // poll calls cond every few milliseconds until it holds, failing the test
-// after ten seconds.
+// after ten seconds times testhost.Timescale.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testhost.Scale(10 * time.Second))
 	for !cond() {
 		select {
 		case <-tick.C:

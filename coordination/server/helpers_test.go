@@ -17,13 +17,14 @@ import (
 
 	"keeper/coordination/jute"
 	"keeper/coordination/zkproto"
+	"keeper/internal/testhost"
 	"keeper/verify/compat/zkreal"
 )
 
 // waitTimeout bounds every wait in these tests. It is generous because the
 // race detector on two cores slows everything down; a passing test never
 // waits this long.
-const waitTimeout = 10 * time.Second
+var waitTimeout = testhost.Scale(10 * time.Second)
 
 // eventually polls cond until it holds, failing the test after timeout.
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, what string, args ...any) {

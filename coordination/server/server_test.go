@@ -40,7 +40,7 @@ func connect(t *testing.T, s *Server) (*zk.Conn, <-chan zk.Event) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(waitTimeout)
 	for c.State() != zk.StateHasSession {
 		select {
 		case <-ev:
@@ -91,7 +91,7 @@ func TestBasicOperations(t *testing.T) {
 		if ev.Type != zk.EventNodeDeleted || ev.Path != "/a/s-0000000000" {
 			t.Fatalf("event %+v", ev)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatal("no watch event")
 	}
 	ok, st, err := c.Exists("/a")

@@ -152,7 +152,7 @@ func dial(t *testing.T, b *Bookie) *bookierpc.Client {
 
 // ctx is a test's per-call deadline.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), testhost.Scale(30*time.Second))
 	t.Cleanup(cancel)
 	return c
 }

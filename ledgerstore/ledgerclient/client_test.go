@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
@@ -252,7 +253,7 @@ func recoveryFencesWriter(t *testing.T, wc, rc *Client) {
 	var werr error
 	select {
 	case werr = <-writing:
-	case <-time.After(20 * time.Second):
+	case <-time.After(testhost.Scale(20 * time.Second)):
 		t.Fatal("the old writer's adds still succeed after recovery")
 	}
 	if !errors.Is(werr, ledger.ErrLedgerFenced) {

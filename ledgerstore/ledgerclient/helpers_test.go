@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
@@ -18,7 +19,12 @@ import (
 var testPassword = []byte("secret")
 
 // testConfig is a client configuration for cl with short ticks, so that
-// speculative reads and retries happen within a test's patience.
+// speculative reads and retries happen within a test's patience. No test
+// here waits for an add or read to time out (a stopped bookie ends its
+// connections, a hung one is read around speculatively), so the timeouts
+// are long enough that a loaded machine never meets them: an add that
+// times out replaces a live bookie, and with no spare left the ledger
+// stops taking adds.
 func testConfig(cl *ledgertest.Cluster, seed uint64) Config {
 	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("LEDGERCLIENT_TEST_LOG") != "" {
@@ -28,8 +34,8 @@ func testConfig(cl *ledgertest.Cluster, seed uint64) Config {
 		ZKServers:              []string{cl.ZKAddr()},
 		Logger:                 logger,
 		Tick:                   10 * time.Millisecond,
-		AddTimeout:             3 * time.Second,
-		ReadTimeout:            3 * time.Second,
+		AddTimeout:             testhost.Scale(30 * time.Second),
+		ReadTimeout:            testhost.Scale(30 * time.Second),
 		SpeculativeReadTimeout: 200 * time.Millisecond,
 		RetryInterval:          50 * time.Millisecond,
 		LongPollTimeout:        2 * time.Second,
@@ -50,7 +56,7 @@ func newClient(t *testing.T, cfg Config) *Client {
 
 // testCtx is a test's overall deadline.
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(90*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -117,7 +123,7 @@ func (a *acks) wait(t *testing.T) {
 	t.Helper()
 	select {
 	case <-a.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testhost.Scale(60 * time.Second)):
 		t.Fatalf("only %d of %d adds completed", a.count(), a.want)
 	}
 	a.mu.Lock()
@@ -130,7 +136,7 @@ func (a *acks) wait(t *testing.T) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(20 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

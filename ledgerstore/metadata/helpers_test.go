@@ -13,6 +13,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
+	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 )
@@ -20,7 +21,7 @@ import (
 // waitTimeout bounds every wait in these tests. It is generous because the
 // race detector on two cores slows everything down; a passing test never
 // waits this long.
-const waitTimeout = 10 * time.Second
+var waitTimeout = testhost.Scale(10 * time.Second)
 
 // startKeeper runs an in-memory keeper server on a free loopback port and
 // returns its address.

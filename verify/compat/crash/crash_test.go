@@ -326,7 +326,7 @@ func dial(t *testing.T, addr string) *zk.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testhost.Scale(10 * time.Second))
 	for c.State() != zk.StateHasSession {
 		select {
 		case <-ev:

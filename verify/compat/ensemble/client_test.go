@@ -39,7 +39,7 @@ func dialZKWith(t testing.TB, addrs []string, hosts zk.HostProvider, cb zk.Event
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(electTimeout)
 	for c.State() != zk.StateHasSession {
 		select {
 		case <-ev:

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"keeper/coordination/zkclient"
+	"keeper/internal/testhost"
 )
 
 var killsFlag = flag.Int("kills", 0, "leader kills in TestLeaderKillUnderLoad (default 10, 3 with -short)")
@@ -25,9 +26,10 @@ var killsFlag = flag.Int("kills", 0, "leader kills in TestLeaderKillUnderLoad (d
 const (
 	loadWriters  = 8
 	loadPerRound = 500
-	// resumeTimeout bounds the wait for writes to resume after a kill.
-	resumeTimeout = 60 * time.Second
 )
+
+// resumeTimeout bounds the wait for writes to resume after a kill.
+var resumeTimeout = testhost.Scale(60 * time.Second)
 
 // TestLeaderKillUnderLoad kills the leader of a three-server ensemble with
 // SIGKILL while go-zookeeper sessions, each given all three addresses,

@@ -72,12 +72,14 @@ const (
 	// maxSessionTimeoutMs lets clients keep the 10-30 s sessions they ask
 	// for (the default maximum would be 20 ticks, 2 s).
 	maxSessionTimeoutMs = 60000
-	// startTimeout bounds a member's start (recovery included).
-	startTimeout = 60 * time.Second
-	// electTimeout bounds the wait for a leader and for members to serve.
-	electTimeout = 60 * time.Second
-	pollInterval = 20 * time.Millisecond
+	pollInterval        = 20 * time.Millisecond
 )
+
+// electTimeout bounds the wait for a leader and for members to serve.
+var electTimeout = testhost.Scale(60 * time.Second)
+
+// startTimeout bounds a member's start (recovery included).
+var startTimeout = testhost.Scale(60 * time.Second)
 
 func (o Options) withDefaults() Options {
 	if o.Voters == 0 {

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/internal/testhost"
 )
 
 // moveTimeout bounds a session's move to another member after a kill.
-const moveTimeout = 30 * time.Second
+var moveTimeout = testhost.Scale(30 * time.Second)
 
 // TestSessionFailover kills the member a go-zookeeper session is connected
 // to, first a follower, then the leader. Each time the client must

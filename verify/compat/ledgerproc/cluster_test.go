@@ -24,7 +24,7 @@ import (
 
 // startTimeout bounds the start of one process: on a busy machine a
 // bookie's first journal preallocation alone can take seconds.
-const startTimeout = 60 * time.Second
+var startTimeout = testhost.Scale(60 * time.Second)
 
 // proc is one keeper process; its stdout and stderr go to a log file
 // unless the caller takes them.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 	"keeper/verify/chaos"
 	"keeper/verify/compat/zkreal"
 	"keeper/verify/slowconsumer"
@@ -38,10 +39,11 @@ const (
 	ruokBound       = 2 * time.Second
 	healthyP99Bound = time.Second
 	rssCapKB        = 1 << 20
-	// servingTimeout bounds the check that a server serves a new session
-	// after the attack.
-	servingTimeout = 10 * time.Second
 )
+
+// servingTimeout bounds the check that a server serves a new session
+// after the attack.
+var servingTimeout = testhost.Scale(10 * time.Second)
 
 // outcome is what one server went through.
 type outcome struct {

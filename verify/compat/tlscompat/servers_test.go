@@ -94,7 +94,7 @@ func storeKeys(keyStore, trustStore string, clientAuth string) map[string]string
 }
 
 // probeTimeout bounds one probe; a refused connection ends far sooner.
-const probeTimeout = 20 * time.Second
+var probeTimeout = testhost.Scale(20 * time.Second)
 
 // probe opens a session over conn and reads "/" (exists), speaking the
 // wire protocol directly, and returns nil if the server served it.
@@ -177,7 +177,7 @@ func connectZK(t *testing.T, addr string, cfg *tls.Config) *zk.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testhost.Scale(30 * time.Second))
 	for {
 		select {
 		case ev := <-events:
