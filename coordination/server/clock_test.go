@@ -8,6 +8,7 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/internal/testhost"
 )
 
 // testClock is a fake Config.Clock: its monotonic reading runs at rate
@@ -175,7 +176,7 @@ func TestClockTicksDue(t *testing.T) {
 func TestEnsembleOnSkewedClocks(t *testing.T) {
 	rates := map[zab.PeerID]float64{1: 3, 2: 1, 3: 0.5}
 	servers := startEnsembleWith(t, 3, func(id zab.PeerID, cfg *Config) { cfg.Clock = newTestClock(rates[id]).read })
-	eventually(t, 20*time.Second, func() bool {
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
 		roles := map[string]int{}
 		for _, s := range servers {
 			roles[s.quorumRole()]++

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 )
 
@@ -48,7 +49,7 @@ func TestEveryLogsUntilStopped(t *testing.T) {
 	stop := every(logger, time.Millisecond, "working", func(time.Duration) []any {
 		return []any{"done", n.Add(1)}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(30 * time.Second))
 	for strings.Count(logs.String(), "msg=working") < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("logs so far:\n%s", logs.String())

@@ -15,6 +15,7 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 	"keeper/internal/vfs/errorfs"
 )
@@ -123,7 +124,7 @@ func (p *delayProxy) close() {
 func waitEnsemble(t *testing.T, servers []*Server) int {
 	t.Helper()
 	leader := -1
-	eventually(t, 20*time.Second, func() bool {
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
 		leader = -1
 		for i, s := range servers {
 			switch s.quorumRole() {
@@ -200,10 +201,12 @@ func TestEnsembleReattachRevalidates(t *testing.T) {
 			c.mustCreate("/e", zkproto.FlagEphemeral)
 			sid := c.SessionID
 			// The client goes quiet on A; resume on B when the leader is
-			// about to expire the session.
-			eventually(t, 5*time.Second, func() bool {
-				left, _, ok := leaderSession(leader, sid)
-				return ok && left <= tc.left
+			// about to expire the session. A loaded machine may look too
+			// late, when the leader has expired it already: then the
+			// reattach must be refused, which the test checks too.
+			eventually(t, waitTimeout, func() bool {
+				left, closing, ok := leaderSession(leader, sid)
+				return !ok || closing || left <= tc.left
 			}, "the session to near its expiry on the leader")
 			pw := session.Password(sid)
 			c2 := rawDial(t, b.Addr().String())

@@ -65,7 +65,7 @@ func startEnsembleWith(t *testing.T, n int, mutate func(id zab.PeerID, cfg *Conf
 
 func TestEnsembleOverTCP(t *testing.T) {
 	servers := startEnsemble(t, 3)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(20 * time.Second))
 	for {
 		leaders, serving := 0, 0
 		for _, s := range servers {
@@ -118,7 +118,7 @@ func TestEnsembleOverTCP(t *testing.T) {
 // The leader reports its followers in mntr.
 func TestEnsembleMntr(t *testing.T) {
 	servers := startEnsemble(t, 3)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(20 * time.Second))
 	for {
 		for _, s := range servers {
 			if s.quorumRole() != "leader" {

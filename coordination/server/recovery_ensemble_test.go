@@ -172,7 +172,7 @@ func TestEnsembleMemberWithDamagedSnapshot(t *testing.T) {
 
 	back := m.mustStart(leader)
 	waitEnsemble(t, []*Server{back, servers[other], v})
-	eventually(t, 20*time.Second, func() bool {
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
 		var missing []string
 		v.Inspect(func(core *zkcore.Server) { missing = acks.missing(core.Tree()) })
 		return len(missing) == 0
