@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/ledgerstore/bookierpc"
 	"keeper/ledgerstore/ledger"
 )
 
@@ -59,15 +60,17 @@ func TestWriterKilledMidStream(t *testing.T) {
 
 // TestOldWriterFenced pauses a `keeper ledger write` process with SIGSTOP
 // mid-stream, recovers its ledger from another client, and resumes it.
-// The old writer must fail as fenced and exit non-zero, and nothing it
-// reports acknowledged, before the pause or after, may lie beyond the
-// recovered end (docs/fault-model.md scenario 9: no divergence).
+// The old writer must fail as fenced and exit non-zero (or, if the pause
+// outlasted its bookie connections' write timeout, fail on those), and
+// nothing it reports acknowledged, before the pause or after, may lie
+// beyond the recovered end (docs/fault-model.md scenario 9: no divergence).
 func TestOldWriterFenced(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx := testContext(t, 2*time.Minute)
 	wp := startWriter(t, cl)
 	id := wp.ledgerID(t)
 	wp.waitAcked(t, writerActAfter)
+	stoppedAt := time.Now()
 	wp.signal(t, syscall.SIGSTOP)
 	paused := wp.acked.Load()
 
@@ -79,14 +82,26 @@ func TestOldWriterFenced(t *testing.T) {
 	took := time.Since(start)
 	md := h.Metadata()
 	wp.signal(t, syscall.SIGCONT)
+	pausedFor := time.Since(stoppedAt)
 	close(wp.stopFeed)
 	exitErr := wp.wait(t, time.Minute)
 	<-wp.outDone
 	final := wp.acked.Load()
 
 	log := wp.logTail()
-	if exitErr == nil || !strings.Contains(log, "fenced by another client") {
-		t.Errorf("old writer: exit %v, want non-zero with a fencing error; its output ends:\n%s", exitErr, log)
+	switch fenced := strings.Contains(log, "fenced by another client"); {
+	case exitErr == nil:
+		t.Errorf("old writer: exit %v, want non-zero; its output ends:\n%s", exitErr, log)
+	case !fenced && pausedFor < bookierpc.WriteTimeout:
+		t.Errorf("old writer: exit %v, want a fencing error; its output ends:\n%s", exitErr, log)
+	case !fenced:
+		// A pause longer than the bookie client's write timeout (recovery
+		// on a loaded machine) ends the writer's connections when it
+		// resumes, and with no spare bookie it fails on that before it
+		// hears of the fence: a legal outcome, as long as nothing it
+		// reported acknowledged is lost (checked below).
+		t.Logf("old writer paused %v, past the write timeout %v: it failed on its connections: %s",
+			pausedFor.Round(time.Millisecond), bookierpc.WriteTimeout, lastLine(log))
 	}
 	if md.State != ledger.StateClosed || md.LastEntryID < final {
 		t.Fatalf("recovered: state %v, end %d; the old writer reported %d acknowledged (%d when paused)",
