@@ -87,7 +87,7 @@ func damageLastLog(t *testing.T, dir string) (string, int64) {
 	return path, bad
 }
 
-// damageNewestSnapshot flips 4 bytes in the middle of the newest snapshot
+// damageNewestSnapshot flips a bit in the middle of the newest snapshot
 // and removes the log files after the snapshot before it: the older one
 // and its log end before the newest.
 func damageNewestSnapshot(t *testing.T, dir string) {
@@ -103,13 +103,10 @@ func damageNewestSnapshot(t *testing.T, dir string) {
 			}
 		}
 	}
-	path := filepath.Join(dir, txnlog.DirName, infos[0].Name)
-	for i := range int64(4) {
-		flip(t, path, infos[0].Size/2+i)
-	}
+	flip(t, filepath.Join(dir, txnlog.DirName, infos[0].Name), infos[0].Size/2)
 }
 
-// keepOnlyDamagedSnapshot leaves only the newest snapshot, with 4 bytes
+// keepOnlyDamagedSnapshot leaves only the newest snapshot, with a bit
 // flipped, and no log.
 func keepOnlyDamagedSnapshot(t *testing.T, dir string) {
 	t.Helper()
@@ -127,9 +124,7 @@ func keepOnlyDamagedSnapshot(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
-	for i := range int64(4) {
-		flip(t, filepath.Join(dir, txnlog.DirName, infos[0].Name), infos[0].Size/2+i)
-	}
+	flip(t, filepath.Join(dir, txnlog.DirName, infos[0].Name), infos[0].Size/2)
 }
 
 func writeEpochFiles(t *testing.T, dir string) {
