@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"keeper/coordination/server"
 	"keeper/coordination/zkcore"
@@ -59,7 +60,8 @@ func TestBenchNullAndZK(t *testing.T) {
 	}
 	go io.Copy(io.Discard, pr)
 	out, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", strings.TrimSpace(addr),
-		"--op", "get", "--clients", "2", "--inflight", "3", "--duration", "200ms", "--warmup", "50ms", "--keyspace", "10")
+		"--op", "get", "--clients", "2", "--inflight", "3", "--duration", benchWindow(200*time.Millisecond).String(),
+		"--warmup", benchWindow(50*time.Millisecond).String(), "--keyspace", "10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestBenchZKFlags(t *testing.T) {
 	defer s.Close()
 	addr := s.Addr().String()
 	out, err := runKeeper(t, t.Context(), "bench", "zk", "--servers", addr+","+addr, "--op", "mixed",
-		"--clients", "2", "--inflight", "2", "--size", "10", "--duration", "200ms", "--warmup", "0s",
+		"--clients", "2", "--inflight", "2", "--size", "10", "--duration", benchWindow(200*time.Millisecond).String(), "--warmup", "0s",
 		"--keyspace", "20", "--read-ratio", "0.5")
 	if err != nil {
 		t.Fatal(err)
