@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 )
 
 // This file is OpReady: how long a server takes from its process start to
@@ -58,6 +59,7 @@ func runReady(ctx context.Context, cfg Config) (Result, error) {
 	defer next.Stop()
 	var (
 		lastErr               error
+		answered              bool // lastErr is a server's answer
 		attempts, outstanding int
 	)
 	for {
@@ -78,11 +80,19 @@ func runReady(ctx context.Context, cfg Config) (Result, error) {
 			if r.err == nil {
 				return readyResult(cfg, attempts, r.at)
 			}
-			// An attempt that the end of the run cut short (both cases of
-			// the select are ready then, and either may run first) says
-			// nothing about the server: the error reported is the last one
-			// an attempt ended with on its own.
-			if ctx.Err() == nil || lastErr == nil {
+			// The error reported is the last answer a server gave (NoNode:
+			// it serves, without the znode), or while none answered, the
+			// last failure to reach one. On a busy machine the attempts
+			// that answer and those that time out interleave by chance;
+			// the answer is what tells the user why the server is not
+			// ready. An attempt that the end of the run cut short (both
+			// cases of the select are ready then, and either may run
+			// first) says nothing.
+			switch {
+			case ctx.Err() != nil && lastErr != nil:
+			case serverAnswer(r.err):
+				lastErr, answered = r.err, true
+			case !answered:
 				lastErr = r.err
 			}
 		case <-ctx.Done():
@@ -92,6 +102,14 @@ func runReady(ctx context.Context, cfg Config) (Result, error) {
 			return Result{}, context.Cause(ctx)
 		}
 	}
+}
+
+// serverAnswer reports whether err is a server's answer, a ZooKeeper
+// error code, rather than a failure to reach the server (which the client
+// reports as a connection loss or an operation timeout).
+func serverAnswer(err error) bool {
+	var zerr *zkproto.Error
+	return errors.As(err, &zerr) && zerr.Code != zkproto.CodeConnectionLoss && zerr.Code != zkproto.CodeOperationTimeout
 }
 
 // readOnce opens a session to addr, reads cfg.ReadyPath and closes it.

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -177,5 +180,26 @@ func TestReadyNeedsTheZnode(t *testing.T) {
 	_, err := Run(t.Context(), cfg)
 	if err == nil || zkproto.CodeOf(err) != zkproto.CodeNoNode {
 		t.Fatalf("err %v, want NoNode", err)
+	}
+}
+
+// TestServerAnswer: what OpReady counts as a server's answer, which it
+// reports in preference to failures to reach a server.
+func TestServerAnswer(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&zkproto.Error{Code: zkproto.CodeNoNode, Path: "/absent"}, true},
+		{fmt.Errorf("get: %w", &zkproto.Error{Code: zkproto.CodeNoAuth}), true},
+		{&zkproto.Error{Code: zkproto.CodeConnectionLoss}, false},
+		{&zkproto.Error{Code: zkproto.CodeOperationTimeout}, false},
+		{errors.New("dial tcp 127.0.0.1:1: i/o timeout"), false},
+		{context.DeadlineExceeded, false},
+	}
+	for _, tt := range tests {
+		if got := serverAnswer(tt.err); got != tt.want {
+			t.Errorf("serverAnswer(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
