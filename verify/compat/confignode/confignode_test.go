@@ -3,7 +3,6 @@ package confignode
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -13,22 +12,13 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zoocfg"
+	"keeper/internal/testhost"
 	"keeper/verify/compat/zkreal"
 )
 
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // node is what a client sees of /zookeeper/config.
 type node struct {
@@ -120,7 +110,7 @@ func keeperCfg(t *testing.T, clientPort int, lines []string) string {
 func TestStandalone(t *testing.T) {
 	t.Parallel()
 	real := readNode(t, zkreal.Start(t, zkreal.Options{}).Addr())
-	keeper := readNode(t, startKeeper(t, keeperCfg(t, freePort(t), nil)))
+	keeper := readNode(t, startKeeper(t, keeperCfg(t, testhost.Port(t), nil)))
 	if keeper != real {
 		t.Errorf("keeper:    %+v\nZooKeeper: %+v", keeper, real)
 	}
@@ -138,7 +128,7 @@ func TestQuorumOfOne(t *testing.T) {
 	t.Parallel()
 	extra := map[string]string{
 		"initLimit": "10", "syncLimit": "5", "standaloneEnabled": "false",
-		"server.1":   fmt.Sprintf("127.0.0.1:%d:%d", freePort(t), freePort(t)),
+		"server.1":   fmt.Sprintf("127.0.0.1:%d:%d", testhost.Port(t), testhost.Port(t)),
 		"server.33":  "[::1]:33001:33002:observer;[::1]:33000",
 		"server.17":  "localhost:17001:17002:observer;17000",
 		"server.100": "127.0.0.1:10001:10002:OBSERVER;127.0.0.1:10000",

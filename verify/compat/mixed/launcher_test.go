@@ -1,11 +1,9 @@
 package mixed
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 	"keeper/verify/compat/zkreal"
 )
 
@@ -74,12 +73,14 @@ const (
 	initLimit           = 100
 	syncLimit           = 20
 	maxSessionTimeoutMs = 60000
-	// startTimeout bounds a member's start (a JVM takes a few seconds).
-	startTimeout = 60 * time.Second
-	// electTimeout bounds the wait for a leader and for members to serve.
-	electTimeout = 60 * time.Second
-	pollInterval = 50 * time.Millisecond
+	pollInterval        = 50 * time.Millisecond
 )
+
+// electTimeout bounds the wait for a leader and for members to serve.
+var electTimeout = testhost.Scale(60 * time.Second)
+
+// startTimeout bounds a member's start (a JVM takes a few seconds).
+var startTimeout = testhost.Scale(60 * time.Second)
 
 // Ensemble is a set of member processes on loopback, some keeper, some
 // Apache ZooKeeper, sharing one zoo.cfg layout.
@@ -131,10 +132,9 @@ func NewEnsemble(t testing.TB, kinds ...Kind) *Ensemble {
 		t.Fatalf("zkreal: %v", err)
 	}
 	e := &Ensemble{t: t, dir: t.TempDir()}
-	ports, err := freePorts(3 * len(kinds))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Outside the ephemeral range (testhost), so that outgoing connections
+	// cannot occupy a killed member's ports before it restarts.
+	ports := testhost.Ports(t, 3*len(kinds))
 	for i, k := range kinds {
 		m := &Member{ID: i + 1, Kind: k, ClientPort: ports[3*i], QuorumPort: ports[3*i+1], ElecPort: ports[3*i+2]}
 		m.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(m.ClientPort))
@@ -346,36 +346,4 @@ func (e *Ensemble) waitFor(timeout time.Duration, what string, cond func() (bool
 		}
 		<-tick.C
 	}
-}
-
-// Ports are drawn below Linux's ephemeral range (32768-60999), so that
-// outgoing connections cannot occupy a killed member's ports before it
-// restarts.
-const (
-	portLow  = 20000
-	portHigh = 32000
-)
-
-// freePorts returns n distinct ports that are free on 127.0.0.1 now.
-func freePorts(n int) ([]int, error) {
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n {
-			return nil, errors.New("no free loopback ports found")
-		}
-		p := portLow + rand.IntN(portHigh-portLow)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		held = append(held, l)
-		ports = append(ports, p)
-	}
-	return ports, nil
 }
