@@ -22,10 +22,12 @@ APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest python3-pur
 # the race detector, then the full seed sweep of the simulator (the race
 # detector slows it five times, so under -race it runs a quarter of the
 # seeds). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
-# skip, when ZooKeeper is missing.
+# skip, when ZooKeeper is missing. The per-package timeout is 30 minutes,
+# not go test's 10: on a busy machine the longest packages (the bookie,
+# chaos) take more than 10 without anything being wrong.
 test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -run 'TestSimulation$$' ./verify/sim
 
 # test-loaded is make test on a busy machine: a busy loop per core and an
