@@ -52,7 +52,8 @@ func bookieCommand() (*cobra.Command, *bookieFlags) {
 		Long: `Run a bookie. With a bookkeeper.conf it reads the BookKeeper server keys that
 apply (bookiePort, journalDirectories, ledgerDirectories, metadataServiceUri or
 zkServers, zkLedgersRootPath, journalSyncData, journalMaxGroupWaitMSec,
-journalBufferedWritesThreshold, diskUsageThreshold, diskUsageWarnThreshold,
+journalBufferedWritesThreshold, journalFlushWhenQueueEmpty (default true:
+an idle journal syncs an add at once), diskUsageThreshold, diskUsageWarnThreshold,
 gcWaitTime, minor/majorCompactionThreshold and Interval, readOnlyModeEnabled,
 and more; see the bookie package). A key that protects data or access which
 keeper does not implement yet (tls*, bookieAuthProviderFactoryClass,

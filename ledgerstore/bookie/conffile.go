@@ -335,6 +335,19 @@ func (p *confParser) journal(c *Config) {
 		c.JournalMaxGroupWait = -1 // BookKeeper's 0: close every batch at once
 	}
 	p.int64("journalBufferedWritesThreshold", 1, math.MaxInt64, &c.JournalBufferedWritesThresholdBytes)
+	p.int("journalBufferedEntriesThreshold", 0, math.MaxInt32, &c.JournalBufferedEntriesThreshold)
+	var flushWhenEmpty bool
+	if p.bool("journalFlushWhenQueueEmpty", &flushWhenEmpty) {
+		c.JournalWaitWhenQueueEmpty = !flushWhenEmpty
+	}
+	// journalAdaptiveGroupWrites=true makes BookKeeper's force-write thread
+	// sync every batch flushed during a sync with one fsync. keeper's
+	// journal goroutine syncs each batch as it closes and appends nothing
+	// while it syncs, so the records that arrive then make one batch and
+	// one fsync whatever the key says: both values are accepted and behave
+	// alike (docs/bookkeeper-protocol.md §7.3).
+	var adaptive bool
+	p.bool("journalAdaptiveGroupWrites", &adaptive)
 	if v, ok := p.get("journalFormatVersionToWrite"); ok {
 		switch v {
 		case "6":

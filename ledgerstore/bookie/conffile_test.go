@@ -40,23 +40,26 @@ func TestParseProperties(t *testing.T) {
 
 func TestConfigFromProperties(t *testing.T) {
 	props := map[string]string{
-		"bookiePort":                     "3190",
-		"journalDirectories":             "/j1,/j2",
-		"ledgerDirectories":              "/l1, /l2",
-		"metadataServiceUri":             "zk+hierarchical://zk1:2181;zk2:2181/pulsar/ledgers",
-		"journalSyncData":                "false",
-		"journalMaxGroupWaitMSec":        "1",
-		"journalBufferedWritesThreshold": "1048576",
-		"diskUsageThreshold":             "0.9",
-		"diskUsageWarnThreshold":         "0.8",
-		"gcWaitTime":                     "900000",
-		"minorCompactionThreshold":       "0.1",
-		"minorCompactionInterval":        "1800",
-		"majorCompactionThreshold":       "0",
-		"majorCompactionInterval":        "86400",
-		"readOnlyModeEnabled":            "false",
-		"prometheusStatsHttpPort":        "8000",
-		"someJavaOnlyKey":                "x",
+		"bookiePort":                      "3190",
+		"journalDirectories":              "/j1,/j2",
+		"ledgerDirectories":               "/l1, /l2",
+		"metadataServiceUri":              "zk+hierarchical://zk1:2181;zk2:2181/pulsar/ledgers",
+		"journalSyncData":                 "false",
+		"journalMaxGroupWaitMSec":         "1",
+		"journalBufferedWritesThreshold":  "1048576",
+		"journalFlushWhenQueueEmpty":      "false",
+		"journalAdaptiveGroupWrites":      "true",
+		"journalBufferedEntriesThreshold": "100",
+		"diskUsageThreshold":              "0.9",
+		"diskUsageWarnThreshold":          "0.8",
+		"gcWaitTime":                      "900000",
+		"minorCompactionThreshold":        "0.1",
+		"minorCompactionInterval":         "1800",
+		"majorCompactionThreshold":        "0",
+		"majorCompactionInterval":         "86400",
+		"readOnlyModeEnabled":             "false",
+		"prometheusStatsHttpPort":         "8000",
+		"someJavaOnlyKey":                 "x",
 
 		"maxPendingAddRequestsPerThread":      "500",
 		"maxPendingReadRequestsPerThread":     "0", // BookKeeper's "no bound"
@@ -78,6 +81,8 @@ func TestConfigFromProperties(t *testing.T) {
 		JournalSyncDisabled:                 true,
 		JournalMaxGroupWait:                 time.Millisecond,
 		JournalBufferedWritesThresholdBytes: 1 << 20,
+		JournalWaitWhenQueueEmpty:           true,
+		JournalBufferedEntriesThreshold:     100,
 		DiskUsageThreshold:                  0.9,
 		DiskUsageWarnThreshold:              0.8,
 		GCWaitTime:                          900 * time.Second,
@@ -103,10 +108,15 @@ func TestConfigFromProperties(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	// Defaults: port 3181, ledgers root /ledgers.
+	// Defaults: port 3181, ledgers root /ledgers, natural group commit.
 	c, _, err = ConfigFromProperties(map[string]string{"zkServers": "zk:2181"})
-	if err != nil || c.ListenAddr != ":3181" || c.withDefaults().LedgersRoot != "/ledgers" {
+	if err != nil || c.ListenAddr != ":3181" || c.withDefaults().LedgersRoot != "/ledgers" || c.JournalWaitWhenQueueEmpty {
 		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	// journalFlushWhenQueueEmpty=true is keeper's default said aloud.
+	c, _, err = ConfigFromProperties(map[string]string{"zkServers": "zk:2181", "journalFlushWhenQueueEmpty": "true"})
+	if err != nil || c.JournalWaitWhenQueueEmpty {
+		t.Fatalf("journalFlushWhenQueueEmpty=true: %+v %v", c, err)
 	}
 }
 
@@ -115,20 +125,23 @@ func TestConfigFromProperties(t *testing.T) {
 func TestInvalidValuesNameTheirKey(t *testing.T) {
 	base := map[string]string{"journalDirectories": "/j", "ledgerDirectories": "/l"}
 	tests := map[string]string{
-		"bookiePort":                     "70000",
-		"journalSyncData":                "yes",
-		"journalMaxGroupWaitMSec":        "-1",
-		"journalBufferedWritesThreshold": "0",
-		"diskUsageThreshold":             "1.5",
-		"diskUsageWarnThreshold":         "abc",
-		"gcWaitTime":                     "0",
-		"minorCompactionThreshold":       "2",
-		"majorCompactionInterval":        "-5",
-		"readOnlyModeEnabled":            "maybe",
-		"metadataServiceUri":             "etcd://e:2379/ledgers",
-		"journalFormatVersionToWrite":    "5",
-		"indexDirectories":               "/i1,/i2",
-		"ledgerDirectories":              " , ",
+		"bookiePort":                      "70000",
+		"journalSyncData":                 "yes",
+		"journalMaxGroupWaitMSec":         "-1",
+		"journalBufferedWritesThreshold":  "0",
+		"journalFlushWhenQueueEmpty":      "sometimes",
+		"journalAdaptiveGroupWrites":      "1",
+		"journalBufferedEntriesThreshold": "-1",
+		"diskUsageThreshold":              "1.5",
+		"diskUsageWarnThreshold":          "abc",
+		"gcWaitTime":                      "0",
+		"minorCompactionThreshold":        "2",
+		"majorCompactionInterval":         "-5",
+		"readOnlyModeEnabled":             "maybe",
+		"metadataServiceUri":              "etcd://e:2379/ledgers",
+		"journalFormatVersionToWrite":     "5",
+		"indexDirectories":                "/i1,/i2",
+		"ledgerDirectories":               " , ",
 
 		"maxPendingAddRequestsPerThread":      "many",
 		"maxPendingReadRequestsPerThread":     "1e9",

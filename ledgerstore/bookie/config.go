@@ -170,12 +170,25 @@ type Config struct {
 	// JournalPageCacheFlushInterval: see JournalSyncDisabled. 0 means
 	// DefaultJournalPageCacheFlushInterval.
 	JournalPageCacheFlushInterval time.Duration
-	// JournalMaxGroupWait is journalMaxGroupWaitMSec. 0 means 2 ms;
-	// negative closes every batch at once.
+	// JournalMaxGroupWait is journalMaxGroupWaitMSec: the longest a batch
+	// stays open while records keep arriving, and with
+	// JournalWaitWhenQueueEmpty how long a lone record waits for company.
+	// 0 means 2 ms; negative closes every batch at once.
 	JournalMaxGroupWait time.Duration
+	// JournalWaitWhenQueueEmpty is journalFlushWhenQueueEmpty=false,
+	// BookKeeper's default: an idle journal holds a batch for
+	// JournalMaxGroupWait before syncing it. false (keeper's default) syncs
+	// a batch as soon as nothing more is queued; the records that arrive
+	// during that sync make the next batch (natural group commit,
+	// docs/bookkeeper-protocol.md §7.3).
+	JournalWaitWhenQueueEmpty bool
 	// JournalBufferedWritesThresholdBytes is
 	// journalBufferedWritesThreshold. 0 means 512 KiB.
 	JournalBufferedWritesThresholdBytes int64
+	// JournalBufferedEntriesThreshold is journalBufferedEntriesThreshold:
+	// a batch closes once it holds more records than this. 0 turns the
+	// rule off.
+	JournalBufferedEntriesThreshold int
 	// JournalFormatVersion is the journal format written
 	// (journalFormatVersionToWrite): 7 (keeper's, checksummed) or 6
 	// (BookKeeper's). 0 means 7.
@@ -327,6 +340,8 @@ func (c Config) validateJournal() error {
 		return fmt.Errorf("bookie: journalMaxSizeMB: %d bytes is negative", c.JournalMaxSizeBytes)
 	case c.JournalBufferedWritesThresholdBytes < 0:
 		return fmt.Errorf("bookie: journalBufferedWritesThreshold %d is negative", c.JournalBufferedWritesThresholdBytes)
+	case c.JournalBufferedEntriesThreshold < 0:
+		return fmt.Errorf("bookie: journalBufferedEntriesThreshold %d is negative", c.JournalBufferedEntriesThreshold)
 	}
 	return nil
 }
@@ -510,6 +525,8 @@ func (c Config) journalConfig(firstLogID int64) journal.Config {
 		MaxSizeBytes:                 c.JournalMaxSizeBytes,
 		MaxGroupWait:                 c.JournalMaxGroupWait,
 		BufferedWritesThresholdBytes: c.JournalBufferedWritesThresholdBytes,
+		BufferedEntriesThreshold:     c.JournalBufferedEntriesThreshold,
+		WaitWhenQueueEmpty:           c.JournalWaitWhenQueueEmpty,
 		MaxRecordBytes:               journal.DefaultMaxRecordBytes,
 		Logger:                       c.Logger,
 	}

@@ -25,10 +25,12 @@
 // entry into ledger storage (readable at once, waking long polls), queues
 // a master-key record on the ledger's first contact and then the entry's
 // record for its journal (ledger L uses journal L mod n), and releases the
-// lock. The journal goroutine appends queued records, closes a batch when
-// journalMaxGroupWaitMSec has passed since its oldest record or more than
-// journalBufferedWritesThreshold bytes are buffered, fsyncs it, and only
-// then sends the batch's responses. A fence (READ_ENTRY with FENCE_LEDGER)
+// lock. The journal goroutine appends queued records, closes a batch as
+// soon as nothing more is queued (or, with journalFlushWhenQueueEmpty=false,
+// once journalMaxGroupWaitMSec has passed since its oldest record), or when
+// more than journalBufferedWritesThreshold bytes are buffered, fsyncs it,
+// and only then sends the batch's responses; the records queued during the
+// fsync make the next batch (natural group commit). A fence (READ_ENTRY with FENCE_LEDGER)
 // sets the flag in storage and journals a fence record under the same
 // lock, and reads and answers only once that record is durable, whatever
 // the answer (NoSuchEntry included). WRITE_LAC stores the body and
@@ -128,6 +130,8 @@
 // ledgerDirectories, indexDirectories (one), metadataServiceUri (zk
 // schemes) or zkServers, zkLedgersRootPath, zkTimeout, journalSyncData,
 // journalMaxGroupWaitMSec, journalBufferedWritesThreshold,
+// journalBufferedEntriesThreshold, journalFlushWhenQueueEmpty,
+// journalAdaptiveGroupWrites (both values behave alike),
 // journalFormatVersionToWrite (6 or 7), journalMaxSizeMB,
 // journalPreAllocSizeMB, journalAlignmentSize, journalMaxBackups,
 // journalPageCacheFlushIntervalMSec, flushInterval, diskUsageThreshold,

@@ -33,11 +33,14 @@ type journalOp struct {
 }
 
 // journaler owns one journal directory's Journal and runs its group
-// commit on one goroutine (docs/bookkeeper-protocol.md §7.3): it appends queued records, closes a
-// batch when journal.ShouldFlush says so (journalMaxGroupWaitMSec or the
-// buffered-bytes threshold), syncs it, and only then completes the
+// commit on one goroutine (docs/bookkeeper-protocol.md §7.3): it appends
+// queued records, closes a batch when journal.ShouldFlush says so (by
+// default as soon as nothing more is queued; with
+// journalFlushWhenQueueEmpty=false after journalMaxGroupWaitMSec; or past
+// the buffered-bytes threshold), syncs it, and only then completes the
 // batch's callbacks, in order. Records queued while a sync runs make the
-// next batch, so syncs coalesce under load.
+// next batch, so an idle journal syncs a record at once and syncs
+// coalesce under load, with no timer on the way (natural group commit).
 type journaler struct {
 	idx     int
 	dir     string

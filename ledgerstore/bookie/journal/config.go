@@ -34,7 +34,10 @@ const (
 	// bytes are written to the file, without syncing, once this many are
 	// buffered, which bounds the memory a large batch holds.
 	DefaultWriteBufferBytes = 64 << 10
-	// DefaultMaxGroupWait is journalMaxGroupWaitMSec (2 ms).
+	// DefaultMaxGroupWait is journalMaxGroupWaitMSec (2 ms). With keeper's
+	// natural group commit it only bounds how long records that keep
+	// arriving can hold a batch open; with WaitWhenQueueEmpty it is how
+	// long an idle journal's batch waits for company, BookKeeper's timer.
 	DefaultMaxGroupWait = 2 * time.Millisecond
 	// DefaultBufferedWritesThresholdBytes is journalBufferedWritesThreshold
 	// (512 KiB).
@@ -45,7 +48,9 @@ const (
 )
 
 // Config configures a Journal and the readers. The zero value is
-// BookKeeper's defaults, writing FormatV7.
+// BookKeeper's defaults but for two: it writes FormatV7, and a batch
+// closes as soon as the driver's queue is empty (natural group commit,
+// journalFlushWhenQueueEmpty=true) instead of waiting MaxGroupWait.
 type Config struct {
 	// FirstLogID is the log id of the first file when the directory holds
 	// none; later files take the next ids. A new file's id is also never
@@ -87,9 +92,16 @@ type Config struct {
 	// BufferedEntriesThreshold closes a batch once it holds more records
 	// than this (journalBufferedEntriesThreshold). 0 turns the rule off.
 	BufferedEntriesThreshold int
-	// FlushWhenQueueEmpty closes a batch as soon as the driver has nothing
-	// more queued (journalFlushWhenQueueEmpty).
-	FlushWhenQueueEmpty bool
+	// WaitWhenQueueEmpty is journalFlushWhenQueueEmpty=false, BookKeeper's
+	// default: a batch whose driver has nothing more queued stays open
+	// until one of the rules above closes it, so a lone record waits
+	// MaxGroupWait before its sync. false (keeper's default) closes a
+	// batch as soon as the driver's queue is empty: an idle journal syncs
+	// a record at once, and the records that arrive during that sync make
+	// the next batch (natural group commit, as keeper's ZooKeeper
+	// transaction log does). Under load both group about equally; idle,
+	// waiting only adds latency.
+	WaitWhenQueueEmpty bool
 
 	// Logger receives a warning when Open cuts a torn tail and when Replay
 	// skips a record of an unknown kind. nil discards.

@@ -23,7 +23,7 @@ func Example() {
 		rec, _ := journal.NewEntryRecord(entryBody(42, entryID, 10))
 		_, _ = j.Append(rec)
 	}
-	if j.ShouldFlush(journal.DefaultMaxGroupWait, false) { // the oldest record waited 2 ms by the driver's clock
+	if j.ShouldFlush(0, true) { // the driver's queue is empty: natural group commit closes the batch
 		_ = j.Sync() // now the adds may be acknowledged
 	}
 

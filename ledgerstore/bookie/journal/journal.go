@@ -301,7 +301,8 @@ func (j *Journal) closeFile() error {
 // record has waited at least MaxGroupWait (oldestAge, measured by the
 // driver's clock); more than BufferedWritesThresholdBytes or (if set)
 // BufferedEntriesThreshold records are buffered; or the driver's queue is
-// empty and FlushWhenQueueEmpty is set. With no such records it is false.
+// empty, unless WaitWhenQueueEmpty is set. With no such records it is
+// false.
 //
 // BookKeeper closes on an age strictly above the wait; keeper closes at
 // the wait itself, so that a driver on a virtual clock, woken exactly at
@@ -318,13 +319,14 @@ func (j *Journal) ShouldFlush(oldestAge time.Duration, queueEmpty bool) bool {
 	case c.BufferedEntriesThreshold > 0 && j.unflushedRecords > c.BufferedEntriesThreshold:
 		return true
 	}
-	return queueEmpty && c.FlushWhenQueueEmpty
+	return queueEmpty && !c.WaitWhenQueueEmpty
 }
 
 // FlushWait returns how much longer the batch may wait for more records
 // before its age closes it, given the age of its oldest record: what a
-// driver sets its timer to. It is 0 when the batch is due (or there is
-// none).
+// driver sets its timer to while its queue is empty (which, unless
+// WaitWhenQueueEmpty is set, closes the batch at once). It is 0 when the
+// batch is due (or there is none).
 func (j *Journal) FlushWait(oldestAge time.Duration) time.Duration {
 	if j.unflushedRecords == 0 {
 		return 0

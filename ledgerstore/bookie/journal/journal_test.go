@@ -249,6 +249,10 @@ func TestFirstLogID(t *testing.T) {
 	}
 }
 
+// waitWhenEmpty is BookKeeper's default group commit: a batch waits for
+// its age even when nothing more is queued.
+func waitWhenEmpty(c *journal.Config) { c.WaitWhenQueueEmpty = true }
+
 // TestShouldFlush is the group-commit rule's table test.
 func TestShouldFlush(t *testing.T) {
 	cfg := testConfig
@@ -269,9 +273,12 @@ func TestShouldFlush(t *testing.T) {
 		{name: "past the wait", records: 1, age: 3 * time.Millisecond, want: true},
 		{name: "bytes at the threshold", records: 9, age: 0, want: false, wait: 2 * time.Millisecond}, // 972 bytes
 		{name: "bytes past the threshold", records: 10, age: 0, want: true},
-		{name: "queue empty, rule off", records: 1, queueEmpty: true, want: false, wait: 2 * time.Millisecond},
-		{name: "queue empty, rule on", cfg: func(c *journal.Config) { c.FlushWhenQueueEmpty = true },
-			records: 1, queueEmpty: true, want: true, wait: 2 * time.Millisecond},
+		{name: "queue empty: natural group commit", records: 1, queueEmpty: true, want: true},
+		{name: "queue empty, natural, bytes past the threshold", records: 10, queueEmpty: true, want: true},
+		{name: "queue empty, waiting (journalFlushWhenQueueEmpty=false)", cfg: waitWhenEmpty,
+			records: 1, queueEmpty: true, want: false, wait: 2 * time.Millisecond},
+		{name: "queue empty, waiting, at the wait", cfg: waitWhenEmpty,
+			records: 1, age: 2 * time.Millisecond, queueEmpty: true, want: true},
 		{name: "entries past the threshold", cfg: func(c *journal.Config) { c.BufferedEntriesThreshold = 3 },
 			records: 4, want: true, wait: 2 * time.Millisecond},
 		{name: "entries at the threshold", cfg: func(c *journal.Config) { c.BufferedEntriesThreshold = 3 },
