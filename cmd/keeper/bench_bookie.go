@@ -30,6 +30,7 @@ type benchBookieConfig struct {
 	Duration    time.Duration
 	Warmup      time.Duration
 	FsyncDir    string // measure this disk's raw fsync rate first
+	CPUPIDs     []int  // the bookie's process: CPU time per add
 }
 
 // benchBookieResult is one run's JSON line.
@@ -49,6 +50,11 @@ type benchBookieResult struct {
 	P99Us       float64        `json:"p99_us"`
 	MaxUs       float64        `json:"max_us"`
 	Errors      map[string]int `json:"errors,omitempty"`
+	// ClientCPUUsPerAdd is this process's CPU time over the measured
+	// interval per add measured, and ServerCPUUsPerAdd the --cpu-pid
+	// processes' CPU time, summed, per add.
+	ClientCPUUsPerAdd *float64 `json:"client_cpu_us_per_add,omitempty"`
+	ServerCPUUsPerAdd *float64 `json:"server_cpu_us_per_add,omitempty"`
 }
 
 func newBenchBookieCmd() *cobra.Command {
@@ -64,7 +70,9 @@ the bookie's acknowledgement (which a bookie sends after its journal fsync).
 Each ledger keeps --inflight adds outstanding; ledgers share --connections
 connections. Ledger ids are fresh random ones on every run. With --fsync-dir it
 first measures that disk's raw write+fdatasync rate (keeper bench fsync), so
-the journal disk's ceiling is reported by the same run.
+the journal disk's ceiling is reported by the same run. With --cpu-pid (the
+bookie's pid) each line also gives its CPU time per add, and this process's
+in any case.
 
   keeper bench bookie --addr 127.0.0.1:3181 --fsync-dir /data/journal`,
 		Args: cobra.NoArgs,
@@ -85,6 +93,7 @@ the journal disk's ceiling is reported by the same run.
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
 	f.StringVar(&cfg.FsyncDir, "fsync-dir", "", "measure the raw fsync rate of this directory's disk first")
+	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil, "pid of the bookie process (several: summed), to report its CPU time per add")
 	return cmd
 }
 
@@ -103,6 +112,11 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 	}
 	if err := checkProtocols(cfg.Protocols); err != nil {
 		return fmt.Errorf("bench bookie: %w", err)
+	}
+	if len(cfg.CPUPIDs) > 0 {
+		if _, err := bench.CPUTime(cfg.CPUPIDs...); err != nil {
+			return fmt.Errorf("bench bookie: --cpu-pid: %w", err) // better now than after the runs
+		}
 	}
 	for _, size := range cfg.Sizes {
 		for _, ledgers := range cfg.Ledgers {
@@ -172,6 +186,7 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 	runCtx, cancel := context.WithDeadline(ctx, measureTo)
 	defer cancel()
 	loads := make([]*benchLedger, ledgers)
+	cpu := sampleBenchCPU(runCtx, cfg.CPUPIDs, measureFrom, measureTo)
 	var wg sync.WaitGroup
 	for i := range loads {
 		loads[i] = &benchLedger{id: base + int64(i), errors: map[string]int{}}
@@ -182,6 +197,7 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 		}(loads[i], clients[i%len(clients)])
 	}
 	wg.Wait()
+	cpuUsed := cpu()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -206,6 +222,7 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 	res.AddsPerSec = float64(len(all)) / cfg.Duration.Seconds()
 	res.MBPerSec = res.AddsPerSec * float64(size) / 1e6
 	res.P50Us, res.P99Us, res.MaxUs = pct(0.50), pct(0.99), float64(all[len(all)-1].Microseconds())
+	res.ClientCPUUsPerAdd, res.ServerCPUUsPerAdd = cpuUsed.perAdd(res.Adds)
 	return res, nil
 }
 

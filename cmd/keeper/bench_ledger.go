@@ -35,6 +35,7 @@ type benchLedgerConfig struct {
 	Duration  time.Duration
 	Warmup    time.Duration
 	FsyncDir  string    // measure this disk's raw fsync rate first
+	CPUPIDs   []int     // the bookies' (or a sandbox's) processes: CPU time per add
 	Progress  io.Writer // a line a second while a run goes on; nil for none
 }
 
@@ -86,6 +87,11 @@ type benchLedgerResult struct {
 	P99Us         float64 `json:"p99_us"`
 	P999Us        float64 `json:"p999_us"`
 	Errors        int64   `json:"errors"`
+	// ClientCPUUsPerAdd is this process's CPU time (the load and the ledger
+	// client) over the measured interval per add measured, and
+	// ServerCPUUsPerAdd the --cpu-pid processes' CPU time, summed, per add.
+	ClientCPUUsPerAdd *float64 `json:"client_cpu_us_per_add,omitempty"`
+	ServerCPUUsPerAdd *float64 `json:"server_cpu_us_per_add,omitempty"`
 	// Interrupted says the run was stopped (Ctrl-C) before its end: the
 	// figures cover what was measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -109,7 +115,9 @@ bookies, every earlier entry acknowledged too). Each run's ledger is closed and
 deleted afterwards. An add that fails ends its run (a writer whose add fails is
 finished) and is counted in errors. With --fsync-dir it first measures that
 disk's raw write+fdatasync rate (keeper bench fsync), the ceiling of a bookie
-journal on it. While a run goes on, a line a second on stderr says how far it
+journal on it. With --cpu-pid (the bookies' pids, or a sandbox's) each line
+also gives their CPU time per add, summed over them, and this process's
+(the ledger client's) in any case. While a run goes on, a line a second on stderr says how far it
 is; Ctrl-C prints the JSON line of what the current run measured until then,
 with "interrupted": true, and exits 1.
 
@@ -139,6 +147,8 @@ with "interrupted": true, and exits 1.
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
 	f.StringVar(&cfg.FsyncDir, "fsync-dir", "", "measure the raw fsync rate of this directory's disk first")
+	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil,
+		"pids of the bookie processes (or of a sandbox), comma-separated, to report their CPU time per add")
 	return cmd
 }
 
@@ -166,6 +176,11 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 	}
 	if err := checkProtocols(cfg.Protocols); err != nil {
 		return fmt.Errorf("bench ledger: %w", err)
+	}
+	if len(cfg.CPUPIDs) > 0 {
+		if _, err := bench.CPUTime(cfg.CPUPIDs...); err != nil {
+			return fmt.Errorf("bench ledger: --cpu-pid: %w", err) // better now than after the runs
+		}
 	}
 	for _, n := range cfg.Ledgers {
 		if n < 1 {
@@ -241,6 +256,7 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 	stops := make([]time.Time, ledgers)
 	start := time.Now()
 	from, to := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
+	cpu := sampleBenchCPU(ctx, cfg.CPUPIDs, from, to)
 	var wg sync.WaitGroup
 	for i, w := range writers {
 		loads[i] = &benchLedgerLoad{slots: make(chan struct{}, cfg.Inflight)}
@@ -256,6 +272,7 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 	}
 	wg.Wait()
 	stopProgress()
+	cpuUsed := cpu()
 	var closeErr error
 	for _, w := range writers {
 		closeErr = errors.Join(closeErr, w.Close(context.WithoutCancel(ctx)))
@@ -292,6 +309,7 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 		Entries: int64(len(lat)), P50Us: pct(0.50), P99Us: pct(0.99), P999Us: pct(0.999), Errors: errs}
 	res.EntriesPerSec = float64(res.Entries) / measured.Seconds()
 	res.MBPerSec = res.EntriesPerSec * float64(size) / 1e6
+	res.ClientCPUUsPerAdd, res.ServerCPUUsPerAdd = cpuUsed.perAdd(res.Entries)
 	if interrupted != nil {
 		res.Interrupted = true
 		return res, interrupted

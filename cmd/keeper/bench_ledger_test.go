@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +61,7 @@ func TestBenchLedger(t *testing.T) {
 	duration := benchWindow(300 * time.Millisecond)
 	root.SetArgs([]string{"bench", "ledger", "--zk", cl.ZKAddr(), "--log-level", "warn", "--quorums", "3/3/2,3/2/2",
 		"--sizes", "100", "--inflight", "32", "--duration", duration.String(), "--warmup", benchWindow(100 * time.Millisecond).String(),
-		"--fsync-dir", t.TempDir()})
+		"--fsync-dir", t.TempDir(), "--cpu-pid", strconv.Itoa(os.Getpid())}) // the cluster runs in this process
 	root.SetOut(&out)
 	root.SetErr(io.Discard)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -88,6 +90,9 @@ func TestBenchLedger(t *testing.T) {
 		}
 		if r.P50Us <= 0 || r.P50Us > r.P99Us || r.P99Us > r.P999Us {
 			t.Errorf("run %d: percentiles out of order: %+v", i, r)
+		}
+		if r.ClientCPUUsPerAdd == nil || *r.ClientCPUUsPerAdd < 0 || r.ServerCPUUsPerAdd == nil || *r.ServerCPUUsPerAdd < 0 {
+			t.Errorf("run %d: no CPU per add: %s", i, lines[i+1])
 		}
 	}
 	c, err := ledgerclient.New(ledgerclient.Config{ZKServers: []string{cl.ZKAddr()}})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -121,7 +122,7 @@ func checkBenchBookie(t *testing.T, ctx context.Context, addr, dir string) {
 	t.Helper()
 	var out strings.Builder
 	bc := benchBookieConfig{Addr: addr, Protocols: []string{"v3"}, Sizes: []int{100}, Ledgers: []int{1, 2}, Inflight: 4,
-		Connections: 1, Duration: 100 * time.Millisecond, FsyncDir: dir}
+		Connections: 1, Duration: 100 * time.Millisecond, FsyncDir: dir, CPUPIDs: []int{os.Getpid()}}
 	if err := runBenchBookie(ctx, bc, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +133,13 @@ func checkBenchBookie(t *testing.T, ctx context.Context, addr, dir string) {
 	var res benchBookieResult
 	if err := json.Unmarshal([]byte(lines[2]), &res); err != nil || res.Adds == 0 || res.Ledgers != 2 || res.P99Us < res.P50Us {
 		t.Fatalf("bench line %s: %+v %v", lines[2], res, err)
+	}
+	// The bookie runs in this process, so --cpu-pid names it.
+	if res.ClientCPUUsPerAdd == nil || *res.ClientCPUUsPerAdd < 0 || res.ServerCPUUsPerAdd == nil || *res.ServerCPUUsPerAdd < 0 {
+		t.Fatalf("bench line %s: no CPU per add", lines[2])
+	}
+	bc.CPUPIDs = []int{-1}
+	if err := runBenchBookie(ctx, bc, io.Discard); err == nil || !strings.Contains(err.Error(), "--cpu-pid") {
+		t.Fatalf("a bad --cpu-pid: %v", err)
 	}
 }

@@ -172,5 +172,6 @@ func printSandbox(out io.Writer, sc sandboxConfig, srv *server.Server, bookies [
 	fmt.Fprintf(out, "   or: zkCli.sh -server %s\n", srv.Addr())
 	if len(bookies) > 0 {
 		fmt.Fprintf(out, "  ledgers: seq 5 | go run ./cmd/keeper ledger write --zk %s\n", srv.Addr())
+		fmt.Fprintf(out, "   load: keeper bench ledger --zk %s --cpu-pid %d\n", srv.Addr(), os.Getpid())
 	}
 }
