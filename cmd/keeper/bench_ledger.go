@@ -100,6 +100,7 @@ type benchLedgerResult struct {
 func newBenchLedgerCmd() *cobra.Command {
 	cfg := benchLedgerConfig{}
 	var quorums []string
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "Write ledgers through the ledger client and print one JSON line per run",
@@ -131,6 +132,13 @@ with "interrupted": true, and exits 1.
 			cfg.Quorums = q
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			cfg.Progress = cmd.ErrOrStderr()
 			return runBenchLedger(ctx, cfg, cmd.OutOrStdout())
 		},
@@ -147,6 +155,7 @@ with "interrupted": true, and exits 1.
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
 	f.StringVar(&cfg.FsyncDir, "fsync-dir", "", "measure the raw fsync rate of this directory's disk first")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this process, the ledger client's side, to this file")
 	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil,
 		"pids of the bookie processes (or of a sandbox), comma-separated, to report their CPU time per add")
 	return cmd

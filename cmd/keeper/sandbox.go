@@ -29,6 +29,7 @@ type sandboxConfig struct {
 
 func newSandboxCmd() *cobra.Command {
 	var sc sandboxConfig
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Run keeper locally: a coordination server on 127.0.0.1:2181 and three bookies on 3181-3183",
@@ -45,6 +46,13 @@ on it refuses to start.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			return runSandbox(ctx, sc, newLogger(), os.Stdout)
 		},
 	}
@@ -53,6 +61,7 @@ on it refuses to start.`,
 	cmd.Flags().IntVar(&sc.bookies, "bookies", 3, "number of bookies (0 for the coordination server alone)")
 	cmd.Flags().IntVar(&sc.adminPort, "admin-port", 0, "port of the admin HTTP server and /metrics (0: a free one; -1: none)")
 	cmd.Flags().IntVar(&sc.bookiePort, "bookie-port", bookie.DefaultPort, "port of the first bookie; the others take the next ones")
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of the whole sandbox to this file until shutdown")
 	return cmd
 }
 

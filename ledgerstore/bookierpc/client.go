@@ -29,8 +29,16 @@ type Client struct {
 	maxFrame     int
 	writeTimeout time.Duration // WriteTimeout; tests shorten it
 
-	wmu  sync.Mutex // serializes frame writes
-	wbuf []byte
+	wmu sync.Mutex // held by the sender writing to the socket
+
+	// A v3 sender encodes its frame into queued, then takes wmu and writes
+	// everything queued, unless a sender before it already did: the sends
+	// that arrive while a write runs go out in the next one, one system
+	// call for the lot and no timer (flushQueued). queued holds only frames
+	// whose senders wait for wmu, so it is bounded by the senders.
+	qmu    sync.Mutex // guards queued and spare
+	queued []byte
+	spare  []byte // the last written buffer, for reuse
 
 	mu      sync.Mutex
 	nextTxn uint64
@@ -159,16 +167,13 @@ func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
 		h.Priority = req.Header.Priority
 	}
 	req.Header = h
-	c.wmu.Lock()
-	buf, err := bkproto.AppendFrame(c.wbuf[:0], req)
+	c.qmu.Lock()
+	var err error
+	c.queued, err = bkproto.AppendFrame(c.queued, req) // on error, queued is left as it was
+	c.qmu.Unlock()
 	if err == nil {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
-		if _, err = c.nc.Write(buf); err != nil {
-			_ = c.nc.Close() // readLoop fails the other calls
-		}
-		c.wbuf = buf
+		err = c.flushQueued()
 	}
-	c.wmu.Unlock()
 	if err != nil {
 		c.mu.Lock()
 		if _, ok := c.pending[txn]; ok {
@@ -178,6 +183,40 @@ func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
 		c.mu.Unlock()
 	}
 	return txn, ch
+}
+
+// maxSpareBytes bounds the write buffer kept for reuse, so that one burst
+// of large frames does not pin its memory.
+const maxSpareBytes = 1 << 20
+
+// flushQueued writes every frame queued so far, the caller's among them,
+// unless a write that another sender made meanwhile took them all. A
+// failed write closes the connection: readLoop then fails every call
+// outstanding, those whose frames were in the failed write included, and
+// the caller gets the error for its own.
+func (c *Client) flushQueued() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.qmu.Lock()
+	buf := c.queued
+	if len(buf) == 0 {
+		c.qmu.Unlock()
+		return nil
+	}
+	c.queued, c.spare = c.spare[:0], nil
+	c.qmu.Unlock()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	_, err := c.nc.Write(buf)
+	if err != nil {
+		_ = c.nc.Close()
+		return err
+	}
+	if cap(buf) <= maxSpareBytes {
+		c.qmu.Lock()
+		c.spare = buf[:0]
+		c.qmu.Unlock()
+	}
+	return nil
 }
 
 // forget drops a call whose caller stopped waiting, so that its entry does

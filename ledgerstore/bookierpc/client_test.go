@@ -1,8 +1,10 @@
 package bookierpc
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -100,5 +102,77 @@ func TestAbandonedCallForgotten(t *testing.T) {
 	c.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d calls still pending after their caller gave up", n)
+	}
+}
+
+// TestConcurrentSendsKeepFramesWhole: many callers sending at once share
+// socket writes (flushQueued); the bookie must still read every frame
+// whole and in one piece, and every caller get the answer to its own
+// request.
+func TestConcurrentSendsKeepFramesWhole(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // an echoing bookie: every add answered EOK with its ids
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		r := bufio.NewReader(nc)
+		var out []byte
+		for {
+			frame, err := bkproto.ReadFrame(r, nil, bkproto.DefaultMaxFrameBytes)
+			if err != nil {
+				return
+			}
+			req, err := bkproto.DecodeRequest(frame)
+			if err != nil {
+				t.Logf("bookie: %v", err)
+				return // the test sees its calls fail, and this reason
+			}
+			a := req.GetAddRequest()
+			ok := bkproto.StatusCode_EOK.Enum()
+			resp := &bkproto.Response{Header: req.GetHeader(), Status: ok,
+				AddResponse: &bkproto.AddResponse{Status: ok, LedgerId: a.LedgerId, EntryId: a.EntryId}}
+			if out, err = bkproto.AppendFrame(out[:0], resp); err != nil {
+				return
+			}
+			if _, err := nc.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := Dial(context.Background(), ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const senders, each = 16, 200
+	errs := make(chan error, senders)
+	for s := range senders {
+		go func() {
+			for e := range int64(each) {
+				body := bkproto.EncodeEntry(int64(s), e, e-1, 0, bkproto.DigestCRC32C, nil,
+					make([]byte, 100+s*37)) // frames of different lengths
+				resp, err := c.Call(context.Background(), AddRequest(int64(s), e, make([]byte, 20), body, false))
+				if err == nil && (resp.GetAddResponse().GetLedgerId() != int64(s) || resp.GetAddResponse().GetEntryId() != e) {
+					err = fmt.Errorf("sender %d entry %d: answered for %d/%d", s, e,
+						resp.GetAddResponse().GetLedgerId(), resp.GetAddResponse().GetEntryId())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range senders {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
