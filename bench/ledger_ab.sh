@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Ledger adds through `keeper sandbox` (a coordination server and three
+# bookies in one process, data under $TMPDIR) with two or more keeper
+# binaries, alternated run by run, for same-run before/after figures.
+#
+#   bash bench/ledger_ab.sh OLD_BINARY NEW_BINARY [MORE...]
+#
+# For each of PAIRS (3) rounds and each binary in turn: a fresh sandbox,
+# the disk's floor (`keeper bench fsync`, 4 KiB write + fdatasync, in the
+# sandbox's data directory), an unrecorded warmup, then `keeper bench ledger`
+# E3/Qw2/Qa2, 1 KiB (QUORUM, SIZE) for each shape of SHAPES ("1x1 16x16":
+# ledgers x adds in flight per ledger), DUR (5s) each, with that binary's own
+# ledger client. CPU time is taken from outside, so that binaries without
+# --cpu-pid are measured alike: the sandbox's from /proc/<pid>/stat around
+# the run (the bookies and the coordination server; the run's ledger
+# creation and deletion are in it too), the client's from bash's `time`.
+# Each run is one JSON line in $OUT/results.jsonl (OUT defaults to a fresh
+# directory under $TMPDIR); the last lines printed are medians per binary.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 OLD_BINARY NEW_BINARY [MORE...]" >&2; exit 2; }
+bins=("$@")
+PAIRS=${PAIRS:-3}
+DUR=${DUR:-5s}
+SHAPES=${SHAPES:-1x1 16x16}
+QUORUM=${QUORUM:-3/2/2}
+SIZE=${SIZE:-1024}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/ledger-ab.XXXXXX")}
+ZKPORT=${ZKPORT:-32181}
+BKPORT=${BKPORT:-33181}
+mkdir -p "$OUT"
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; } # utime+stime, 10 ms each
+
+sandbox_pid=""
+cleanup() { [ -n "$sandbox_pid" ] && kill -INT "$sandbox_pid" 2>/dev/null && wait "$sandbox_pid" || true; }
+trap cleanup EXIT
+
+for p in $(seq 1 "$PAIRS"); do
+	for bin in "${bins[@]}"; do
+		name=$(basename "$bin")
+		d=$(mktemp -d "$OUT/run.XXXXXX")
+		"$bin" sandbox --port "$ZKPORT" --bookie-port "$BKPORT" --admin-port -1 --data-dir "$d/data" \
+			--log-level warn >"$d/sandbox.out" 2>&1 &
+		sandbox_pid=$!
+		for _ in $(seq 1 300); do grep -q "is running" "$d/sandbox.out" && break; sleep 0.1; done
+		grep -q "is running" "$d/sandbox.out" || { cat "$d/sandbox.out" >&2; exit 1; }
+		fs=$("$bin" bench fsync --dir "$d/data" --duration 3s 2>/dev/null)
+		echo "{\"pair\":$p,\"bin\":\"$name\",\"fsync\":$fs}" >>"$OUT/results.jsonl"
+		"$bin" bench ledger --zk "127.0.0.1:$ZKPORT" --quorums "$QUORUM" --sizes "$SIZE" --ledgers 16 \
+			--inflight 16 --duration 2s --warmup 0s >/dev/null 2>&1
+		for shape in $SHAPES; do
+			L=${shape%x*} I=${shape#*x}
+			c0=$(ticks "$sandbox_pid")
+			TIMEFORMAT='%U %S'
+			t=$({ time "$bin" bench ledger --zk "127.0.0.1:$ZKPORT" --quorums "$QUORUM" --sizes "$SIZE" \
+				--ledgers "$L" --inflight "$I" --duration "$DUR" --warmup 0s >"$d/run.json" 2>/dev/null; } 2>&1)
+			c1=$(ticks "$sandbox_pid")
+			echo "{\"pair\":$p,\"bin\":\"$name\",\"shape\":\"$shape\",\"server_cpu_ticks\":$((c1 - c0)),\"client_user_s\":${t% *},\"client_sys_s\":${t#* },\"res\":$(cat "$d/run.json")}" >>"$OUT/results.jsonl"
+		done
+		kill -INT "$sandbox_pid"
+		wait "$sandbox_pid" || true
+		sandbox_pid=""
+		rm -rf "$d"
+	done
+done
+
+python3 - "$OUT/results.jsonl" <<'EOF'
+import json, statistics as st, sys
+from collections import defaultdict
+runs, disks = defaultdict(list), defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "fsync" in r:
+        disks[r["bin"]].append(r["fsync"])
+        continue
+    x = r["res"]
+    runs[(r["shape"], r["bin"])].append(dict(
+        eps=x["entries_per_sec"], p50=x["p50_us"], p99=x["p99_us"],
+        srv=r["server_cpu_ticks"] * 10000 / x["entries"],
+        cli=(r["client_user_s"] + r["client_sys_s"]) * 1e6 / x["entries"]))
+print("disk, medians: binary, append p50/p99 us, overwrite p50/p99 us")
+for b, v in disks.items():
+    med = lambda mode, k: st.median(x[mode][k] for x in v)
+    print(f"  {b}: {med('append','p50_us'):.0f} / {med('append','p99_us'):.0f}, "
+          f"{med('overwrite','p50_us'):.0f} / {med('overwrite','p99_us'):.0f}")
+print("adds, medians: shape, binary, entries/s, p50 us, p99 us, server CPU us/add, client CPU us/add, runs entries/s")
+for (shape, b), v in sorted(runs.items()):
+    med = lambda k: st.median(x[k] for x in v)
+    print(f"  {shape} {b}: {med('eps'):.0f}, {med('p50'):.0f}, {med('p99'):.0f}, {med('srv'):.1f}, "
+          f"{med('cli'):.1f}, {[round(x['eps']) for x in v]}")
+EOF
+echo "results: $OUT/results.jsonl"
