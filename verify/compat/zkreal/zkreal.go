@@ -156,6 +156,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s, err := start(dir, java, classpath, opts)
 	if err != nil {
 		t.Fatalf("zkreal: %v", err)
+		return nil // a recording TB's Fatalf returns (coordination/snap's startRecorder)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
