@@ -134,7 +134,13 @@ func CheckTrees(ctx context.Context, servers []*Server, c *Committed, r *Report)
 	return len(want)
 }
 
-// diffTrees reports how got differs from want.
+// configNode holds a member's view of the ensemble, written from its own
+// zoo.cfg at start and not by any txn (docs/zookeeper-protocol.md §5.6);
+// in a chaos cluster every member lists its peers by the addresses of its
+// own proxies, so it differs from member to member by design.
+const configNode = "/zookeeper/config"
+
+// diffTrees reports how got differs from want, except at configNode.
 func diffTrees(server string, got, want map[string]znode, r *Report) {
 	var paths []string
 	for p := range want {
@@ -148,6 +154,9 @@ func diffTrees(server string, got, want map[string]znode, r *Report) {
 	sort.Strings(paths)
 	diffs := 0
 	for _, p := range paths {
+		if p == configNode {
+			continue
+		}
 		g, gok := got[p]
 		w, wok := want[p]
 		var msg string
