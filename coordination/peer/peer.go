@@ -106,6 +106,7 @@ func (p *Peer) Step(m zab.Message, now zkcore.Now) error {
 		if p.node.Role() != zab.Leading || !p.node.Serving() {
 			return nil // the learner will time out and find the new leader
 		}
+		p.node.NoteRequest(m.From)
 		f, err := DecodeForward(m.Data, m.AuthInfo, p.maxBuf)
 		if err != nil {
 			return fmt.Errorf("peer %d: request from %d: %w", p.id, m.From, err)

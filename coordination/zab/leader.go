@@ -37,6 +37,9 @@ type peerState struct {
 	// NEWLEADER and UPTODATE, sent after UPTODATE (upToDate). They are
 	// as many as the txns committed in one round trip to it.
 	heldCommits []zxid.ID
+	// received, sent and requests count the messages from and to the
+	// learner and its forwarded requests, for monitoring (Learners).
+	received, sent, requests int64
 }
 
 // leaderState is what a leader keeps: discovery, sync and broadcast.
@@ -82,6 +85,7 @@ func (n *Node) stepLeader(m Message) error {
 		return errFromUnknown(m)
 	}
 	p.quietTicks = 0
+	p.received++
 	switch m.Type {
 	case MsgAckEpoch:
 		return n.ackEpoch(p, m)
@@ -105,7 +109,7 @@ func (n *Node) learnerInfo(m Message) {
 		return // a duplicate
 	}
 	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo || !n.isVoter(m.From),
-		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid, dialect: m.Dialect}
+		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid, dialect: m.Dialect, received: 1}
 	l.addLearner(m.From, p)
 	if l.epochDecided && p.acceptedEpoch > l.newEpoch {
 		// It promised a later epoch (as a candidate whose own leadership

@@ -322,6 +322,7 @@ func (n *Node) Step(m Message) error {
 func (n *Node) send(m Message) {
 	m.From = n.id
 	invariants.Assertf(m.To != n.id, "zab: %d sending %s to itself", n.id, m.Type)
+	n.countSent(m)
 	if n.mayGoEarly(m) {
 		n.ready.Early = append(n.ready.Early, m)
 		return

@@ -1,0 +1,127 @@
+package zab
+
+import "keeper/coordination/zxid"
+
+// Phase is the Zab phase a node is in, as ZooKeeper's zabstate command and
+// mntr's peer_state name them.
+type Phase uint8
+
+// Phases, in the order a node goes through them.
+const (
+	PhaseElection        Phase = iota // looking for a leader
+	PhaseDiscovery                    // a leader gathering epochs, a learner waiting for LEADERINFO
+	PhaseSynchronization              // a leader syncing its learners, a learner taking the sync
+	PhaseBroadcast                    // serving: proposals and commits
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseElection:
+		return "election"
+	case PhaseDiscovery:
+		return "discovery"
+	case PhaseSynchronization:
+		return "synchronization"
+	case PhaseBroadcast:
+		return "broadcast"
+	}
+	return "unknown"
+}
+
+// Phase returns the node's Zab phase. A leader is in discovery until a
+// quorum acknowledged the new epoch (ACKEPOCH), then in synchronization
+// until a quorum acknowledged NEWLEADER; a learner is in discovery until
+// LEADERINFO arrives and in synchronization until UPTODATE, as ZooKeeper
+// moves its peers between the phases.
+func (n *Node) Phase() Phase {
+	switch {
+	case n.role == Leading && n.lead != nil:
+		switch {
+		case n.lead.established:
+			return PhaseBroadcast
+		case n.lead.epochAcked:
+			return PhaseSynchronization
+		}
+		return PhaseDiscovery
+	case (n.role == Following || n.role == Observing) && n.learn != nil:
+		switch n.learn.stage {
+		case stageInfo:
+			return PhaseDiscovery
+		case stageServing:
+			return PhaseBroadcast
+		}
+		return PhaseSynchronization
+	}
+	return PhaseElection
+}
+
+// LearnerStats describes one learner as its leader sees it (ZooKeeper's
+// LearnerHandler figures).
+type LearnerStats struct {
+	ID       PeerID
+	Observer bool
+	// Synced is set once the learner received UPTODATE.
+	Synced bool
+	// Acked is the learner's last zxid known durable on it: what it
+	// acknowledged, or what it reported in discovery.
+	Acked zxid.ID
+	// PacketsReceived and PacketsSent count the quorum messages from and to
+	// the learner since it connected or since ResetObserverStats; Requests
+	// counts the client requests it forwarded (NoteRequest).
+	PacketsReceived, PacketsSent, Requests int64
+}
+
+// Learners returns the leader's learners in id order; nil on a node that
+// does not lead.
+func (n *Node) Learners() []LearnerStats {
+	if n.role != Leading || n.lead == nil {
+		return nil
+	}
+	out := make([]LearnerStats, 0, len(n.lead.learners))
+	for _, id := range n.sortedLearners() {
+		p := n.lead.learners[id]
+		acked := p.acked
+		if acked == 0 {
+			acked = p.lastZxid
+		}
+		out = append(out, LearnerStats{ID: id, Observer: p.observer, Synced: p.phase == phaseUpToDate,
+			Acked: acked, PacketsReceived: p.received, PacketsSent: p.sent, Requests: p.requests})
+	}
+	return out
+}
+
+// NoteRequest counts a client request a learner forwarded to this leader
+// (the caller handles REQUESTs itself; they do not pass through Step).
+func (n *Node) NoteRequest(from PeerID) {
+	if n.role != Leading || n.lead == nil {
+		return
+	}
+	if p := n.lead.learners[from]; p != nil {
+		p.received++
+		p.requests++
+	}
+}
+
+// ResetObserverStats sets the observers' packet and request counts to zero
+// (ZooKeeper's observer_connection_stat_reset); a no-op on a node that does
+// not lead.
+func (n *Node) ResetObserverStats() {
+	if n.role != Leading || n.lead == nil {
+		return
+	}
+	for _, p := range n.lead.learners {
+		if p.observer {
+			p.received, p.sent, p.requests = 0, 0, 0
+		}
+	}
+}
+
+// countSent counts a message the leader sends to one of its learners.
+func (n *Node) countSent(m Message) {
+	if n.role != Leading || n.lead == nil {
+		return
+	}
+	if p := n.lead.learners[m.To]; p != nil {
+		p.sent++
+	}
+}
