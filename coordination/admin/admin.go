@@ -67,6 +67,27 @@ type Config struct {
 	// quorum_size and a leader's learners). It runs inside Inspect, on the
 	// goroutine that owns the core; ok is false for a standalone server.
 	Quorum func() (q QuorumFacts, ok bool)
+	// Ensemble, if set, describes the ensemble for the leader,
+	// voting_view, zabstate and observers commands. It runs inside
+	// Inspect, on the goroutine that owns the core; ok is false for a
+	// standalone server.
+	Ensemble func() (f EnsembleFacts, ok bool)
+	// ResetObservers, if set, zeroes a leader's per-observer figures
+	// (observer_connection_stat_reset). It runs inside Inspect.
+	ResetObservers func()
+	// InitialConfig is the text of the configuration file the server
+	// started from (initial_configuration); "" answers null, as ZooKeeper
+	// does when it read no file.
+	InitialConfig string
+	// LastSnapshot, if set, reports the last snapshot written, or before
+	// the first one the snapshot the state was loaded from: its zxid and
+	// when its file was written (last_snapshot). ok is false when there is
+	// none. It must be safe to call from any goroutine.
+	LastSnapshot func() (z zxid.ID, at time.Time, ok bool)
+	// SystemProperties are the settings system_properties lists besides
+	// the runtime's, under the system property names ZooKeeper reads them
+	// from (zookeeper.snapCount, jute.maxbuffer, ...).
+	SystemProperties map[string]string
 	// Metrics holds the counters and summaries the core, the storage and
 	// the quorum record; mntr and /metrics show each one registered under a
 	// name ZooKeeper uses (catalog). nil means none.

@@ -81,13 +81,19 @@ func (a *Admin) commandJSON(name string, args url.Values) ([]byte, error) {
 }
 
 // encodeResponse writes a command response: its fields, then "command" and
-// "error" (null when errMsg is empty), indented as Jackson indents.
+// "error" (null when errMsg is empty), indented as Jackson indents. A
+// command that put its own "error" among its fields (leader on a
+// standalone server) keeps it there, before "command", as ZooKeeper's
+// ordered response map does.
 func encodeResponse(command string, fields []field, errMsg string) ([]byte, error) {
 	var errValue any
 	if errMsg != "" {
 		errValue = errMsg
 	}
-	obj := append(object(fields), field{"command", command}, field{"error", errValue})
+	obj := append(object(fields), field{"command", command})
+	if !slices.ContainsFunc(fields, func(f field) bool { return f.key == "error" }) {
+		obj = append(obj, field{"error", errValue})
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err

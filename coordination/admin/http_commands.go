@@ -15,13 +15,11 @@ type httpCommand struct {
 	run   func(a *Admin, args url.Values) (fields []field, errMsg string)
 }
 
-// httpCommands are the AdminServer commands keeper implements, with
-// ZooKeeper 3.8's names and field names (admin/Commands.java). The quorum
-// commands (leader, observers, voting_view, zabstate, orst), the snapshot
-// commands (last_snapshot, snap, restore), initial_configuration,
-// system_properties and shed_connections are not implemented and answer
-// "Unknown command".
-var httpCommands = []httpCommand{
+// serverCommands are the AdminServer commands about the server and its
+// clients, with ZooKeeper 3.8's names and field names (admin/Commands.java);
+// quorumCommands has the rest. Together they are every command ZooKeeper
+// 3.8 has.
+var serverCommands = []httpCommand{
 	{[]string{"connection_stat_reset", "crst"}, func(a *Admin, _ url.Values) ([]field, string) {
 		return nil, servingError(a.core.Inspect((*zkcore.Server).ResetConnStats))
 	}},
@@ -76,6 +74,9 @@ var httpCommands = []httpCommand{
 	{[]string{"watches", "wchc"}, (*Admin).watchesCommand},
 	{[]string{"watches_by_path", "wchp"}, (*Admin).watchesByPathCommand},
 }
+
+// httpCommands are every AdminServer command keeper implements.
+var httpCommands = slices.Concat(serverCommands, quorumCommands)
 
 // commandByName finds a command by its primary name or an alias.
 func commandByName(name string) (httpCommand, bool) {

@@ -25,6 +25,11 @@ func (s *Server) startAdmin() error {
 		Start:               s.start,
 		State:               s.quorumRole,
 		Quorum:              s.quorumFacts,
+		Ensemble:            s.ensembleFacts,
+		ResetObservers:      s.resetObservers,
+		InitialConfig:       s.cfg.InitialConfig,
+		LastSnapshot:        s.stm.last,
+		SystemProperties:    s.cfg.SystemProperties,
 		Logger:              s.log,
 	}, s)
 	if err != nil {

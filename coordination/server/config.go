@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"keeper/coordination/clientconn"
@@ -74,9 +75,11 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 			// unless told to start empty (docs/storage-recovery.md).
 			TrustEmptySnapshot: zc.SnapshotTrustEmpty,
 		},
-		ConfLines: confLines(zc),
-		AdminAddr: adminAddr(zc),
-		Logger:    logger,
+		ConfLines:        confLines(zc),
+		AdminAddr:        adminAddr(zc),
+		InitialConfig:    zc.Text,
+		SystemProperties: systemProperties(zc),
+		Logger:           logger,
 	}
 	if zc.Distributed() {
 		cfg.Core.EnsembleConfig = zc.ConfigData()
@@ -172,4 +175,34 @@ func clientTLSFromZoo(zc *zoocfg.Config, logger *slog.Logger) *clienttls.Config 
 		Reload:           t.CertReload,
 		Logger:           logger,
 	}
+}
+
+// systemProperties are the zoo.cfg settings keeper honours that ZooKeeper
+// keeps as JVM system properties (a zoo.cfg key it does not parse itself
+// becomes zookeeper.<key>, and some are read only from the JVM's flags),
+// with the values in effect: what system_properties shows.
+func systemProperties(zc *zoocfg.Config) map[string]string {
+	b := strconv.FormatBool
+	props := map[string]string{
+		"jute.maxbuffer":                          strconv.Itoa(zc.JuteMaxBufferBytes),
+		"readonlymode.enabled":                    b(zc.ReadOnlyModeEnabled),
+		"zookeeper.4lw.commands.whitelist":        strings.Join(zc.FourLetterWhitelist, ","),
+		"zookeeper.admin.enableServer":            b(zc.AdminEnableServer),
+		"zookeeper.admin.serverAddress":           zc.AdminServerAddress,
+		"zookeeper.admin.serverPort":              strconv.Itoa(zc.AdminServerPort),
+		"zookeeper.enforceQuota":                  b(zc.EnforceQuota),
+		"zookeeper.extendedTypesEnabled":          b(zc.ExtendedTypesEnabled),
+		"zookeeper.forceSync":                     map[bool]string{true: "yes", false: "no"}[zc.ForceSync],
+		"zookeeper.globalOutstandingLimit":        strconv.Itoa(zc.GlobalOutstandingLimit),
+		"zookeeper.preAllocSize":                  strconv.FormatInt(zc.PreAllocSizeKB, 10),
+		"zookeeper.request_throttle_max_requests": strconv.Itoa(zc.RequestThrottleMaxRequests),
+		"zookeeper.request_throttle_stall_time":   strconv.FormatInt(zc.RequestThrottleStallTime.Milliseconds(), 10),
+		"zookeeper.snapCount":                     strconv.Itoa(zc.SnapCount),
+		"zookeeper.snapshot.trust.empty":          b(zc.SnapshotTrustEmpty),
+	}
+	if zc.SuperDigest != "" {
+		// Only that it is set: the digest lets its holder bypass every ACL.
+		props["zookeeper.DigestAuthenticationProvider.superDigest"] = "(set)"
+	}
+	return props
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
+	"keeper/coordination/zxid"
 	"keeper/internal/metric"
 )
 
@@ -25,6 +27,35 @@ type storageMetrics struct {
 	queueAndFlushTime   *metric.Summary // per txn: handed over to durable
 	unrecoverableErrors *metric.Counter // failures that stopped writes for good
 	connectionRejected  *metric.Counter // connections refused by maxClientCnxns or maxCnxns
+	// lastSnapshot is the last snapshot written, or before the first one
+	// the snapshot the state was loaded from (last_snapshot); nil when
+	// there is none.
+	lastSnapshot atomic.Pointer[snapshotMark]
+}
+
+// snapshotMark is a snapshot's zxid and when its file was written.
+type snapshotMark struct {
+	zxid zxid.ID
+	at   time.Time
+}
+
+// snapshotSaved records the snapshot of zxid z written at at.
+func (m *storageMetrics) snapshotSaved(z zxid.ID, at time.Time) {
+	if m != nil {
+		m.lastSnapshot.Store(&snapshotMark{zxid: z, at: at})
+	}
+}
+
+// last reports the last snapshot, for admin.Config.LastSnapshot.
+func (m *storageMetrics) last() (zxid.ID, time.Time, bool) {
+	if m == nil {
+		return 0, time.Time{}, false
+	}
+	mark := m.lastSnapshot.Load()
+	if mark == nil {
+		return 0, time.Time{}, false
+	}
+	return mark.zxid, mark.at, true
 }
 
 func newStorageMetrics(r *metric.Registry) *storageMetrics {

@@ -290,7 +290,7 @@ func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
 		return admin.QuorumFacts{}, false
 	}
 	n := s.quorum.peer.Node()
-	q := admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), PeerState: peerState(n.Role(), n.Serving())}
+	q := admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), PeerState: peerState(n.Role(), n.Phase())}
 	if st, ok := n.LeaderStats(); ok {
 		q.Leading, q.Followers, q.SyncedFollowers = true, st.Followers, st.SyncedFollowers
 		q.Observers, q.PendingSyncs = st.Observers, st.PendingSyncs
@@ -299,17 +299,12 @@ func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
 }
 
 // peerState is ZooKeeper's detailed peer state (mntr's peer_state): the
-// role, then the Zab phase. keeper's Node tells serving (broadcast) from
-// not yet serving, which it reports as synchronization: it does not
-// distinguish ZooKeeper's discovery phase.
-func peerState(role zab.Role, serving bool) string {
+// role, then the Zab phase.
+func peerState(role zab.Role, phase zab.Phase) string {
 	name := map[zab.Role]string{zab.Looking: "looking", zab.Leading: "leading", zab.Following: "following",
 		zab.Observing: "observing"}[role]
-	switch {
-	case role == zab.Looking || name == "":
+	if role == zab.Looking || name == "" {
 		return name
-	case serving:
-		return name + " - broadcast"
 	}
-	return name + " - synchronization"
+	return name + " - " + phase.String()
 }

@@ -96,6 +96,14 @@ type Config struct {
 	// Quorum makes the server a member of an ensemble; nil runs it
 	// standalone.
 	Quorum *QuorumConfig
+	// InitialConfig is the text of the configuration file the server
+	// started from, which the admin server's initial_configuration shows;
+	// "" shows null.
+	InitialConfig string
+	// SystemProperties are the settings the admin server's
+	// system_properties lists, under ZooKeeper's system property names
+	// (ConfigFromZoo fills them from zoo.cfg).
+	SystemProperties map[string]string
 	// AdminAddr is where the admin HTTP server (commands and /metrics)
 	// listens, e.g. "0.0.0.0:8080"; "" disables it.
 	AdminAddr string

@@ -279,5 +279,6 @@ func (s *Server) snapshotFinished(r snapshotResult) {
 		return
 	}
 	s.stm.snapshotTaken(job.began)
+	s.stm.snapshotSaved(job.zxid, time.Now())
 	s.log.Info("snapshot taken", "file", r.name, "nodes", r.nodes, "staged", job.staged)
 }

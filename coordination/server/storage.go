@@ -156,10 +156,18 @@ func loadState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zkcor
 		}
 		lost = true
 	}
+	if sn := found.newest; sn != nil && !lost {
+		at := time.Now()
+		if info, err := fs.Stat(filepath.Join(snapDir, sn.Name)); err == nil {
+			at = info.ModTime()
+		}
+		opts.metrics.snapshotSaved(sn.Zxid, at)
+	}
 	if opts.atStart && (found.fresh() || (lost && !opts.fromLeader)) {
 		if err := writeFirstSnapshot(cfg, core, logger); err != nil {
 			return lost, err
 		}
+		opts.metrics.snapshotSaved(core.LastZxid(), time.Now())
 	}
 	return lost, nil
 }

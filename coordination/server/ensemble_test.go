@@ -1,0 +1,110 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"keeper/coordination/zab"
+)
+
+// adminJSON fetches an admin command from s.
+func adminJSON(t *testing.T, s *Server, name string) map[string]any {
+	t.Helper()
+	resp, err := http.Get("http://" + s.AdminAddr().String() + "/commands/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return m
+}
+
+// An ensemble of two voters and an observer answers the quorum commands
+// with ZooKeeper 3.8's fields, and the leader counts what its observer
+// forwarded until observer_connection_stat_reset.
+func TestEnsembleAdminCommands(t *testing.T) {
+	servers := startEnsembleWith(t, 3, func(_ zab.PeerID, cfg *Config) {
+		cfg.AdminAddr = "127.0.0.1:0"
+		cfg.Quorum.Voters = []zab.PeerID{1, 2}
+		cfg.Quorum.Observers = []zab.PeerID{3}
+	})
+	observer := servers[2]
+	var leader *Server
+	deadline := time.Now().Add(20 * time.Second)
+	for leader == nil {
+		for _, s := range servers[:2] {
+			if s.quorumRole() == "leader" && observer.quorumRole() == "observer" &&
+				adminJSON(t, s, "observers")["synced_observers"] == 1.0 {
+				leader = s
+			}
+		}
+		if leader == nil && time.Now().After(deadline) {
+			t.Fatal("no leader with a synced observer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	leaderID := float64(leader.cfg.Quorum.MyID)
+	for _, s := range servers {
+		m := adminJSON(t, s, "leader")
+		if m["is_leader"] != (s == leader) || m["leader_id"] != leaderID || m["leader_ip"] != "127.0.0.1" || m["error"] != nil {
+			t.Errorf("server %d leader: %v", s.cfg.Quorum.MyID, m)
+		}
+	}
+	z := adminJSON(t, observer, "zabstate")
+	if z["myid"] != 3.0 || z["voting"] != false || z["zabstate"] != "broadcast" || z["is_leader"] != false ||
+		z["client_address"] != observer.Addr().String() || !strings.HasPrefix(z["last_zxid"].(string), "0x") {
+		t.Errorf("observer zabstate: %v", z)
+	}
+	qa, _ := z["quorum_address"].(map[string]any)
+	if qa["one"] != observer.cfg.Quorum.ListenQuorum || qa["empty"] != false {
+		t.Errorf("observer quorum_address: %v", qa)
+	}
+	if z := adminJSON(t, leader, "zabstate"); z["voting"] != true || z["is_leader"] != true || z["zabstate"] != "broadcast" {
+		t.Errorf("leader zabstate: %v", z)
+	}
+	view, _ := adminJSON(t, servers[0], "voting_view")["current_config"].(map[string]any)
+	if len(view) != 2 || view["3"] != nil {
+		t.Fatalf("voting_view lists %v, want the two voters", view)
+	}
+	one, _ := view["1"].(map[string]any)
+	if one["learner_type"] != "participant" || one["client_address"] != servers[0].Addr().String() ||
+		fmt.Sprint(one["server_addresses"]) != fmt.Sprintf("[%s]", servers[0].cfg.Quorum.ListenQuorum) {
+		t.Errorf("voting_view of server 1: %v", one)
+	}
+
+	// The session's creation and a write through the observer are two
+	// requests the leader counts.
+	c, _, err := zk.Connect([]string{observer.Addr().String()}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create("/via-observer", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	obs := func() map[string]any {
+		list, _ := adminJSON(t, leader, "observers")["observers"].([]any)
+		if len(list) != 1 {
+			t.Fatalf("observers: %v", list)
+		}
+		return list[0].(map[string]any)
+	}
+	if o := obs(); o["sid"] != 3.0 || o["requests"] != 2.0 || o["packets_sent"].(float64) < 1 || o["packets_received"].(float64) < 2 {
+		t.Errorf("the observer after two forwarded requests: %v", o)
+	}
+	if m := adminJSON(t, leader, "orst"); m["error"] != nil {
+		t.Fatalf("orst: %v", m)
+	}
+	if o := obs(); o["requests"] != 0.0 {
+		t.Errorf("the observer after orst: %v", o)
+	}
+}
