@@ -49,7 +49,13 @@ explains SASL.`,
 				}
 				defer stop()
 			}
-			return runServer(cmd.Context(), zc, logger, nil)
+			var text []byte // the admin server's initial_configuration
+			if len(args) > 0 {
+				if text, err = os.ReadFile(args[0]); err != nil {
+					return err
+				}
+			}
+			return runServer(cmd.Context(), zc, string(text), logger, nil)
 		},
 	}
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) to this file until shutdown")
@@ -98,11 +104,13 @@ func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
 
 // runServer serves until SIGINT or SIGTERM, then shuts down cleanly.
 // ready, if not nil, is called once the server listens.
-func runServer(ctx context.Context, zc *zoocfg.Config, logger *slog.Logger, ready func(*server.Server)) error {
+func runServer(ctx context.Context, zc *zoocfg.Config, initialConfig string, logger *slog.Logger,
+	ready func(*server.Server)) error {
 	if err := os.MkdirAll(zc.DataDir, 0o755); err != nil {
 		return err
 	}
 	cfg := server.ConfigFromZoo(zc, logger)
+	cfg.InitialConfig = initialConfig
 	auth, err := server.AuthFromZoo(zc, os.Getenv, logger)
 	if err != nil {
 		return err

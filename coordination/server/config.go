@@ -77,7 +77,6 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 		},
 		ConfLines:        confLines(zc),
 		AdminAddr:        adminAddr(zc),
-		InitialConfig:    zc.Text,
 		SystemProperties: systemProperties(zc),
 		Logger:           logger,
 	}

@@ -171,9 +171,6 @@ type Config struct {
 	// MyID is this server's id. zoo.cfg does not hold it: the caller reads
 	// DataDir/myid with ParseMyID and sets it before Validate. 0 means unset.
 	MyID int64
-	// Text is the file Parse read, as it was (the admin server's
-	// initial_configuration); "" for Default.
-	Text string
 }
 
 // defaults returns the configuration an empty zoo.cfg would produce, apart

@@ -109,7 +109,6 @@ func Parse(r io.Reader) (*Config, []Warning, error) {
 	if len(p.c.Servers) > 0 {
 		p.c.ServerOrder = serverOrder(keysOf(props))
 	}
-	p.c.Text = string(data)
 	return p.c, p.warnings, nil
 }
 
