@@ -12,9 +12,10 @@ PYTHON ?= /usr/bin/python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages the test suites use: Apache ZooKeeper (the reference
-# server, verify/compat/zkreal), its C client (cli_mt), and kazoo with pytest (the
+# server, verify/compat/zkreal, with the servlet API its admin server needs),
+# its C client (cli_mt), and kazoo with pytest (the
 # Python client suite, with pure-sasl for kazoo's SASL tests).
-APT_PACKAGES := zookeeper zookeeper-bin python3-kazoo python3-pytest python3-pure-sasl
+APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python3-pytest python3-pure-sasl
 
 .PHONY: test test-loaded deps race check fuzz build invariants chaos
 
@@ -41,6 +42,7 @@ deps:
 	@missing=""; \
 	[ -x /usr/share/zookeeper/bin/zkServer.sh ] && [ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	[ -x /usr/lib/zookeeper/bin/cli_mt ] || missing="$$missing zookeeper-bin"; \
+	[ -f /usr/share/java/servlet-api.jar ] || missing="$$missing libservlet-api-java"; \
 	$(PYTHON) -c 'import kazoo' 2>/dev/null || missing="$$missing python3-kazoo"; \
 	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	$(PYTHON) -c 'import puresasl' 2>/dev/null || missing="$$missing python3-pure-sasl"; \

@@ -213,12 +213,14 @@ func (a *Admin) hashCommand(url.Values) ([]field, string) {
 
 // setTraceMaskCommand sets the trace mask from the traceMask argument.
 func (a *Admin) setTraceMaskCommand(args url.Values) ([]field, string) {
+	// ZooKeeper puts these errors into the response first, so "error"
+	// comes before "command".
 	if !args.Has("traceMask") {
-		return nil, "setTraceMask requires long traceMask argument"
+		return []field{{"error", "setTraceMask requires long traceMask argument"}}, ""
 	}
 	mask, err := strconv.ParseInt(args.Get("traceMask"), 10, 64)
 	if err != nil {
-		return nil, "setTraceMask requires long traceMask argument, got " + args.Get("traceMask")
+		return []field{{"error", "setTraceMask requires long traceMask argument, got " + args.Get("traceMask")}}, ""
 	}
 	a.traceMask.Store(mask)
 	return []field{{"tracemask", mask}}, ""

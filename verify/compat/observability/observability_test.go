@@ -136,6 +136,7 @@ func startKeeper(t *testing.T) *server.Server {
 		FourLetterWhitelist: []string{"*"},
 		AdminAddr:           "127.0.0.1:0",
 		Storage:             server.StorageConfig{DataDir: dir},
+		InitialConfig:       "dataDir=" + dir + "\nclientPort=0\n",
 	}
 	s, err := server.New(cfg)
 	if err != nil {

@@ -69,6 +69,11 @@ type Options struct {
 	// StartTimeout bounds the wait for the server to serve a read; 0 means
 	// 60s.
 	StartTimeout time.Duration
+	// AdminServer turns on ZooKeeper's admin HTTP server (Jetty) on a free
+	// loopback port; Server.AdminAddr returns it. It needs the servlet API
+	// jar (Debian's libservlet-api-java), which the zookeeper package does
+	// not pull in.
+	AdminServer bool
 	// JVMFlags are more java flags, such as
 	// -Djava.security.auth.login.config=<file> for SASL.
 	JVMFlags []string
@@ -92,7 +97,12 @@ type Server struct {
 	waitErr  error         // valid once exited is closed
 	startup  time.Duration
 	stopOnce sync.Once
+	admin    string // "host:port" of the admin server, "" when off
 }
+
+// AdminAddr returns the admin HTTP server's address, "127.0.0.1:port", or
+// "" when Options.AdminServer was not set.
+func (s *Server) AdminAddr() string { return s.admin }
 
 // Addr returns the client address, "127.0.0.1:port".
 func (s *Server) Addr() string { return s.addr }
@@ -191,13 +201,17 @@ func locate() (java, classpath string, err error) {
 		return "", "", fmt.Errorf("ZooKeeper is not installed (%s: %w)", ZooKeeperJar, err)
 	}
 	classpath = ZooKeeperJar
-	for _, jar := range append([]string{loggingJar}, nettyJars...) {
+	for _, jar := range append([]string{loggingJar, servletJar}, nettyJars...) {
 		if _, err := os.Stat(jar); err == nil {
 			classpath += string(os.PathListSeparator) + jar
 		}
 	}
 	return java, classpath, nil
 }
+
+// servletJar is the servlet API the admin server (Jetty) needs; the
+// zookeeper jar's manifest leaves it out.
+const servletJar = "/usr/share/java/servlet-api.jar"
 
 // nettyJars are the Netty modules the jar's manifest leaves out and
 // NettyServerCnxnFactory, which ZooKeeper needs for TLS, loads.
@@ -226,6 +240,16 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("zkreal: %w", err)
 	}
+	if opts.AdminServer {
+		if _, err := os.Stat(servletJar); err != nil {
+			return nil, fmt.Errorf("zkreal: the admin server needs %s (libservlet-api-java): %w", servletJar, err)
+		}
+		adminPorts, err := testhost.Reserve(1)
+		if err != nil {
+			return nil, fmt.Errorf("zkreal: %w", err)
+		}
+		s.admin = net.JoinHostPort("127.0.0.1", strconv.Itoa(adminPorts[0]))
+	}
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	s.cfgPath = cfgPath
 	if err := os.WriteFile(cfgPath, zooCfg(s.dataDir, port, opts), 0o644); err != nil {
@@ -239,7 +263,7 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 	if s.log, err = os.Create(s.logPath); err != nil {
 		return nil, fmt.Errorf("zkreal: %w", err)
 	}
-	s.cmd = exec.Command(java, javaArgs(classpath, mainClass, cfgPath, opts)...)
+	s.cmd = exec.Command(java, javaArgs(classpath, mainClass, cfgPath, s.admin, opts)...)
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = sysProcAttr()
@@ -308,7 +332,7 @@ func zooCfg(dataDir string, port int, opts Options) []byte {
 	return b.Bytes()
 }
 
-func javaArgs(classpath, main, cfgPath string, opts Options) []string {
+func javaArgs(classpath, main, cfgPath, adminAddr string, opts Options) []string {
 	whitelist := opts.FourLetterWhitelist
 	if whitelist == "" {
 		whitelist = "*"
@@ -318,11 +342,16 @@ func javaArgs(classpath, main, cfgPath string, opts Options) []string {
 		// half a second and a test's load needs no more.
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData",
 		"-Djava.net.preferIPv4Stack=true",
-		"-Dzookeeper.admin.enableServer=false",
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-Dzookeeper.4lw.commands.whitelist=" + whitelist,
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+	}
+	if host, port, err := net.SplitHostPort(adminAddr); err == nil {
+		args = append(args, "-Dzookeeper.admin.enableServer=true", "-Dzookeeper.admin.serverAddress="+host,
+			"-Dzookeeper.admin.serverPort="+port)
+	} else {
+		args = append(args, "-Dzookeeper.admin.enableServer=false")
 	}
 	if opts.ExtendedTypes {
 		args = append(args, "-Dzookeeper.extendedTypesEnabled=true")
@@ -351,7 +380,7 @@ func QuorumPeerCommand(t testing.TB, cfgPath string, opts Options) *exec.Cmd {
 		unavailable(t, err)
 		return nil
 	}
-	cmd := exec.Command(java, javaArgs(classpath, quorumMainClass, cfgPath, opts)...)
+	cmd := exec.Command(java, javaArgs(classpath, quorumMainClass, cfgPath, "", opts)...)
 	cmd.SysProcAttr = sysProcAttr()
 	return cmd
 }
