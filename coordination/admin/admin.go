@@ -211,6 +211,12 @@ type QuorumFacts struct {
 	SyncedFollowers int
 	Observers       int
 	PendingSyncs    int
+	// LeaderUptimeMs is how long the member has served as leader; 0 while
+	// it is not serving yet.
+	LeaderUptimeMs int64
+	// LastProposalBytes, MinProposalBytes and MaxProposalBytes are the
+	// sizes of the txns it proposed as leader, -1 before the first.
+	LastProposalBytes, MinProposalBytes, MaxProposalBytes int64
 }
 
 // sessionOf maps each connection to its session id (0 before the

@@ -109,6 +109,11 @@ func (a *Admin) gauges(f facts) map[string]any {
 			g["synced_followers"] = int64(q.SyncedFollowers)
 			g["synced_observers"] = int64(q.Observers)
 			g["pending_syncs"] = int64(q.PendingSyncs)
+			g["synced_non_voting_followers"] = int64(0) // keeper's followers all vote
+			g["leader_uptime"] = q.LeaderUptimeMs
+			g["last_proposal_size"] = q.LastProposalBytes
+			g["min_proposal_size"] = q.MinProposalBytes
+			g["max_proposal_size"] = q.MaxProposalBytes
 		}
 	}
 	return g

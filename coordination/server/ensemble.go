@@ -6,7 +6,43 @@ import (
 
 	"keeper/coordination/admin"
 	"keeper/coordination/zab"
+	"keeper/internal/metric"
 )
+
+// zabMetrics are ZooKeeper's quorum counters, which the Zab node counts
+// (zab.Stats) and the loop copies into the registry after each step. A
+// standalone server registers them too and reports 0, as ZooKeeper does.
+type zabMetrics struct {
+	proposals, commits                 *metric.Counter
+	proposalsReceived, commitsReceived *metric.Counter
+	elections, diffSyncs, snapSyncs    *metric.Counter
+	copied                             zab.Stats // what has been added so far (loop)
+}
+
+func newZabMetrics(r *metric.Registry) *zabMetrics {
+	return &zabMetrics{
+		proposals:         r.Counter("proposal_count"),
+		commits:           r.Counter("commit_count"),
+		proposalsReceived: r.Counter("learner_proposal_received_count"),
+		commitsReceived:   r.Counter("learner_commit_received_count"),
+		elections:         r.Counter("looking_count"),
+		diffSyncs:         r.Counter("diff_count"),
+		snapSyncs:         r.Counter("snap_count"),
+	}
+}
+
+// update adds what the node counted since the last update.
+func (m *zabMetrics) update(st zab.Stats) {
+	c := &m.copied
+	m.proposals.Add(st.Proposals - c.Proposals)
+	m.commits.Add(st.Commits - c.Commits)
+	m.proposalsReceived.Add(st.ProposalsReceived - c.ProposalsReceived)
+	m.commitsReceived.Add(st.CommitsReceived - c.CommitsReceived)
+	m.elections.Add(st.Elections - c.Elections)
+	m.diffSyncs.Add(st.DiffSyncs - c.DiffSyncs)
+	m.snapSyncs.Add(st.SnapSyncs - c.SnapSyncs)
+	m.copied = st
+}
 
 // ensembleFacts describes this member and the ensemble for the admin
 // server's quorum commands; it runs on the loop. ok is false for a

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,89 @@ func TestEnsembleAdminCommands(t *testing.T) {
 	}
 	if o := obs(); o["requests"] != 0.0 {
 		t.Errorf("the observer after orst: %v", o)
+	}
+}
+
+// mntrValue returns a key's value in a mntr answer, or "".
+func mntrValue(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// The leader's mntr reports its uptime as leader, the sizes of its
+// proposals and the quorum counters; a follower counts what it received.
+func TestEnsembleMntrQuorumFigures(t *testing.T) {
+	servers := startEnsemble(t, 3)
+	var leader *Server
+	deadline := time.Now().Add(20 * time.Second)
+	for leader == nil {
+		serving := 0
+		for _, s := range servers {
+			switch s.quorumRole() {
+			case "leader":
+				leader = s
+				serving++
+			case "follower":
+				serving++
+			}
+		}
+		if serving < 3 {
+			leader = nil
+		}
+		if leader == nil && time.Now().After(deadline) {
+			t.Fatal("no ensemble")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := string(leader.fourLetter(0, "mntr", 0))
+	if mntrValue(out, "zk_last_proposal_size") != "-1" || mntrValue(out, "zk_synced_non_voting_followers") != "0" {
+		t.Errorf("leader before any write:\n%s", out)
+	}
+	c, _, err := zk.Connect([]string{leader.Addr().String()}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create("/p", make([]byte, 100), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	out = string(leader.fourLetter(0, "mntr", 0))
+	// Two txns: the session's creation and the create.
+	for key, want := range map[string]string{"zk_proposal_count": "2", "zk_commit_count": "2",
+		"zk_learner_proposal_received_count": "0"} {
+		if got := mntrValue(out, key); got != want {
+			t.Errorf("leader %s = %q, want %s", key, got, want)
+		}
+	}
+	if size, err := strconv.Atoi(mntrValue(out, "zk_max_proposal_size")); err != nil || size <= 100 {
+		t.Errorf("zk_max_proposal_size = %d (%v), want over 100 (the data)", size, err)
+	}
+	if v := mntrValue(out, "zk_leader_uptime"); v == "" || v == "0" {
+		t.Errorf("zk_leader_uptime = %q", v)
+	}
+	if mntrValue(out, "zk_diff_count") == "0" && mntrValue(out, "zk_snap_count") == "0" {
+		t.Errorf("the leader synced no learner:\n%s", out)
+	}
+	for _, s := range servers {
+		if s == leader {
+			continue
+		}
+		// The follower got the PROPOSALs and COMMITs; poll, they may
+		// still be on their way.
+		for {
+			f := string(s.fourLetter(0, "mntr", 0))
+			if mntrValue(f, "zk_learner_proposal_received_count") == "2" && mntrValue(f, "zk_learner_commit_received_count") != "0" &&
+				mntrValue(f, "zk_proposal_count") == "0" && mntrValue(f, "zk_leader_uptime") == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("follower mntr:\n%s", f)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

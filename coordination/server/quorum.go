@@ -54,6 +54,9 @@ type quorumState struct {
 	// leaderlessSinceMs is when the server last lost its leader (MonoMs),
 	// or -1 while it has one.
 	leaderlessSinceMs int64
+	// leadingSinceMs is when the server last began to serve as leader
+	// (MonoMs), for mntr's leader_uptime. (loop)
+	leadingSinceMs int64
 
 	// The persister goroutine writes one Zab batch at a time to disk while
 	// the loop goes on serving (reads, pings, new writes that go into the
@@ -262,7 +265,11 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 	if s.core.Mode() == zkcore.ReadOnly {
 		role = "read-only"
 	}
+	if role == "leader" && s.quorum.role.Load() != "leader" {
+		s.quorum.leadingSinceMs = now.MonoMs
+	}
 	s.quorum.role.Store(role)
+	s.zm.update(n.Stats())
 	if after := s.core.LastZxid(); after > before {
 		s.sinceSnapshot += int(after.Counter() - before.Counter())
 		if after.Epoch() != before.Epoch() {
@@ -294,6 +301,12 @@ func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
 	if st, ok := n.LeaderStats(); ok {
 		q.Leading, q.Followers, q.SyncedFollowers = true, st.Followers, st.SyncedFollowers
 		q.Observers, q.PendingSyncs = st.Observers, st.PendingSyncs
+		zs := n.Stats()
+		q.LastProposalBytes, q.MinProposalBytes, q.MaxProposalBytes = zs.LastProposalBytes, zs.MinProposalBytes,
+			zs.MaxProposalBytes
+		if s.quorum.role.Load() == "leader" {
+			q.LeaderUptimeMs = s.now().MonoMs - s.quorum.leadingSinceMs
+		}
 	}
 	return q, true
 }

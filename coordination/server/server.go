@@ -181,6 +181,7 @@ type Server struct {
 	// under ZooKeeper's names (docs/observability.md).
 	metrics *metric.Registry
 	stm     *storageMetrics
+	zm      *zabMetrics // the quorum counters (loop)
 
 	// Persistence; nil committer when data lives in memory only.
 	committer     *committer
@@ -260,6 +261,7 @@ func New(cfg Config) (*Server, error) {
 		snapDone: make(chan snapshotResult, 1),
 		metrics:  metrics,
 		stm:      newStorageMetrics(metrics),
+		zm:       newZabMetrics(metrics),
 	}, nil
 }
 

@@ -29,6 +29,7 @@ type election struct {
 
 // becomeLooking starts a new election round with the node's own candidacy.
 func (n *Node) becomeLooking() {
+	n.stats.Elections++
 	n.leaveRole()
 	n.serving = false
 	e := &n.elect

@@ -216,6 +216,7 @@ func (n *Node) tryEpochAcked() {
 func (n *Node) syncLearner(p *peerState) {
 	last := n.log.last
 	lz := p.lastZxid
+	n.stats.DiffSyncs++ // undone below for a snapshot
 	switch {
 	case lz == last:
 		n.send(Message{Type: MsgDiff, To: p.id, Zxid: last})
@@ -231,6 +232,8 @@ func (n *Node) syncLearner(p *peerState) {
 		n.send(Message{Type: MsgTrunc, To: p.id, Zxid: prev})
 		n.sendHistory(p, prev)
 	default:
+		n.stats.DiffSyncs--
+		n.stats.SnapSyncs++
 		n.send(Message{Type: MsgSnap, To: p.id, Zxid: n.applied})
 		n.ready.SendSnapshots = append(n.ready.SendSnapshots, p.id)
 		n.sendHistory(p, n.applied)
@@ -433,6 +436,7 @@ func (n *Node) commitStep(z zxid.ID) {
 		return
 	}
 	newly := n.log.between(n.committed, z)
+	n.stats.Commits += int64(len(newly))
 	n.commitTo(z)
 	for _, id := range n.sortedLearners() {
 		p := n.lead.learners[id]

@@ -194,8 +194,14 @@ func (n *Node) fromLeader(m Message) {
 		n.fullSync = false
 		n.stateLost = false // the leader's state replaces the one lost
 	case MsgProposal:
+		if n.learn.stage == stageServing {
+			n.stats.ProposalsReceived++
+		}
 		n.learnerProposal(m)
 	case MsgCommit:
+		if n.learn.stage == stageServing {
+			n.stats.CommitsReceived++
+		}
 		n.commitTo(min(m.Zxid, n.log.last))
 	case MsgInform:
 		if m.Zxid > n.log.last {

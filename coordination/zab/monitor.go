@@ -125,3 +125,41 @@ func (n *Node) countSent(m Message) {
 		p.sent++
 	}
 }
+
+// Stats are a node's running counts since it started, for ZooKeeper's
+// quorum metrics (docs/observability.md).
+type Stats struct {
+	// Proposals and Commits count the txns this node proposed and
+	// committed as leader (proposal_count, commit_count).
+	Proposals, Commits int64
+	// ProposalsReceived and CommitsReceived count the PROPOSALs and
+	// COMMITs a follower received in broadcast
+	// (learner_proposal_received_count, learner_commit_received_count).
+	ProposalsReceived, CommitsReceived int64
+	// Elections counts the times the node started looking for a leader
+	// (looking_count).
+	Elections int64
+	// DiffSyncs and SnapSyncs count the learners this node brought up to
+	// date as leader by sending txns (DIFF, or TRUNC and txns) and by
+	// sending a snapshot (diff_count, snap_count).
+	DiffSyncs, SnapSyncs int64
+	// LastProposalBytes, MinProposalBytes and MaxProposalBytes are the
+	// sizes of the txns proposed as leader; -1 before the first
+	// (last_proposal_size, min_proposal_size, max_proposal_size).
+	LastProposalBytes, MinProposalBytes, MaxProposalBytes int64
+}
+
+// Stats returns the node's counts.
+func (n *Node) Stats() Stats { return n.stats }
+
+// countProposal records a txn this leader proposes.
+func (n *Node) countProposal(size int) {
+	st := &n.stats
+	b := int64(size)
+	st.Proposals++
+	st.LastProposalBytes = b
+	if st.MinProposalBytes < 0 || b < st.MinProposalBytes {
+		st.MinProposalBytes = b
+	}
+	st.MaxProposalBytes = max(st.MaxProposalBytes, b)
+}

@@ -76,3 +76,33 @@ func TestPhaseNames(t *testing.T) {
 		}
 	}
 }
+
+// The counts follow what the nodes did: an election each, a sync per
+// learner, and each proposal proposed, committed and received.
+func TestStats(t *testing.T) {
+	c := newCluster(t, three, nil, nil)
+	c.until(1000, "stable", func() bool { _, ok := c.stable(); return ok })
+	l, _ := c.stable()
+	if st := c.nodes[l].Stats(); st.LastProposalBytes != -1 || st.MinProposalBytes != -1 {
+		t.Errorf("proposal sizes before any proposal: %+v", st)
+	}
+	zs := c.propose(l, 3)
+	c.until(500, "applied", func() bool { return c.appliedUpTo(zs[2]) })
+	st := c.nodes[l].Stats()
+	if st.Proposals != 3 || st.Commits != 3 || st.DiffSyncs+st.SnapSyncs != 2 || st.Elections < 1 {
+		t.Errorf("leader: %+v", st)
+	}
+	if size := int64(len("txn " + zs[2].String())); st.LastProposalBytes != size || st.MaxProposalBytes != size ||
+		st.MinProposalBytes != int64(len("txn "+zs[0].String())) {
+		t.Errorf("leader's proposal sizes: %+v", st)
+	}
+	for _, id := range c.ids {
+		if id == l {
+			continue
+		}
+		st := c.nodes[id].Stats()
+		if st.ProposalsReceived != 3 || st.CommitsReceived < 1 || st.Proposals != 0 || st.Elections < 1 {
+			t.Errorf("follower %d: %+v", id, st)
+		}
+	}
+}

@@ -143,6 +143,8 @@ type Node struct {
 	lead  *leaderState
 	learn *learnerState
 
+	stats Stats // running counts for monitoring (Stats)
+
 	ready Ready
 	// taken and advanced count the batches handed out by Ready and
 	// carried out (Advance); lateTo[p] is the number of the last batch
@@ -170,6 +172,7 @@ func New(cfg Config) (*Node, error) {
 		applied:   cfg.LastZxid,
 		durable:   cfg.LastZxid,
 		lateTo:    make(map[PeerID]uint64),
+		stats:     Stats{LastProposalBytes: -1, MinProposalBytes: -1, MaxProposalBytes: -1},
 	}
 	n.log.init(cfg.Recent, cfg.LastZxid, cfg.MaxRecentEntries)
 	n.becomeLooking()
@@ -292,6 +295,7 @@ func (n *Node) Propose(z zxid.ID, data []byte) error {
 		n.becomeLooking()
 		return ErrNotLeader
 	}
+	n.countProposal(len(data))
 	n.leaderPropose(Entry{Zxid: z, Data: data})
 	return nil
 }
