@@ -131,7 +131,7 @@ func (b *Bookie) checkpoint() error {
 			b.log.Debug("removed journal files", "dir", jr.dir, "logIds", removed)
 		}
 	}
-	b.m.checkpoint.Observe(time.Since(start).Seconds())
+	observe(b.m.checkpoint, start, true)
 	b.m.activeLedgers.Set(float64(len(b.store.Ledgers())))
 	return nil
 }

@@ -136,6 +136,7 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	jr.enqueue(journalOp{rec: rec, done: reply})
 	lock.Unlock()
 	b.m.writeBytes.Add(float64(len(r.Body)))
+	b.m.addBytes.Record(int64(len(r.Body)), true)
 	b.lacs.notify(ledgerID, int64(binary.BigEndian.Uint64(r.Body[16:24])))
 }
 

@@ -190,7 +190,7 @@ func (jr *journaler) drainAndCommit() {
 func (jr *journaler) accept(op journalOp) {
 	jr.m.journalQueueSize.Dec()
 	now := time.Now()
-	jr.m.journalQueueLatency.Observe(now.Sub(op.queued).Seconds())
+	jr.m.journalQueueLatency.Record(now.Sub(op.queued).Microseconds(), true)
 	if op.force {
 		jr.needSync = true
 	} else if _, err := jr.j.Append(op.rec); err != nil {
@@ -237,18 +237,18 @@ func (jr *journaler) commit() {
 	if jr.noSync && !jr.needSync {
 		err = jr.j.Flush()
 		jr.unsynced = true
-		jr.m.journalFlush.Observe(time.Since(start).Seconds())
+		observe(jr.m.journalFlush, start, err == nil)
 	} else {
 		err = jr.sync()
 	}
 	if err != nil {
 		jr.failed(err)
 	}
-	jr.m.journalBatchEntries.Observe(float64(len(jr.waiting)))
-	jr.m.journalBatchBytes.Observe(float64(jr.batchSize))
+	jr.m.journalBatchEntries.Record(int64(len(jr.waiting)), err == nil)
+	jr.m.journalBatchBytes.Record(jr.batchSize, err == nil)
 	for i, op := range jr.waiting {
 		if op.done != nil {
-			jr.m.journalAddEntry.Observe(time.Since(op.queued).Seconds())
+			observe(jr.m.journalAddEntry, op.queued, err == nil)
 			op.done(err)
 		}
 		jr.waiting[i] = journalOp{}
@@ -262,7 +262,7 @@ func (jr *journaler) commit() {
 func (jr *journaler) sync() error {
 	start := time.Now()
 	err := jr.j.Sync()
-	jr.m.journalSync.Observe(time.Since(start).Seconds())
+	observe(jr.m.journalSync, start, err == nil)
 	if err != nil {
 		return err
 	}

@@ -10,74 +10,68 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"keeper/internal/metric"
 )
 
-// metrics are the bookie's Prometheus metrics. Names follow BookKeeper's
-// Prometheus provider (scope_NAME, docs/bookkeeper-protocol.md §8.7) where BookKeeper has the
-// metric: bookkeeper_server_* for requests, bookie_journal_* for the
-// journal, bookie_* for the bookie's state, bookie_gc_* for garbage
-// collection. Latencies are histograms in seconds, labelled
-// success="true"/"false" for requests. (BookKeeper exports summaries in
-// milliseconds; keeper uses histograms because a summary's quantile
-// stream cost a third of the bookie's CPU at 25k adds/s. Quantiles come
-// from histogram_quantile.)
+// metrics are the bookie's Prometheus metrics, under BookKeeper's names
+// and types as its Prometheus provider exports them (scope_NAME,
+// docs/bookkeeper-protocol.md §8.7, docs/observability.md):
+// bookkeeper_server_* for requests, bookie_journal_* for the journal,
+// bookie_* for the bookie's state, bookie_gc_* for garbage collection.
+// BookKeeper's OpStatsLoggers are summaries labelled success="true" and
+// "false", with quantiles 0.5 to 1.0 of latencies in milliseconds (or of
+// sizes); keeper records them into metric.OpStats, whose buckets cost a few
+// atomic adds per event, and works the quantiles out at scrape time. (A
+// client_golang summary's quantile stream cost a third of the bookie's CPU
+// at 25k adds/s.)
 type metrics struct {
 	reg *prometheus.Registry
 
-	addEntry      *prometheus.HistogramVec // bookkeeper_server_ADD_ENTRY_REQUEST
-	readEntry     *prometheus.HistogramVec // bookkeeper_server_READ_ENTRY_REQUEST
-	fenceWait     prometheus.Histogram     // bookkeeper_server_READ_ENTRY_FENCE_WAIT
-	longPollWait  prometheus.Histogram     // bookkeeper_server_READ_ENTRY_LONG_POLL_WAIT
-	writeLAC      *prometheus.HistogramVec // bookkeeper_server_WRITE_LAC_REQUEST
-	readLAC       *prometheus.HistogramVec // bookkeeper_server_READ_LAC_REQUEST
-	forceLedger   *prometheus.HistogramVec // bookkeeper_server_FORCE_LEDGER_REQUEST
-	writeBytes    prometheus.Counter       // bookie_WRITE_BYTES
-	readBytes     prometheus.Counter       // bookie_READ_BYTES
-	throttled     prometheus.Counter       // bookie_throttled_write
-	serverStatus  prometheus.Gauge         // bookie_SERVER_STATUS: 1 writable, 0 read-only
-	writableDirs  prometheus.Gauge         // bookie_ledger_writable_dirs
-	checkpoint    prometheus.Histogram     // bookie_flush
-	activeLedgers prometheus.Gauge         // bookie_gc_ACTIVE_LEDGER_TOTAL
+	addEntry      *metric.OpStats // bookkeeper_server_ADD_ENTRY_REQUEST
+	readEntry     *metric.OpStats // bookkeeper_server_READ_ENTRY_REQUEST
+	fenceWait     *metric.OpStats // bookkeeper_server_READ_ENTRY_FENCE_WAIT
+	longPollWait  *metric.OpStats // bookkeeper_server_READ_ENTRY_LONG_POLL_WAIT
+	writeLAC      *metric.OpStats // bookkeeper_server_WRITE_LAC_REQUEST
+	readLAC       *metric.OpStats // bookkeeper_server_READ_LAC_REQUEST
+	forceLedger   *metric.OpStats // bookkeeper_server_FORCE_LEDGER_REQUEST
+	addBytes      *metric.OpStats // bookie_BOOKIE_ADD_ENTRY_BYTES
+	readBytesOp   *metric.OpStats // bookie_BOOKIE_READ_ENTRY_BYTES
+	writeBytes    prometheus.Counter
+	readBytes     prometheus.Counter
+	throttled     prometheus.Counter
+	serverStatus  prometheus.Gauge
+	writableDirs  prometheus.Gauge
+	checkpoint    *metric.OpStats // bookie_flush
+	activeLedgers prometheus.Gauge
 
-	journalAddEntry     prometheus.Histogram // bookie_journal_JOURNAL_ADD_ENTRY: queued to durable
-	journalSync         prometheus.Histogram // bookie_journal_JOURNAL_SYNC
-	journalFlush        prometheus.Histogram // bookie_journal_JOURNAL_FLUSH_LATENCY
-	journalQueueLatency prometheus.Histogram // bookie_journal_JOURNAL_QUEUE_LATENCY
-	journalQueueSize    prometheus.Gauge     // bookie_journal_JOURNAL_QUEUE_SIZE
-	journalBatchEntries prometheus.Histogram // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES
-	journalBatchBytes   prometheus.Histogram // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES
+	journalAddEntry     *metric.OpStats // bookie_journal_JOURNAL_ADD_ENTRY: queued to durable
+	journalSync         *metric.OpStats // bookie_journal_JOURNAL_SYNC
+	journalFlush        *metric.OpStats // bookie_journal_JOURNAL_FLUSH_LATENCY
+	journalQueueLatency *metric.OpStats // bookie_journal_JOURNAL_QUEUE_LATENCY
+	journalQueueSize    prometheus.Gauge
+	journalBatchEntries *metric.OpStats // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES
+	journalBatchBytes   *metric.OpStats // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES
 
-	gcDeletedLedgers    prometheus.Counter // bookie_gc_DELETED_LEDGER_COUNT
-	reclaimedDeletion   prometheus.Counter // bookie_gc_RECLAIMED_DELETION_SPACE_BYTES
-	reclaimedCompaction prometheus.Counter // bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES
-	minorCompactions    prometheus.Counter // bookie_gc_MINOR_COMPACTION_TOTAL
-	majorCompactions    prometheus.Counter // bookie_gc_MAJOR_COMPACTION_TOTAL
-	activeEntryLogs     prometheus.Gauge   // bookie_gc_ACTIVE_ENTRY_LOG_TOTAL
+	gcDeletedLedgers    prometheus.Counter
+	reclaimedDeletion   prometheus.Counter
+	reclaimedCompaction prometheus.Counter
+	minorCompactions    prometheus.Counter
+	majorCompactions    prometheus.Counter
+	activeEntryLogs     prometheus.Gauge
 }
-
-// latencyBuckets span 20 µs to about 40 s, doubling.
-var latencyBuckets = prometheus.ExponentialBuckets(20e-6, 2, 22)
-
-// sizeBuckets span 1 to about a million (records or bytes per batch).
-var sizeBuckets = prometheus.ExponentialBuckets(1, 4, 11)
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
-	sumVec := func(name, help string) *prometheus.HistogramVec {
-		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets},
-			[]string{"success"})
-		m.reg.MustRegister(v)
-		return v
+	latency := func(name, help string) *metric.OpStats {
+		o := new(metric.OpStats)
+		m.reg.MustRegister(NewOpStatsCollector(name, help, o, 1e-3)) // recorded in µs, exported in ms
+		return o
 	}
-	sum := func(name, help string) prometheus.Histogram {
-		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets})
-		m.reg.MustRegister(h)
-		return h
-	}
-	sizes := func(name, help string) prometheus.Histogram {
-		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: sizeBuckets})
-		m.reg.MustRegister(h)
-		return h
+	sizes := func(name, help string) *metric.OpStats {
+		o := new(metric.OpStats)
+		m.reg.MustRegister(NewOpStatsCollector(name, help, o, 1))
+		return o
 	}
 	counter := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -89,24 +83,26 @@ func newMetrics() *metrics {
 		m.reg.MustRegister(g)
 		return g
 	}
-	m.addEntry = sumVec("bookkeeper_server_ADD_ENTRY_REQUEST", "Add requests, from receipt to response, in seconds.")
-	m.readEntry = sumVec("bookkeeper_server_READ_ENTRY_REQUEST", "Read requests, from receipt to response, in seconds.")
-	m.fenceWait = sum("bookkeeper_server_READ_ENTRY_FENCE_WAIT", "Wait for a fence record to be durable, in seconds.")
-	m.longPollWait = sum("bookkeeper_server_READ_ENTRY_LONG_POLL_WAIT", "Time long-poll reads were parked, in seconds.")
-	m.writeLAC = sumVec("bookkeeper_server_WRITE_LAC_REQUEST", "Explicit LAC writes, in seconds.")
-	m.readLAC = sumVec("bookkeeper_server_READ_LAC_REQUEST", "Explicit LAC reads, in seconds.")
-	m.forceLedger = sumVec("bookkeeper_server_FORCE_LEDGER_REQUEST", "Force-ledger requests, in seconds.")
+	m.addEntry = latency("bookkeeper_server_ADD_ENTRY_REQUEST", "Add requests, from receipt to response, in ms.")
+	m.readEntry = latency("bookkeeper_server_READ_ENTRY_REQUEST", "Read requests, from receipt to response, in ms.")
+	m.fenceWait = latency("bookkeeper_server_READ_ENTRY_FENCE_WAIT", "Wait for a fence record to be durable, in ms.")
+	m.longPollWait = latency("bookkeeper_server_READ_ENTRY_LONG_POLL_WAIT", "Time long-poll reads were parked, in ms.")
+	m.writeLAC = latency("bookkeeper_server_WRITE_LAC_REQUEST", "Explicit LAC writes, in ms.")
+	m.readLAC = latency("bookkeeper_server_READ_LAC_REQUEST", "Explicit LAC reads, in ms.")
+	m.forceLedger = latency("bookkeeper_server_FORCE_LEDGER_REQUEST", "Force-ledger requests, in ms.")
+	m.addBytes = sizes("bookie_BOOKIE_ADD_ENTRY_BYTES", "Sizes of the entries added, in bytes.")
+	m.readBytesOp = sizes("bookie_BOOKIE_READ_ENTRY_BYTES", "Sizes of the entries read, in bytes.")
 	m.writeBytes = counter("bookie_WRITE_BYTES", "Bytes of entries added.")
 	m.readBytes = counter("bookie_READ_BYTES", "Bytes of entries read.")
 	m.throttled = counter("bookie_throttled_write", "Adds that waited for a checkpoint to free the write cache.")
 	m.serverStatus = gauge("bookie_SERVER_STATUS", "1 while the bookie is writable, 0 while read-only.")
 	m.writableDirs = gauge("bookie_ledger_writable_dirs", "Ledger directories below the disk usage threshold.")
-	m.checkpoint = sum("bookie_flush", "Checkpoints: ledger storage flush and lastMark, in seconds.")
+	m.checkpoint = latency("bookie_flush", "Checkpoints: ledger storage flush and lastMark, in ms.")
 	m.activeLedgers = gauge("bookie_gc_ACTIVE_LEDGER_TOTAL", "Ledgers stored on this bookie.")
-	m.journalAddEntry = sum("bookie_journal_JOURNAL_ADD_ENTRY", "Records from queueing to durable, in seconds.")
-	m.journalSync = sum("bookie_journal_JOURNAL_SYNC", "Journal fsyncs, in seconds.")
-	m.journalFlush = sum("bookie_journal_JOURNAL_FLUSH_LATENCY", "Journal flushes without sync, in seconds.")
-	m.journalQueueLatency = sum("bookie_journal_JOURNAL_QUEUE_LATENCY", "Time records waited in the journal queue, in seconds.")
+	m.journalAddEntry = latency("bookie_journal_JOURNAL_ADD_ENTRY", "Records from queueing to durable, in ms.")
+	m.journalSync = latency("bookie_journal_JOURNAL_SYNC", "Journal fsyncs, in ms.")
+	m.journalFlush = latency("bookie_journal_JOURNAL_FLUSH_LATENCY", "Journal flushes without sync, in ms.")
+	m.journalQueueLatency = latency("bookie_journal_JOURNAL_QUEUE_LATENCY", "Time records waited in the journal queue, in ms.")
 	m.journalQueueSize = gauge("bookie_journal_JOURNAL_QUEUE_SIZE", "Records waiting in the journal queues.")
 	m.journalBatchEntries = sizes("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES", "Records per group commit.")
 	m.journalBatchBytes = sizes("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES", "Record bytes per group commit.")
@@ -127,13 +123,9 @@ func (m *metrics) watchConnBytes(mem *memBudget) {
 		func() float64 { return float64(mem.used.Load()) }))
 }
 
-// observe records the time since start under the success label.
-func observe(v *prometheus.HistogramVec, start time.Time, ok bool) {
-	label := "true"
-	if !ok {
-		label = "false"
-	}
-	v.WithLabelValues(label).Observe(time.Since(start).Seconds())
+// observe records the time since start, in µs, as a success or a failure.
+func observe(o *metric.OpStats, start time.Time, ok bool) {
+	o.Record(time.Since(start).Microseconds(), ok)
 }
 
 // serveMetrics serves /metrics on addr until srv is closed.

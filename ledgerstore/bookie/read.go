@@ -56,6 +56,7 @@ func (b *Bookie) read(ledgerID, entryID int64) *bkproto.ReadResponse {
 	if err == nil {
 		rr.Body = body
 		b.m.readBytes.Add(float64(len(body)))
+		b.m.readBytesOp.Record(int64(len(body)), true)
 	}
 	if lac, ok := b.knownLAC(ledgerID); ok {
 		rr.MaxLAC = proto.Int64(lac)
@@ -98,6 +99,7 @@ func (b *Bookie) readBatch(ledgerID, first int64, v2 bkproto.V2Request) *bkproto
 			break
 		}
 		body = bkproto.AppendV2BatchEntry(body, entry)
+		b.m.readBytesOp.Record(int64(len(entry)), true)
 	}
 	b.m.readBytes.Add(float64(len(body)))
 	return &bkproto.ReadResponse{Status: bkproto.StatusCode_EOK.Enum(), LedgerId: proto.Int64(ledgerID),
@@ -166,14 +168,14 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		// that preceded that fence is durable too (docs/bookkeeper-protocol.md §7.7), and no
 		// normal add got in since. Journal nothing; just read.
 		lock.Unlock()
-		b.m.fenceWait.Observe(time.Since(start).Seconds())
+		observe(b.m.fenceWait, start, true)
 		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
 		return
 	}
 	b.fenceJournaled(ledgerID, +1)
 	b.tasks.Add(1)
 	jr.enqueue(journalOp{rec: journal.NewFenceRecord(ledgerID), done: func(err error) {
-		b.m.fenceWait.Observe(time.Since(start).Seconds())
+		observe(b.m.fenceWait, start, err == nil)
 		if err == nil {
 			b.fenceJournaled(ledgerID, -1)
 		}
@@ -259,7 +261,7 @@ func (b *Bookie) longPoll(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadReq
 			return
 		}
 		b.lacs.remove(ledgerID, w)
-		b.m.longPollWait.Observe(time.Since(start).Seconds())
+		observe(b.m.longPollWait, start, true)
 		b.sendReadBody(cl, h, start, answer)
 	}()
 }

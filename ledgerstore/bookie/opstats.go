@@ -1,0 +1,52 @@
+package bookie
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"keeper/internal/metric"
+)
+
+// opStatsQuantiles are the quantiles BookKeeper's Prometheus provider
+// exports for every OpStatsLogger.
+var opStatsQuantiles = []float64{0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0}
+
+// OpStatsCollector exports a metric.OpStats as BookKeeper's Prometheus
+// provider exports an OpStatsLogger: a summary with the quantiles above,
+// _count and _sum, once labelled success="false" and once success="true"
+// (NaN quantiles while an outcome has no events). Values are multiplied by
+// scale on the way out (1e-3 turns µs into BookKeeper's ms).
+type OpStatsCollector struct {
+	desc  *prometheus.Desc
+	stats *metric.OpStats
+	scale float64
+}
+
+// NewOpStatsCollector returns a collector of stats under name.
+func NewOpStatsCollector(name, help string, stats *metric.OpStats, scale float64) *OpStatsCollector {
+	return &OpStatsCollector{
+		desc:  prometheus.NewDesc(name, help, []string{"success"}, nil),
+		stats: stats,
+		scale: scale,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *OpStatsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *OpStatsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, ok := range []bool{false, true} {
+		d := c.stats.Outcome(ok)
+		count, sum := d.Count(), d.Sum()
+		values := d.Quantiles(opStatsQuantiles...)
+		quantiles := make(map[float64]float64, len(values))
+		for i, q := range opStatsQuantiles {
+			quantiles[q] = values[i] * c.scale
+		}
+		label := "false"
+		if ok {
+			label = "true"
+		}
+		ch <- prometheus.MustNewConstSummary(c.desc, uint64(count), float64(sum)*c.scale, quantiles, label)
+	}
+}
