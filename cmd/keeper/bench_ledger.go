@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"keeper/bench"
+	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
@@ -37,6 +40,9 @@ type benchLedgerConfig struct {
 	FsyncDir  string    // measure this disk's raw fsync rate first
 	CPUPIDs   []int     // the bookies' (or a sandbox's) processes: CPU time per add
 	Progress  io.Writer // a line a second while a run goes on; nil for none
+	// MetricsAddr, if set, is where the clients' BookKeeper client metrics
+	// are served over HTTP (/metrics) while the runs go on.
+	MetricsAddr string
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -120,7 +126,9 @@ journal on it. With --cpu-pid (the bookies' pids, or a sandbox's) each line
 also gives their CPU time per add, summed over them, and this process's
 (the ledger client's) in any case. While a run goes on, a line a second on stderr says how far it
 is; Ctrl-C prints the JSON line of what the current run measured until then,
-with "interrupted": true, and exits 1.
+with "interrupted": true, and exits 1. With --metrics-addr the client's
+BookKeeper metrics (bookkeeper_client_ADD_ENTRY, ...) are served for
+Prometheus at http://ADDR/metrics while it runs.
 
   keeper bench ledger --zk 127.0.0.1:2181 --quorums 3/3/2 --sizes 1024 --fsync-dir keeper-data`,
 		Args: cobra.NoArgs,
@@ -158,6 +166,8 @@ with "interrupted": true, and exits 1.
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this process, the ledger client's side, to this file")
 	f.IntSliceVar(&cfg.CPUPIDs, "cpu-pid", nil,
 		"pids of the bookie processes (or of a sandbox), comma-separated, to report their CPU time per add")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
+		"serve the client's BookKeeper metrics (bookkeeper_client_*) at http://ADDR/metrics while it runs")
 	return cmd
 }
 
@@ -196,13 +206,22 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 			return fmt.Errorf("bench ledger: ledger count %d", n)
 		}
 	}
+	var metrics *ledgerclient.Metrics
+	if cfg.MetricsAddr != "" {
+		metrics = new(ledgerclient.Metrics)
+		stop, err := serveClientMetrics(cfg.MetricsAddr, metrics, cfg.Progress)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	clients := map[string]*ledgerclient.Client{}
 	for _, p := range cfg.Protocols {
 		if clients[p] != nil {
 			continue
 		}
 		c, err := ledgerclient.New(ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
-			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: p == "v2"})
+			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: p == "v2", Metrics: metrics})
 		if err != nil {
 			return err
 		}
@@ -428,4 +447,25 @@ func (l *benchLedgerLoad) failed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.errors > 0
+}
+
+// serveClientMetrics serves m at http://addr/metrics until stop, and says
+// where on progress (stderr).
+func serveClientMetrics(addr string, m *ledgerclient.Metrics, progress io.Writer) (stop func(), err error) {
+	h, err := bookie.MetricsHandler(m.OpStats(), m.Counters())
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("bench ledger: metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	if progress != nil {
+		fmt.Fprintf(progress, "client metrics at http://%s/metrics\n", ln.Addr())
+	}
+	return func() { srv.Close() }, nil
 }

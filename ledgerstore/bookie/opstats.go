@@ -1,7 +1,11 @@
 package bookie
 
 import (
+	"fmt"
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"keeper/internal/metric"
 )
@@ -49,4 +53,36 @@ func (c *OpStatsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstSummary(c.desc, uint64(count), float64(sum)*c.scale, quantiles, label)
 	}
+}
+
+// counterCollector exports a metric.Counter as a Prometheus counter
+// under its own name, as BookKeeper's provider writes a counter.
+type counterCollector struct {
+	desc *prometheus.Desc
+	c    *metric.Counter
+}
+
+func (c counterCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c counterCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.c.Load()))
+}
+
+// MetricsHandler serves, at any path, the given figures in BookKeeper's
+// Prometheus format: latencies recorded in µs as summaries in ms, counts
+// as counters. It is how a process that is not a bookie (a ledger client's,
+// with ledgerclient.Metrics) exports BookKeeper's client metrics.
+func MetricsHandler(latencies map[string]*metric.OpStats, counters map[string]*metric.Counter) (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	for name, o := range latencies {
+		if err := reg.Register(NewOpStatsCollector(name, name, o, 1e-3)); err != nil {
+			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
+		}
+	}
+	for name, c := range counters {
+		if err := reg.Register(counterCollector{prometheus.NewDesc(name, name, nil, nil), c}); err != nil {
+			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
+		}
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }

@@ -68,6 +68,9 @@ type Config struct {
 	LedgersRoot string
 	// Logger receives the client's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics, if set, receives the client's figures (BookKeeper's client
+	// metrics); several clients may share one.
+	Metrics *Metrics
 
 	// AddTimeout bounds one add request to one bookie; an add that times
 	// out counts as a bookie failure and triggers an ensemble change (0:
@@ -373,7 +376,9 @@ func (c *Client) Stat(ctx context.Context, id int64) (ledger.Metadata, error) {
 // Delete deletes a ledger's metadata, whatever its state. Bookies drop its
 // entries at their next garbage collection. Deleting a ledger that does
 // not exist succeeds. Readers and a writer of the ledger fail from then on.
-func (c *Client) Delete(ctx context.Context, id int64) error {
+func (c *Client) Delete(ctx context.Context, id int64) (err error) {
+	start := time.Now()
+	defer func() { c.record(ledgerDelete, start, err) }()
 	if err := c.store.Delete(ctx, id, metadata.AnyVersion); err != nil {
 		return fmt.Errorf("ledgerclient: %w", err)
 	}

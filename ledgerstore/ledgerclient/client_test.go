@@ -162,6 +162,7 @@ func TestEnsembleChange(t *testing.T) {
 	ctx := testCtx(t)
 	cfg := testConfig(cl, 4)
 	cfg.AddTimeout = time.Minute // a change must come from the dead connection, not a timeout
+	cfg.Metrics = new(Metrics)
 	c := newClient(t, cfg)
 	w, err := c.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
 	if err != nil {
@@ -193,6 +194,12 @@ func TestEnsembleChange(t *testing.T) {
 	md, err := c.Stat(ctx, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := cfg.Metrics.EnsembleChanges.Load(); n < 1 || n > int64(len(md.Segments)-1) {
+		t.Errorf("NUM_ENSEMBLE_CHANGE = %d with %d segments", n, len(md.Segments))
+	}
+	if n := cfg.Metrics.AddEntry.Outcome(true).Count(); n != total {
+		t.Errorf("ADD_ENTRY successes = %d, want %d", n, total)
 	}
 	if len(md.Segments) < 2 || slices.Contains(md.LastSegment().Bookies, first[1]) ||
 		md.LastSegment().Bookies[0] != first[0] || md.LastSegment().Bookies[2] != first[2] {

@@ -290,11 +290,15 @@ func (d *driver) writeMetadata(m ledger.Metadata) {
 			return
 		}
 	}
+	newEnsemble := len(next.Segments) > len(d.stored.Segments) // an ensemble change
 	go func() {
 		ctx, cancel := context.WithTimeout(d.life, d.c.cfg.MetadataTimeout)
 		v, err := d.c.store.Write(ctx, d.ledgerID, next, expected)
 		cancel()
 		if err == nil {
+			if m := d.c.cfg.Metrics; m != nil && newEnsemble {
+				m.EnsembleChanges.Inc()
+			}
 			d.post(func() {
 				d.stored, d.storedV = next, v
 				h.HandleMetadataWritten(int64(v))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
@@ -38,7 +39,9 @@ type ReadHandle struct {
 // A ledger already closed is just opened. Recovery keeps asking bookies
 // whose answers are unknown; ctx bounds it, and a recovery cut short may
 // be started again.
-func (c *Client) Open(ctx context.Context, id int64, password []byte) (*ReadHandle, error) {
+func (c *Client) Open(ctx context.Context, id int64, password []byte) (_ *ReadHandle, err error) {
+	start := time.Now()
+	defer func() { c.record(ledgerOpen, start, err) }()
 	md, smd, err := c.openMetadata(ctx, id, password)
 	if err != nil {
 		return nil, err
@@ -64,11 +67,14 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (*ReadHand
 		out = rd.Done
 		return out != nil
 	}
-	if err := d.run(); err != nil {
-		return nil, fmt.Errorf("ledgerclient: recover ledger %d: %w", id, err)
+	recovering := time.Now()
+	err = d.run()
+	if err == nil {
+		err = out.Err
 	}
-	if out.Err != nil {
-		return nil, fmt.Errorf("ledgerclient: recover ledger %d: %w", id, out.Err)
+	c.record(ledgerRecover, recovering, err)
+	if err != nil {
+		return nil, fmt.Errorf("ledgerclient: recover ledger %d: %w", id, err)
 	}
 	return c.handle(id, out.Metadata, d.stored), nil
 }
@@ -76,7 +82,9 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (*ReadHand
 // OpenNoRecovery opens a ledger for reading without disturbing its
 // writer: an open ledger stays open and can be read up to its LAC, which
 // ReadLAC and Tail learn as the writer goes on.
-func (c *Client) OpenNoRecovery(ctx context.Context, id int64, password []byte) (*ReadHandle, error) {
+func (c *Client) OpenNoRecovery(ctx context.Context, id int64, password []byte) (_ *ReadHandle, err error) {
+	start := time.Now()
+	defer func() { c.record(ledgerOpen, start, err) }()
 	md, smd, err := c.openMetadata(ctx, id, password)
 	if err != nil {
 		return nil, err
@@ -198,7 +206,9 @@ func (h *ReadHandle) ReadLAC(ctx context.Context) (int64, error) {
 // recovery, so they are never served (ledger.ErrReadBeyondLAC). Each
 // entry is read from one replica, a second one being asked after
 // SpeculativeReadTimeout or at once after an error.
-func (h *ReadHandle) Read(ctx context.Context, first, last int64) ([]Entry, error) {
+func (h *ReadHandle) Read(ctx context.Context, first, last int64) (_ []Entry, err error) {
+	start := time.Now()
+	defer func() { h.c.record(readEntry, start, err) }()
 	if err := h.checkBound(ctx, last); err != nil {
 		return nil, err
 	}

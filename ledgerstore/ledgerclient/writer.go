@@ -7,7 +7,9 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"keeper/internal/metric"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
@@ -80,7 +82,9 @@ type Writer struct {
 // Create creates a ledger on E writable bookies (read-only bookies are
 // never chosen) and returns its writer. No bookie is contacted until the
 // first append.
-func (c *Client) Create(ctx context.Context, opts CreateOptions) (*Writer, error) {
+func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err error) {
+	start := time.Now()
+	defer func() { c.record(ledgerCreate, start, err) }()
 	opts = opts.withDefaults()
 	if _, err := ledger.NewPlacement(opts.Ensemble, opts.WriteQuorum, opts.AckQuorum); err != nil {
 		return nil, err
@@ -169,6 +173,7 @@ func (w *Writer) Append(ctx context.Context, data []byte) (int64, error) {
 	}
 	ch := make(chan result, 1)
 	if err := w.acquire(ctx); err != nil {
+		w.c.record(func(m *Metrics) *metric.OpStats { return &m.AddEntry }, time.Now(), err)
 		return -1, err
 	}
 	w.post(data, func(id int64, err error) { ch <- result{id, err} })
@@ -186,6 +191,7 @@ func (w *Writer) Append(ctx context.Context, data []byte) (int64, error) {
 // not change until cb runs.
 func (w *Writer) AppendAsync(data []byte, cb AddCallback) {
 	if err := w.acquire(context.Background()); err != nil {
+		w.c.record(func(m *Metrics) *metric.OpStats { return &m.AddEntry }, time.Now(), err)
 		cb(-1, err)
 		return
 	}
@@ -207,6 +213,13 @@ func (w *Writer) acquire(ctx context.Context) error {
 
 // post hands an append holding a slot to the loop.
 func (w *Writer) post(data []byte, cb AddCallback) {
+	if m := w.c.cfg.Metrics; m != nil {
+		start, inner := time.Now(), cb
+		cb = func(id int64, err error) {
+			m.AddEntry.Record(time.Since(start).Microseconds(), err == nil)
+			inner(id, err)
+		}
+	}
 	if !w.d.post(func() { w.append(data, cb) }) {
 		<-w.slots
 		<-w.ended

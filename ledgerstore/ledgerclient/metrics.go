@@ -1,0 +1,60 @@
+package ledgerclient
+
+import (
+	"time"
+
+	"keeper/internal/metric"
+)
+
+// Metrics are the client figures BookKeeper's client exports under its
+// bookkeeper_client scope (docs/observability.md). Latencies are recorded
+// in µs as success or failure; a process with a metrics endpoint exports
+// them (bookie.ClientMetricsHandler does, in BookKeeper's Prometheus
+// format). A Client with nil Config.Metrics records nothing.
+type Metrics struct {
+	// AddEntry times each append, from the call to its completion
+	// (ADD_ENTRY).
+	AddEntry metric.OpStats
+	// ReadEntry times each Read call (READ_ENTRY).
+	ReadEntry metric.OpStats
+	// LedgerCreate, LedgerOpen and LedgerDelete time Create, Open (and
+	// OpenNoRecovery) and Delete; LedgerRecover times the recovery part of
+	// an Open (LEDGER_CREATE, LEDGER_OPEN, LEDGER_DELETE, LEDGER_RECOVER).
+	LedgerCreate, LedgerOpen, LedgerDelete, LedgerRecover metric.OpStats
+	// EnsembleChanges counts the new ensembles the writers stored
+	// (NUM_ENSEMBLE_CHANGE).
+	EnsembleChanges metric.Counter
+}
+
+// ClientScope is the prefix BookKeeper gives its client metrics.
+const ClientScope = "bookkeeper_client"
+
+// OpStats returns the latency figures by their BookKeeper names.
+func (m *Metrics) OpStats() map[string]*metric.OpStats {
+	return map[string]*metric.OpStats{
+		ClientScope + "_ADD_ENTRY":      &m.AddEntry,
+		ClientScope + "_READ_ENTRY":     &m.ReadEntry,
+		ClientScope + "_LEDGER_CREATE":  &m.LedgerCreate,
+		ClientScope + "_LEDGER_OPEN":    &m.LedgerOpen,
+		ClientScope + "_LEDGER_DELETE":  &m.LedgerDelete,
+		ClientScope + "_LEDGER_RECOVER": &m.LedgerRecover,
+	}
+}
+
+// Counters returns the counts by their BookKeeper names.
+func (m *Metrics) Counters() map[string]*metric.Counter {
+	return map[string]*metric.Counter{ClientScope + "_NUM_ENSEMBLE_CHANGE": &m.EnsembleChanges}
+}
+
+// record notes the time since start in o, if the client keeps metrics.
+func (c *Client) record(o func(*Metrics) *metric.OpStats, start time.Time, err error) {
+	if c.cfg.Metrics != nil {
+		o(c.cfg.Metrics).Record(time.Since(start).Microseconds(), err == nil)
+	}
+}
+
+func readEntry(m *Metrics) *metric.OpStats     { return &m.ReadEntry }
+func ledgerCreate(m *Metrics) *metric.OpStats  { return &m.LedgerCreate }
+func ledgerOpen(m *Metrics) *metric.OpStats    { return &m.LedgerOpen }
+func ledgerDelete(m *Metrics) *metric.OpStats  { return &m.LedgerDelete }
+func ledgerRecover(m *Metrics) *metric.OpStats { return &m.LedgerRecover }
