@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,8 +30,9 @@ type benchBookieConfig struct {
 	Connections int
 	Duration    time.Duration
 	Warmup      time.Duration
-	FsyncDir    string // measure this disk's raw fsync rate first
-	CPUPIDs     []int  // the bookie's process: CPU time per add
+	FsyncDir    string    // measure this disk's raw fsync rate first
+	CPUPIDs     []int     // the bookie's process: CPU time per add
+	Progress    io.Writer // a line a second while a run goes on; nil for none
 }
 
 // benchBookieResult is one run's JSON line.
@@ -55,6 +57,9 @@ type benchBookieResult struct {
 	// processes' CPU time, summed, per add.
 	ClientCPUUsPerAdd *float64 `json:"client_cpu_us_per_add,omitempty"`
 	ServerCPUUsPerAdd *float64 `json:"server_cpu_us_per_add,omitempty"`
+	// Interrupted says the run was stopped (Ctrl-C) before its end: the
+	// figures cover what was measured until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func newBenchBookieCmd() *cobra.Command {
@@ -72,13 +77,16 @@ connections. Ledger ids are fresh random ones on every run. With --fsync-dir it
 first measures that disk's raw write+fdatasync rate (keeper bench fsync), so
 the journal disk's ceiling is reported by the same run. With --cpu-pid (the
 bookie's pid) each line also gives its CPU time per add, and this process's
-in any case.
+in any case. While a run goes on, a line a second on stderr says how far it
+is; Ctrl-C prints the JSON line of what the current run measured until then,
+with "interrupted": true, and exits 1.
 
   keeper bench bookie --addr 127.0.0.1:3181 --fsync-dir /data/journal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
+			cfg.Progress = cmd.ErrOrStderr()
 			return runBenchBookie(ctx, cfg, cmd.OutOrStdout())
 		},
 	}
@@ -125,15 +133,19 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 					return fmt.Errorf("bench bookie: size %d or ledger count %d out of range", size, ledgers)
 				}
 				res, err := benchBookieRun(ctx, cfg, protocol, size, ledgers)
-				if err != nil {
+				if err != nil && (res == nil || !res.Interrupted) {
 					return err
 				}
-				b, err := json.Marshal(res)
-				if err != nil {
-					return err
+				b, jerr := json.Marshal(res)
+				if jerr != nil {
+					return jerr
 				}
 				if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
 					return err
+				}
+				if res.Interrupted {
+					return fmt.Errorf("interrupted after %.1f s of measurement; the line above holds the partial results",
+						res.DurationSec)
 				}
 			}
 		}
@@ -159,6 +171,9 @@ type benchLedger struct {
 	id        int64
 	latencies []time.Duration
 	errors    map[string]int
+	// acked and failed count the answers so far, for the progress lines
+	// (latencies and errors are read only once the run is over).
+	acked, failed atomic.Int64
 }
 
 // benchBookieRun runs one (protocol, size, ledgers) combination.
@@ -196,13 +211,25 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 			l.run(runCtx, c, payload, cfg.Inflight, measureFrom, measureTo)
 		}(loads[i], clients[i%len(clients)])
 	}
+	stopProgress := func() {}
+	if cfg.Progress != nil {
+		stopProgress = reportBookieProgress(cfg.Progress, loads, start, measureFrom,
+			fmt.Sprintf("%s size %d ledgers %d", protocol, size, ledgers))
+	}
 	wg.Wait()
+	stopProgress()
 	cpuUsed := cpu()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	measured := cfg.Duration
+	interrupted := ctx.Err()
+	if interrupted != nil {
+		stopped := time.Now()
+		if stopped.After(measureTo) {
+			stopped = measureTo
+		}
+		measured = stopped.Sub(measureFrom)
 	}
 	res := &benchBookieResult{Bench: "bookie", Addr: cfg.Addr, Protocol: protocol, SizeBytes: size, Ledgers: ledgers,
-		Inflight: cfg.Inflight, Connections: cfg.Connections, DurationSec: cfg.Duration.Seconds()}
+		Inflight: cfg.Inflight, Connections: cfg.Connections, DurationSec: measured.Seconds(), Interrupted: interrupted != nil}
 	var all []time.Duration
 	for _, l := range loads {
 		all = append(all, l.latencies...)
@@ -213,17 +240,56 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 			res.Errors[k] += v
 		}
 	}
+	if interrupted != nil && (len(all) == 0 || measured <= 0) {
+		return nil, interrupted
+	}
 	if len(all) == 0 {
 		return nil, fmt.Errorf("bench bookie: no add succeeded (errors %v)", res.Errors)
 	}
 	slices.Sort(all)
 	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) }
 	res.Adds = int64(len(all))
-	res.AddsPerSec = float64(len(all)) / cfg.Duration.Seconds()
+	res.AddsPerSec = float64(len(all)) / measured.Seconds()
 	res.MBPerSec = res.AddsPerSec * float64(size) / 1e6
 	res.P50Us, res.P99Us, res.MaxUs = pct(0.50), pct(0.99), float64(all[len(all)-1].Microseconds())
 	res.ClientCPUUsPerAdd, res.ServerCPUUsPerAdd = cpuUsed.perAdd(res.Adds)
-	return res, nil
+	return res, interrupted
+}
+
+// reportBookieProgress writes a line a second to out, until the returned
+// function is called: the adds acknowledged so far over every ledger of
+// the run, and in the last second.
+func reportBookieProgress(out io.Writer, loads []*benchLedger, start, from time.Time, what string) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last, lastAt := int64(0), start
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				var acked, failed int64
+				for _, l := range loads {
+					acked, failed = acked+l.acked.Load(), failed+l.failed.Load()
+				}
+				phase := "measuring"
+				if now.Before(from) {
+					phase = "warmup"
+				}
+				fmt.Fprintf(out, "bench bookie %s: %4.0fs %s: %d adds acknowledged, %.0f/s over the last %v, %d errors\n",
+					what, now.Sub(start).Seconds(), phase, acked, float64(acked-last)/now.Sub(lastAt).Seconds(),
+					now.Sub(lastAt).Round(100*time.Millisecond), failed)
+				last, lastAt = acked, now
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // benchPending is an add in flight.
@@ -248,9 +314,13 @@ func (l *benchLedger) run(ctx context.Context, c *bookierpc.Client, payload []by
 			lat := time.Since(p.sent)
 			<-slots
 			if err := benchStatus(res); err != nil {
+				l.failed.Add(1)
 				l.errors[err.Error()]++
-			} else if !p.sent.Before(from) && p.sent.Before(to) {
-				l.latencies = append(l.latencies, lat)
+			} else {
+				l.acked.Add(1)
+				if !p.sent.Before(from) && p.sent.Before(to) {
+					l.latencies = append(l.latencies, lat)
+				}
 			}
 		}
 	}()
