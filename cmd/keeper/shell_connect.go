@@ -265,8 +265,9 @@ type authInfo struct {
 // SyncConnected once reattached, or Expired if the servers no longer have
 // the session (the shell is then unconnected, as zkCli is). If no server
 // answers, the session stays disconnected and the next command tries
-// again. Watches set before are not set again (keeper's client has no
-// SetWatches yet).
+// again. The session's watches that have not fired are set again on the
+// new connection (SetWatches), and fire at once if their node changed
+// while the session had no connection.
 func (s *shell) failoverIfLost() {
 	old := s.conn
 	if old == nil || s.closed || !errors.Is(old.Err(), zkclient.ErrConnectionLoss) {
@@ -278,10 +279,12 @@ func (s *shell) failoverIfLost() {
 	}
 	hosts := rotateAfter(cs.hosts, old.Addr())
 	per := max(s.opts.timeout/time.Duration(len(hosts)), time.Second)
+	watches := old.Watches()
 	for _, h := range hosts {
 		ctx, cancel := context.WithTimeout(s.ctx, per)
 		c, err := zkclient.Dial(ctx, h, zkclient.Options{SessionTimeout: s.opts.timeout, ReadOnly: s.opts.readOnly,
-			SessionID: old.SessionID(), SessionPasswd: old.SessionPasswd(), LastZxidSeen: old.LastZxid()})
+			SessionID: old.SessionID(), SessionPasswd: old.SessionPasswd(), LastZxidSeen: old.LastZxid(),
+			Watches: &watches})
 		cancel()
 		switch {
 		case errors.Is(err, zkproto.ErrSessionExpired):
@@ -296,7 +299,7 @@ func (s *shell) failoverIfLost() {
 				s.errf("addauth %s after reconnecting: %v\n", a.scheme, keeperError(err, ""))
 			}
 		}
-		s.attach(&zkConn{Conn: c, chroot: old.chroot})
+		s.attach(&zkConn{Conn: c, chroot: old.chroot, watches: old.watches})
 		s.printWatch("SyncConnected", "None", "")
 		return
 	}

@@ -190,8 +190,9 @@ func TestClientConfig(t *testing.T) {
 
 // TestShellFailover drives a shell whose server goes away and comes back
 // on a connect string of two hosts: the shell reports the disconnection,
-// reattaches to the same session (its ephemeral node is still there) and
-// runs the command; once the session is closed for good, it says Expired.
+// reattaches to the same session (its ephemeral node is still there, and
+// the watch it set is set again and fires) and runs the command; once the
+// session is closed for good, it says Expired.
 func TestShellFailover(t *testing.T) {
 	dir := t.TempDir()
 	port := testhost.Ports(t, 1)[0]
@@ -234,13 +235,19 @@ func TestShellFailover(t *testing.T) {
 	}
 	say("create -e /eph x")
 	expect("Created /eph", 1)
+	say("create /watched a")
+	expect("Created /watched", 1)
+	say("get -w /watched")
+	expect("a\n", 1)
 	srv.Close()
 	expect("state:Disconnected type:None", 1)
 	srv = start()
 	defer func() { srv.Close() }()
 	say("ls /")
 	expect("state:SyncConnected type:None", 2)
-	expect("[eph, zookeeper]\n", 1)
+	expect("[eph, watched, zookeeper]\n", 1)
+	say("set /watched b")
+	expect("type:NodeDataChanged path:/watched", 1)
 
 	// A session the server expired while the shell was away: reattaching
 	// fails.

@@ -80,6 +80,12 @@ type Options struct {
 	SessionID     int64
 	SessionPasswd []byte
 	LastZxidSeen  int64
+	// Watches, if it sets any, are set again on the session right after
+	// the handshake (the old connection's Conn.Watches), as the Java
+	// client does when it reconnects: the server fires at once those
+	// whose node changed after Watches.RelativeZxid. A server that
+	// refuses them fails the dial.
+	Watches *zkproto.SetWatches2
 
 	noPing bool // tests: never ping, to watch a session expire
 }
@@ -153,6 +159,7 @@ type Conn struct {
 	readOnly     bool          // the server said it is read-only
 
 	events chan zkproto.WatcherEvent
+	book   *watchBook    // the session's watches not yet fired (Watches)
 	wake   chan struct{} // capacity 1: out has frames for the writer
 	done   chan struct{} // closed when the reader has finished every call
 	wg     sync.WaitGroup
@@ -194,7 +201,15 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkclient: dial %s: %w", addr, err)
 	}
-	return start(ctx, nc, addr, opts)
+	c, err := start(ctx, nc, addr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.restoreWatches(ctx, opts.Watches); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // start performs the handshake on a fresh connection and starts its
@@ -279,6 +294,7 @@ func newConn(nc net.Conn, addr string, opts Options, resp zkproto.ConnectRespons
 		readTimeout:  timeout * 2 / 3,
 		readOnly:     resp.ReadOnly,
 		events:       make(chan zkproto.WatcherEvent, opts.EventBuffer),
+		book:         newWatchBook(),
 		wake:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
 		start:        time.Now(),
@@ -351,7 +367,7 @@ func (c *Conn) Go(op zkproto.Op, req jute.Record, cb func(Result)) {
 		cb(Result{Err: fmt.Errorf("zkclient: op %v: %w", op, zkproto.ErrUnimplemented)})
 		return
 	}
-	c.send(op, req, cb, false)
+	c.send(op, req, c.book.track(op, req, cb), false)
 }
 
 // Do sends a request and waits for its reply or for ctx to end. It returns

@@ -10,7 +10,10 @@
 // breaks, the Conn is finished for good. Every call still waiting for a
 // reply fails with an error wrapping ErrConnectionLoss (the session itself
 // may live on in the server until it expires), Events is closed, Done is
-// closed and Err reports why. Dial again for a new session.
+// closed and Err reports why. Dial again for a new session, or with
+// Options.SessionID to reattach this one (to another server of the
+// ensemble, say), passing Conn.Watches as Options.Watches so that the
+// session's watches are set again (SetWatches), as the Java client does.
 //
 // # Goroutines and ordering
 //

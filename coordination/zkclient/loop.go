@@ -132,6 +132,7 @@ func (c *Conn) deliverEvent(h zkproto.ReplyHeader, body []byte) error {
 	if err := c.dec.Err(); err != nil {
 		return fmt.Errorf("zkclient: decode notification: %w", err)
 	}
+	c.book.fired(ev)
 	select {
 	case c.events <- ev:
 		return nil
