@@ -238,6 +238,7 @@ func dialZK(cfg Config) (*zk.Conn, error) {
 			// go-zookeeper drops events nobody reads, so the channel
 			// needs no reader after this.
 			if ev.State == zk.StateHasSession {
+				metadata.FirstRoundTrip(conn)
 				return conn, nil
 			}
 			if ev.State == zk.StateAuthFailed {

@@ -93,6 +93,7 @@ func Dial(ctx context.Context, cfg DialConfig) (*Session, error) {
 	defer timer.Stop()
 	select {
 	case <-established:
+		FirstRoundTrip(conn)
 		return s, nil
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -101,6 +102,19 @@ func Dial(ctx context.Context, cfg DialConfig) (*Session, error) {
 	}
 	s.Close()
 	return nil, fmt.Errorf("metadata: connect to %s: %w", servers, err)
+}
+
+// FirstRoundTrip makes one request without a watch on a connection that
+// just got its session, before its owner sets any watch. go-zookeeper
+// v1.0.4 reads the connection's last zxid without a lock when it re-sends
+// the watches it holds (sendSetWatches, right after a connection is made)
+// while its receiving goroutine writes it: a watch answered before the
+// connection's loop got there makes that a data race (go-zookeeper/zk pull
+// request 35, unmerged). A round trip first lets the loop pass that point
+// with no watches to re-send. It narrows the window; a reconnect with
+// watches set can still meet it.
+func FirstRoundTrip(conn *zk.Conn) {
+	_, _, _ = conn.Exists("/")
 }
 
 // followEvents drains the session's event channel until the connection
