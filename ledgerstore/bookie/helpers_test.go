@@ -20,6 +20,7 @@ import (
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookierpc"
+	"keeper/ledgerstore/metadata"
 )
 
 // testPassword is every test ledger's password.
@@ -258,5 +259,6 @@ func (e *env) zkConn() *zk.Conn {
 		for range events {
 		}
 	}()
+	metadata.FirstRoundTrip(c)
 	return c
 }

@@ -58,6 +58,7 @@ func dial(t *testing.T, addr string) *zk.Conn {
 			t.Fatalf("no session; state %v", c.State())
 		}
 	}
+	FirstRoundTrip(c)
 	return c
 }
 
