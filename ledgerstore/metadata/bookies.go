@@ -133,11 +133,13 @@ func (s *Store) watchBookies(ctx context.Context, ch chan Registry) {
 			if connClosing(ev) {
 				return
 			}
+			s.settle(ev)
 		case ev := <-roEv:
 			roEv = nil
 			if connClosing(ev) {
 				return
 			}
+			s.settle(ev)
 		case <-ctx.Done():
 			return
 		}

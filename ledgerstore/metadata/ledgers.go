@@ -274,9 +274,20 @@ func (s *Store) watchLedger(ctx context.Context, id int64, ch chan LedgerUpdate)
 			if connClosing(ev) {
 				return
 			}
+			s.settle(ev)
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// settle follows a watch that ended with the session (EventNotWatching)
+// with one request without a watch before the loop arms the next one, for
+// the reason FirstRoundTrip gives: re-armed at once, the new watch can be
+// answered while go-zookeeper's new connection is re-sending its watch set.
+func (s *Store) settle(ev zk.Event) {
+	if ev.Type == zk.EventNotWatching {
+		_, _, _ = s.conn.Exists("/")
 	}
 }
 
