@@ -249,6 +249,11 @@ func (w *Writer) append(data []byte, cb AddCallback) {
 
 // deliver hands completions to the callback goroutine (on the loop).
 func (w *Writer) deliver(rd *ledger.Ready) bool {
+	// The LAC moves before the callbacks run, so that a callback (or
+	// whoever waited for it) reads a LAC that covers its entry.
+	if len(rd.Completions) > 0 {
+		w.lac.Store(w.w.LAC())
+	}
 	for _, c := range rd.Completions {
 		cb, ok := w.cbs[c.EntryID]
 		if !ok {
@@ -257,9 +262,6 @@ func (w *Writer) deliver(rd *ledger.Ready) bool {
 		delete(w.cbs, c.EntryID)
 		<-w.slots
 		w.calls.push(func() { cb(c.EntryID, c.Err) })
-	}
-	if len(rd.Completions) > 0 {
-		w.lac.Store(w.w.LAC())
 	}
 	if rd.Done != nil {
 		w.outcome = rd.Done
