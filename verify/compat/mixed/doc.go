@@ -1,9 +1,10 @@
 // Package mixed runs ensembles that mix keeper servers with real Apache
 // ZooKeeper 3.8 servers (Debian's package, QuorumPeerMain) on loopback:
-// keeper leading Java followers, and keeper following a Java leader. Its
-// tests write through every member, then check that no acknowledged write
-// is lost and that every member holds the same tree
-// (docs/zookeeper-protocol.md §10.5).
+// keeper leading Java followers, keeper following a Java leader, and a
+// ZooKeeper ensemble rolled to keeper one server at a time and back under
+// writes (docs/migration.md). Its tests write through every member, then
+// check that no acknowledged write is lost and that every member holds the
+// same tree (docs/zookeeper-protocol.md §10.5).
 //
 // The tests skip when ZooKeeper is not installed, unless KEEPER_REQUIRE_ZK
 // is set (make test sets it), as the other compat tests do.

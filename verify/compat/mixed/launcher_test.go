@@ -91,7 +91,7 @@ type Ensemble struct {
 }
 
 // Member is one server. Its ports, configuration and data survive
-// restarts; its kind is fixed.
+// restarts; its kind changes only through Switch, while it is stopped.
 type Member struct {
 	ID                   int
 	Kind                 Kind
@@ -102,13 +102,15 @@ type Member struct {
 
 	mu   sync.Mutex
 	proc *process
-	runs int
+	runs []*process // every run, the current (or last) one at the end
 }
 
 type process struct {
+	kind    Kind
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
+	checked int // bytes of the log checkAlive has read
 }
 
 func (p *process) running() bool {
@@ -193,8 +195,9 @@ func (e *Ensemble) Start(m *Member) {
 		m.mu.Unlock()
 		e.t.Fatalf("member %d is already running", m.ID)
 	}
-	m.runs++
-	p := &process{logPath: filepath.Join(m.Dir, fmt.Sprintf("%s-run%02d.log", m.Kind, m.runs)), exited: make(chan struct{})}
+	p := &process{kind: m.Kind, logPath: filepath.Join(m.Dir, fmt.Sprintf("run%02d-%s.log", len(m.runs)+1, m.Kind)),
+		exited: make(chan struct{})}
+	m.runs = append(m.runs, p)
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		m.mu.Unlock()
@@ -231,6 +234,37 @@ func (e *Ensemble) Start(m *Member) {
 
 // Kill sends SIGKILL to m and waits until it is reaped.
 func (e *Ensemble) Kill(m *Member) { m.kill() }
+
+// Stop asks m to shut down as an operator does (SIGTERM, what zkServer.sh
+// stop sends) and waits until it has exited; a member that has not exited
+// within startTimeout fails the test.
+func (e *Ensemble) Stop(m *Member) {
+	e.t.Helper()
+	m.mu.Lock()
+	p := m.proc
+	m.mu.Unlock()
+	if p == nil || !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(startTimeout):
+		m.kill()
+		e.t.Fatalf("member %d (%s) did not exit within %v of SIGTERM", m.ID, m.Kind, startTimeout)
+	}
+}
+
+// Switch makes m, which must be stopped, run as kind from its next Start,
+// with the same id, zoo.cfg and data directory: one step of a rolling
+// migration.
+func (e *Ensemble) Switch(m *Member, kind Kind) {
+	e.t.Helper()
+	if m.Running() {
+		e.t.Fatalf("member %d: switch to %s while it runs", m.ID, kind)
+	}
+	m.Kind = kind
+}
 
 func (m *Member) kill() {
 	m.mu.Lock()

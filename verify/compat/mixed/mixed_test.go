@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -252,27 +251,61 @@ var javaComplaints = []string{
 	"Exiting JVM", "Failed to process", "MarshallingError",
 }
 
+// javaLeaderBugs are what a Java follower of Apache ZooKeeper 3.8.0 logs
+// when its Java leader sends a COMMIT between NEWLEADER and UPTODATE
+// (ZOOKEEPER-4394, fixed in later releases): the follower drops the link
+// and syncs again. keeper's leader holds those COMMITs back (zab's
+// commitToLearner), so these lines count as complaints unless the leader
+// was Apache ZooKeeper.
+var javaLeaderBugs = []string{
+	`Cannot read field "hdr" because "pif" is null`,
+	`Cannot invoke "java.net.Socket.isClosed()" because "this.learner.sock" is null`,
+}
+
 // checkAlive fails if a member's process died, or a Java member's log
 // holds one of javaComplaints.
 func checkAlive(t *testing.T, e *Ensemble, ms ...*Member) {
+	t.Helper()
+	checkAliveUnder(t, Keeper, ms...)
+}
+
+// checkAliveUnder is checkAlive for log lines written while the leader
+// was of kind leader: under a Java leader, javaLeaderBugs are its own.
+// Each log is read from where the last check stopped.
+func checkAliveUnder(t *testing.T, leader Kind, ms ...*Member) {
 	t.Helper()
 	for _, m := range ms {
 		if !m.Running() {
 			t.Fatalf("member %d (%s) exited:\n%s", m.ID, m.Kind, m.LogTail(40))
 		}
-		if m.Kind != ZooKeeper {
-			continue
-		}
-		for i := 1; i <= m.runs; i++ {
-			p := filepath.Join(m.Dir, fmt.Sprintf("%s-run%02d.log", m.Kind, i))
-			b, err := os.ReadFile(p)
+		m.mu.Lock()
+		runs := slices.Clone(m.runs)
+		m.mu.Unlock()
+		for _, r := range runs {
+			if r.kind != ZooKeeper {
+				continue
+			}
+			b, err := os.ReadFile(r.logPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, line := range strings.Split(string(b), "\n") {
+			fresh := b[min(r.checked, len(b)):]
+			if i := bytes.LastIndexByte(fresh, '\n'); i >= 0 {
+				fresh = fresh[:i+1] // a line still being written waits for the next check
+			} else {
+				fresh = nil
+			}
+			m.mu.Lock()
+			r.checked += len(fresh)
+			m.mu.Unlock()
+			for _, line := range strings.Split(string(fresh), "\n") {
+				if leader == ZooKeeper && slices.ContainsFunc(javaLeaderBugs, func(b string) bool { return strings.Contains(line, b) }) {
+					t.Logf("member %d (%s) hit Apache ZooKeeper's own bug under a Java leader: %s", m.ID, r.kind, line)
+					continue
+				}
 				for _, c := range javaComplaints {
 					if strings.Contains(line, c) {
-						t.Errorf("member %d (%s) logged: %s", m.ID, m.Kind, line)
+						t.Errorf("member %d (%s) logged: %s", m.ID, r.kind, line)
 					}
 				}
 			}
