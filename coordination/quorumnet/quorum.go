@@ -163,12 +163,24 @@ func (t *Transport) openLearnerLinkLocked(m zab.Message) {
 	}
 }
 
+// Dialling the leader. A learner whose dial fails tries again every
+// leaderDialRetry for up to leaderDialWindow, as Apache ZooKeeper's
+// learner does (it tries 5 times, 100 ms apart): a Java leader opens its
+// quorum port only once it has waited out its election's finalize wait,
+// some hundreds of milliseconds after keeper's election decided, and a
+// learner that gave up at the first refusal would vote again and keep a
+// mixed ensemble from forming (docs/zookeeper-protocol.md §10.5).
+const (
+	leaderDialRetry  = 100 * time.Millisecond
+	leaderDialWindow = 2 * time.Second
+)
+
 // runLearner dials the leader, then reads from it.
 func (l *quorumLink) runLearner(addr string) {
 	var conn net.Conn
 	err := errNoAddr
 	if addr != "" {
-		conn, err = l.t.dial(addr)
+		conn, err = l.dialLeader(addr)
 	}
 	if err == nil {
 		err = l.attach(conn)
@@ -182,6 +194,28 @@ func (l *quorumLink) runLearner(addr string) {
 		br = bufio.NewReaderSize(conn, ioBufferBytes)
 	}
 	l.read(br, nil)
+}
+
+// dialLeader dials the leader until it answers, leaderDialWindow passes,
+// or the link is dropped (zab moved on) or the transport closed.
+func (l *quorumLink) dialLeader(addr string) (net.Conn, error) {
+	deadline := time.Now().Add(leaderDialWindow)
+	for {
+		conn, err := l.t.dial(addr)
+		if err == nil || errors.Is(err, ErrClosed) || time.Now().Add(leaderDialRetry).After(deadline) {
+			return conn, err
+		}
+		retry := time.NewTimer(leaderDialRetry)
+		select {
+		case <-retry.C:
+		case <-l.done:
+			retry.Stop()
+			return nil, err
+		case <-l.t.done:
+			retry.Stop()
+			return nil, err
+		}
+	}
 }
 
 // attach makes conn the link's connection and starts its writer, unless
