@@ -66,7 +66,10 @@
 //     interrupted write of the length cannot make it larger than it was.
 //  4. A record whose checksum and 'B' marker are right is complete. (If its
 //     payload then fails to decode, or its zxid does not increase, or the
-//     file's first zxid does not match the file name, that is corrupt.)
+//     file's first zxid does not match the file name, that is corrupt; but
+//     a record that repeats, byte for byte, one read earlier with the same
+//     zxid is passed over, as Apache ZooKeeper 3.8 writes such repeats: see
+//     repeats.)
 //  5. Any other record, including one that runs past the end of the file or
 //     whose header is cut short, is torn if all of these hold, and corrupt
 //     otherwise: every byte from where its 'B' belongs (off + 12 + length)

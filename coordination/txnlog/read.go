@@ -16,10 +16,11 @@ type fileReader struct {
 	file  File
 	f     vfs.File
 	sc    *scanner
-	first bool // no record read yet
+	first bool     // no record read yet
+	rep   *repeats // the records read before, to pass over repeats
 }
 
-func openFileReader(fsys vfs.FS, file File, last bool, maxRecordBytes int) (*fileReader, error) {
+func openFileReader(fsys vfs.FS, file File, last bool, maxRecordBytes int, rep *repeats) (*fileReader, error) {
 	f, err := fsys.Open(file.Path)
 	if err != nil {
 		return nil, fmt.Errorf("txnlog: open %s: %w", file.Path, err)
@@ -34,29 +35,37 @@ func openFileReader(fsys vfs.FS, file File, last bool, maxRecordBytes int) (*fil
 		_ = f.Close()
 		return nil, err
 	}
-	return &fileReader{file: file, f: f, sc: sc, first: true}, nil
+	return &fileReader{file: file, f: f, sc: sc, first: true, rep: rep}, nil
 }
 
 // next returns the next record's payload (valid until the next call) and
-// zxid, which must follow prev; io.EOF at the clean end of the file.
+// zxid, which must follow prev; io.EOF at the clean end of the file. A
+// record that repeats an earlier one byte for byte is passed over
+// (repeats).
 func (r *fileReader) next(prev zxid.ID) ([]byte, zxid.ID, error) {
-	payload, err := r.sc.next()
-	if err != nil {
-		return nil, 0, err
+	for {
+		payload, err := r.sc.next()
+		if err != nil {
+			return nil, 0, err
+		}
+		off := r.sc.recOff
+		if len(payload) < txn.HeaderSize {
+			return nil, 0, r.sc.fail(ErrCorrupt, off, "payload of %d bytes is shorter than a txn header", len(payload))
+		}
+		z := payloadZxid(payload)
+		if r.first && z != r.file.Start {
+			return nil, 0, r.sc.fail(ErrCorrupt, off, "first txn has zxid %v but the file is named for %v", z, r.file.Start)
+		}
+		r.first = false
+		if z <= prev {
+			if r.rep.repeat(z, payload) {
+				continue
+			}
+			return nil, 0, r.sc.fail(ErrCorrupt, off, "zxid %v does not follow %v", z, prev)
+		}
+		r.rep.add(z, payload)
+		return payload, z, nil
 	}
-	off := r.sc.recOff
-	if len(payload) < txn.HeaderSize {
-		return nil, 0, r.sc.fail(ErrCorrupt, off, "payload of %d bytes is shorter than a txn header", len(payload))
-	}
-	z := payloadZxid(payload)
-	if r.first && z != r.file.Start {
-		return nil, 0, r.sc.fail(ErrCorrupt, off, "first txn has zxid %v but the file is named for %v", z, r.file.Start)
-	}
-	if z <= prev {
-		return nil, 0, r.sc.fail(ErrCorrupt, off, "zxid %v does not follow %v", z, prev)
-	}
-	r.first = false
-	return payload, z, nil
 }
 
 func (r *fileReader) close() { _ = r.f.Close() } // read-only: nothing to lose
@@ -72,6 +81,7 @@ type Iterator struct {
 	maxRecordBytes int
 
 	cur     *fileReader
+	rep     *repeats
 	prev    zxid.ID // the last zxid read, skipped or not
 	payload []byte
 	err     error // sticky: io.EOF, a *RecordError, ErrClosed, ...
@@ -90,7 +100,7 @@ func Read(fsys vfs.FS, dataLogDir string, from zxid.ID, cfg Config) (*Iterator, 
 	if err != nil {
 		return nil, err
 	}
-	it := &Iterator{fsys: fsys, from: from, maxRecordBytes: cfg.MaxRecordBytes}
+	it := &Iterator{fsys: fsys, from: from, maxRecordBytes: cfg.MaxRecordBytes, rep: newRepeats()}
 	if len(files) > 0 {
 		it.lastPath = files[len(files)-1].Path
 		it.files = files[startIndex(files, from):]
@@ -142,6 +152,10 @@ func (it *Iterator) Position() (path string, offset int64) {
 	return it.cur.file.Path, it.cur.sc.recOff
 }
 
+// Repeats returns how many records the iterator passed over because they
+// repeated an earlier record byte for byte (see repeats).
+func (it *Iterator) Repeats() int { return it.rep.skipped }
+
 // Close releases the open file. Later calls to Next return ErrClosed.
 func (it *Iterator) Close() error {
 	if it.cur != nil {
@@ -165,7 +179,7 @@ func (it *Iterator) nextRecord() ([]byte, zxid.ID, error) {
 			}
 			file := it.files[0]
 			it.files = it.files[1:]
-			r, err := openFileReader(it.fsys, file, file.Path == it.lastPath, it.maxRecordBytes)
+			r, err := openFileReader(it.fsys, file, file.Path == it.lastPath, it.maxRecordBytes, it.rep)
 			if err != nil {
 				it.err = err
 				continue

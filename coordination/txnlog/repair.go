@@ -93,7 +93,7 @@ func truncateLog(fsys vfs.FS, logDir string, z zxid.ID, cfg Config) error {
 // file, how many such records there are, and the file's size. What follows
 // z is not checked, since it is about to go.
 func cutPoint(fsys vfs.FS, file File, z zxid.ID, cfg Config) (cut int64, records int, size int64, err error) {
-	r, err := openFileReader(fsys, file, true, cfg.MaxRecordBytes)
+	r, err := openFileReader(fsys, file, true, cfg.MaxRecordBytes, newRepeats())
 	if errors.Is(err, ErrTorn) {
 		return FileHeaderBytes, 0, 0, nil // not even a header: the file goes
 	}
@@ -146,7 +146,7 @@ func recoverLast(fsys vfs.FS, logDir string, cfg Config) (zxid.ID, error) {
 // last zxid and how many records it holds. Records of unknown types are
 // intact, so they count.
 func scanFile(fsys vfs.FS, file File, last bool, cfg Config) (zxid.ID, int, error) {
-	it := &Iterator{fsys: fsys, files: []File{file}, maxRecordBytes: cfg.MaxRecordBytes}
+	it := &Iterator{fsys: fsys, files: []File{file}, maxRecordBytes: cfg.MaxRecordBytes, rep: newRepeats()}
 	if last {
 		it.lastPath = file.Path
 	}

@@ -94,7 +94,10 @@ func TestTailRules(t *testing.T) {
 		{"data after the end marker", join(header, r1, zeros(50), []byte{1}, zeros(10)), 1, corrupt, off2},
 		{"a hole, then a record", join(header, r1, zeros(len(r2)), r2), 1, corrupt, off2},
 		{"garbage after a record", join(header, r1, []byte("garbage garbage garbage"), zeros(100)), 1, corrupt, off2},
-		{"zxids out of order", join(header, r1, r1, zeros(10)), 1, corrupt, off2},
+		{"zxids out of order", join(header, r1, frame(payload(3)), r2, zeros(10)), 2, corrupt, off2 + int64(len(frame(payload(3))))},
+		// A repeat of an earlier record, byte for byte, is passed over
+		// (Apache ZooKeeper writes them; TestRepeatedRecords).
+		{"a record repeated", join(header, r1, r1, r2, zeros(10)), 2, clean, 0},
 		{"first zxid does not match the name", join(header, r2, zeros(10)), 0, corrupt, 16},
 		{"payload shorter than a txn header", join(header, r1, frame([]byte("short")), zeros(10)), 1, corrupt, off2},
 		{"undecodable payload", join(header, r1, undecodable), 1, corrupt, off2},
