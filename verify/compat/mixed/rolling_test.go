@@ -2,15 +2,20 @@ package mixed
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 )
+
+var rollSeed = flag.Uint64("roll.seed", 0, "seed of the leader kills in TestRollingMigrationLeaderKilled (0: random, logged)")
 
 // writer creates /roll/w-<n> one after another through a session with
 // every member's address (the client moves to another member when its
@@ -20,13 +25,13 @@ type writer struct {
 	c    *zk.Conn
 	stop chan struct{}
 	done chan struct{}
-	gate sync.Mutex // held for each write; pause holds it between writes
+	gate sync.Mutex // held for each write; checkTrees holds it between writes
 
 	mu      sync.Mutex
 	acked   []string
 	unknown int // writes whose outcome the client could not learn
 	lastAck time.Time
-	maxGap  time.Duration
+	maxGap  time.Duration // since the last stepGap
 }
 
 // writePace spaces the writer's creates, so that a run of a few minutes
@@ -68,14 +73,11 @@ func (w *writer) run() {
 		w.gate.Unlock()
 		now := time.Now()
 		w.mu.Lock()
-		switch {
-		case err == nil:
+		if err == nil {
 			w.acked = append(w.acked, p)
 			w.maxGap = max(w.maxGap, now.Sub(w.lastAck))
 			w.lastAck = now
-		case errors.Is(err, zk.ErrNodeExists):
-			// A retry of a create whose first attempt was applied.
-		default:
+		} else {
 			w.unknown++
 		}
 		w.mu.Unlock()
@@ -96,10 +98,21 @@ func (w *writer) progress(t *testing.T, e *Ensemble, n int) {
 	})
 }
 
+// stepGap returns the longest time without an acknowledged write since the
+// last call, counting the time since the last acknowledged write.
+func (w *writer) stepGap() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := max(w.maxGap, time.Since(w.lastAck))
+	w.maxGap = 0
+	return g
+}
+
 // checkTrees compares the members' trees with the writer paused (its
 // acknowledged writes so far included), then lets it go on; the pause
-// does not count as a gap.
-func (w *writer) checkTrees(t *testing.T, e *Ensemble, ack acked) {
+// does not count as a gap. Subtrees other writers still change are
+// skipped.
+func (w *writer) checkTrees(t *testing.T, e *Ensemble, ack acked, skip ...string) {
 	t.Helper()
 	w.gate.Lock()
 	w.mu.Lock()
@@ -108,7 +121,7 @@ func (w *writer) checkTrees(t *testing.T, e *Ensemble, ack acked) {
 		all[p] = []byte(p)
 	}
 	w.mu.Unlock()
-	checkTrees(t, e, all)
+	checkTrees(t, e, all, skip...)
 	w.mu.Lock()
 	w.lastAck = time.Now()
 	w.mu.Unlock()
@@ -116,36 +129,87 @@ func (w *writer) checkTrees(t *testing.T, e *Ensemble, ack acked) {
 }
 
 // finish stops the writer and returns what it saw.
-func (w *writer) finish() (acked []string, unknown int, maxGap time.Duration) {
+func (w *writer) finish() (acked []string, unknown int) {
 	close(w.stop)
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.acked), w.unknown, w.maxGap
+	return slices.Clone(w.acked), w.unknown
+}
+
+// migration is one rolling migration's state: the ensemble, its writers,
+// what was acknowledged, and, with kills, the seeded choice of when to
+// kill the leader.
+type migration struct {
+	t     *testing.T
+	e     *Ensemble
+	w     *writer
+	ack   acked
+	kills *rand.Rand // nil: no leader is killed
+	steps []string   // one line per step, for the closing log
 }
 
 // roll replaces each member in order by one of kind, as an operator does:
 // stop it, start the other server on the same id, zoo.cfg and data
 // directory, wait until the ensemble serves again with it, write through
-// it, and go on to the next. Writes go on all the time.
-func roll(t *testing.T, e *Ensemble, w *writer, ack acked, tag string, kind Kind, order ...*Member) {
+// it, and go on to the next. Writes go on all the time. With kills, the
+// leader of the moment (when it is not the member being replaced) is
+// SIGKILLed at a random moment of the step, up to 2 s after the member
+// stopped — while the ensemble runs without it, while it starts or while
+// it syncs — and restarted as it was once the step's member is back.
+func (mg *migration) roll(tag string, kind Kind, order ...*Member) {
+	t, e, w := mg.t, mg.e, mg.w
 	t.Helper()
 	for _, m := range order {
+		w.stepGap()
+		before := e.WaitServing()
+		leaders := []Kind{before.Kind}
+		var killed chan *Member
+		if mg.kills != nil && before != m {
+			killed = make(chan *Member, 1)
+			delay := time.Duration(mg.kills.Int64N(int64(2 * time.Second)))
+			go func() {
+				// A fault injected at a random moment, not a wait for a condition.
+				time.Sleep(delay)
+				e.Kill(before)
+				killed <- before
+			}()
+		}
 		e.Stop(m)
-		w.progress(t, e, 20) // the ensemble serves without m
+		if killed == nil {
+			w.progress(t, e, 20) // the ensemble serves without m
+		}
 		e.Switch(m, kind)
 		e.Start(m)
+		what := fmt.Sprintf("m%d %s→%s", m.ID, otherKind(kind), kind)
+		if killed != nil {
+			k := <-killed
+			e.Start(k)
+			what += fmt.Sprintf(", leader m%d (%s) killed", k.ID, k.Kind)
+		}
 		leader := e.WaitServing()
+		leaders = append(leaders, leader.Kind)
 		w.progress(t, e, 20)
-		writeThrough(t, e, m, fmt.Sprintf("%s-m%d", tag, m.ID), ack)
-		// Every sync of this step was with this leader: m's, and those
-		// of members that lost the leader when m was it.
-		checkAliveUnder(t, leader.Kind, e.Members...)
+		writeThrough(t, e, m, fmt.Sprintf("%s-m%d", tag, m.ID), mg.ack)
+		// Every sync of this step was with one of its leaders.
+		under := Keeper
+		if slices.Contains(leaders, ZooKeeper) {
+			under = ZooKeeper
+		}
+		checkAliveUnder(t, under, e.Members...)
+		mg.steps = append(mg.steps, fmt.Sprintf("%s: longest gap %v", what, w.stepGap().Round(time.Millisecond)))
 	}
 }
 
-// followersThenLeader returns the running members, the leader last: the
-// order in which an operator rolls an ensemble, so that it elects once.
+func otherKind(k Kind) Kind {
+	if k == Keeper {
+		return ZooKeeper
+	}
+	return Keeper
+}
+
+// followersThenLeader returns the members, the leader last: the order in
+// which an operator rolls an ensemble, so that it elects once.
 func followersThenLeader(e *Ensemble) []*Member {
 	leader := e.WaitServing()
 	var order []*Member
@@ -160,42 +224,52 @@ func followersThenLeader(e *Ensemble) []*Member {
 // An Apache ZooKeeper 3.8 ensemble becomes a keeper ensemble one server at
 // a time and goes back the same way, with no downtime and no export: each
 // server is stopped and the other program started on its myid, zoo.cfg
-// and data directory. A client writes through the whole migration;
-// nothing it was told was written is lost, and every member ends with the
-// same tree.
-func TestRollingMigration(t *testing.T) {
+// and data directory. A go-zookeeper client and a kazoo client write
+// through the whole migration; nothing either was told was written is
+// lost, and every member ends with the same tree.
+func TestRollingMigration(t *testing.T) { testRollingMigration(t, nil) }
+
+// TestRollingMigrationLeaderKilled is TestRollingMigration with the leader
+// SIGKILLed at a random moment of every step.
+func TestRollingMigrationLeaderKilled(t *testing.T) {
+	seed := *rollSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (-roll.seed=%d repeats the kills' moments)", seed, seed)
+	testRollingMigration(t, rand.New(rand.NewPCG(seed, seed)))
+}
+
+func testRollingMigration(t *testing.T, kills *rand.Rand) {
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, ZooKeeper)
 	for _, m := range e.Members {
 		e.Start(m)
 	}
 	e.WaitServing()
-	ack := acked{}
-	w := startWriter(t, e)
-	w.progress(t, e, 20)
+	mg := &migration{t: t, e: e, ack: acked{}, kills: kills}
+	mg.w = startWriter(t, e)
+	kz := startKazooWriter(t, e, "/kazoo/w")
+	mg.w.progress(t, e, 20)
 	for _, m := range e.Members {
-		writeThrough(t, e, m, "zookeeper", ack)
+		writeThrough(t, e, m, "zookeeper", mg.ack)
 	}
 
-	start := time.Now()
-	roll(t, e, w, ack, "to-keeper", Keeper, followersThenLeader(e)...)
-	toKeeper := time.Since(start)
+	mg.roll("to-keeper", Keeper, followersThenLeader(e)...)
 	for _, m := range e.Members {
 		if m.Kind != Keeper {
 			t.Fatalf("member %d is still %s", m.ID, m.Kind)
 		}
 	}
-	w.checkTrees(t, e, ack)
+	mg.w.checkTrees(t, e, mg.ack, "/kazoo")
+	mg.roll("back", ZooKeeper, followersThenLeader(e)...)
 
-	start = time.Now()
-	roll(t, e, w, ack, "back", ZooKeeper, followersThenLeader(e)...)
-	back := time.Since(start)
-
-	acked, unknown, gap := w.finish()
-	for _, p := range acked {
-		ack[p] = []byte(p)
+	gzAcked, gzUnknown := mg.w.finish()
+	kzAcked, kzUnknown := kz.finish(t)
+	for _, p := range slices.Concat(gzAcked, kzAcked) {
+		mg.ack[p] = []byte(p)
 	}
 	checkAlive(t, e, e.Members...)
-	checkTrees(t, e, ack)
-	t.Logf("migration to keeper %v, back %v; %d writes acknowledged, %d unknown; longest gap between acknowledged writes %v",
-		toKeeper.Round(time.Millisecond), back.Round(time.Millisecond), len(acked), unknown, gap.Round(time.Millisecond))
+	checkTrees(t, e, mg.ack)
+	t.Logf("acknowledged writes: go-zookeeper %d (%d unknown), kazoo %d (%d unknown); lost 0; per step:\n%s",
+		len(gzAcked), gzUnknown, len(kzAcked), kzUnknown, strings.Join(mg.steps, "\n"))
 }
