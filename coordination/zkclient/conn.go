@@ -326,6 +326,10 @@ func (c *Conn) Addr() string { return c.addr }
 // LastZxid returns the largest zxid seen in a reply header, 0 if none.
 func (c *Conn) LastZxid() int64 { return c.lastZxid.Load() }
 
+// lastHeard returns when the last frame arrived (the handshake's, if none
+// since).
+func (c *Conn) lastHeard() time.Time { return c.start.Add(time.Duration(c.lastRecv.Load())) }
+
 // Events returns the channel of watch notifications. It is closed once
 // the connection has ended and every call has completed.
 func (c *Conn) Events() <-chan zkproto.WatcherEvent { return c.events }

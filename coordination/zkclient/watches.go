@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"keeper/coordination/jute"
 	"keeper/coordination/zkproto"
 )
 
@@ -156,15 +157,40 @@ func emptyWatches(ws *zkproto.SetWatches2) bool {
 // restoreWatches sets ws on the session, as the first request of a
 // connection that reattached it: the server sets each watch again and at
 // once fires those whose node changed after ws.RelativeZxid (those
-// notifications reach Events before this returns). Without persistent
-// watches it sends SetWatches, which every server since 3.4 knows;
-// otherwise SetWatches2 (3.6+).
+// notifications reach Events before this returns).
 func (c *Conn) restoreWatches(ctx context.Context, ws *zkproto.SetWatches2) error {
 	if emptyWatches(ws) {
 		return nil
 	}
-	// Noted first: a watch the server fires at once is forgotten by the
-	// notification, which arrives before the reply.
+	op, req := c.noteRestored(ws)
+	if _, _, err := c.Do(ctx, op, req); err != nil {
+		return fmt.Errorf("zkclient: set watches again: %w", err)
+	}
+	return nil
+}
+
+// restoreWatchesAsync is restoreWatches without the wait, for a Session,
+// whose goroutine must go on reading Events while the server fires what
+// changed: a refusal fails the connection (as a lost one, so that the
+// Session tries the next server).
+func (c *Conn) restoreWatchesAsync(ws *zkproto.SetWatches2) {
+	if emptyWatches(ws) {
+		return
+	}
+	op, req := c.noteRestored(ws)
+	c.Go(op, req, func(r Result) {
+		if r.Err != nil {
+			c.fail(&lostError{addr: c.addr, cause: fmt.Errorf("set watches again: %w", r.Err)})
+		}
+	})
+}
+
+// noteRestored notes ws in the watch book and returns the request that
+// sets it on the server. Noted first: a watch the server fires at once
+// is forgotten by the notification, which arrives before the reply.
+// Without persistent watches the request is SetWatches, which every
+// server since 3.4 knows; otherwise SetWatches2 (3.6+).
+func (c *Conn) noteRestored(ws *zkproto.SetWatches2) (zkproto.Op, jute.Record) {
 	w := c.book
 	w.mu.Lock()
 	for _, s := range []struct {
@@ -177,15 +203,9 @@ func (c *Conn) restoreWatches(ctx context.Context, ws *zkproto.SetWatches2) erro
 		}
 	}
 	w.mu.Unlock()
-	var err error
 	if len(ws.PersistentWatches)+len(ws.PersistentRecursiveWatches) == 0 {
-		_, _, err = c.Do(ctx, zkproto.OpSetWatches, &zkproto.SetWatches{RelativeZxid: ws.RelativeZxid,
-			DataWatches: ws.DataWatches, ExistWatches: ws.ExistWatches, ChildWatches: ws.ChildWatches})
-	} else {
-		_, _, err = c.Do(ctx, zkproto.OpSetWatches2, ws)
+		return zkproto.OpSetWatches, &zkproto.SetWatches{RelativeZxid: ws.RelativeZxid,
+			DataWatches: ws.DataWatches, ExistWatches: ws.ExistWatches, ChildWatches: ws.ChildWatches}
 	}
-	if err != nil {
-		return fmt.Errorf("zkclient: set watches again: %w", err)
-	}
-	return nil
+	return zkproto.OpSetWatches2, ws
 }
