@@ -15,6 +15,22 @@
 // ensemble, say), passing Conn.Watches as Options.Watches so that the
 // session's watches are set again (SetWatches), as the Java client does.
 //
+// # A session over connections
+//
+// OpenSession returns a Session, which owns the current Conn and replaces
+// it, as the Java client (and BookKeeper's ZooKeeperClient over it) does:
+// when the connection breaks it reattaches the session to the next server
+// of its list (shuffled, with a backoff between rounds that doubles up to
+// a second) and sets the session's watches again there; when a server
+// says the session expired, or none took it back within the session
+// timeout, it opens a new session. Its watches are one-shot channels
+// (GetW, ExistsW, ChildrenW), each receiving one event: the change, or an
+// EventNone with StateExpired or StateClosed when the watch ended with
+// its session or with Close, so that its owner arms it again (and
+// re-reads) on the new session. States reports each change of state. A
+// call waits for a connection while there is none; one in flight when the
+// connection broke fails with ErrConnectionLoss.
+//
 // # Goroutines and ordering
 //
 //	caller ──Go/Do──▶ encode frame, assign xid, append to pending (under mu)

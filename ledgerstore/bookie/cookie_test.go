@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 )
@@ -109,7 +110,7 @@ func TestCookiesStampedAndChecked(t *testing.T) {
 	b := e.start()
 	addEntries(t, dial(t, b), 1, 0, 5)
 	zc := e.zkConn()
-	data, _, err := zc.Get("/ledgers/cookies/" + e.id)
+	data, _, err := zc.Get(t.Context(), "/ledgers/cookies/"+e.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestCookiesStampedAndChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	instance, _, err := zc.Get("/ledgers/INSTANCEID")
+	instance, _, err := zc.Get(t.Context(), "/ledgers/INSTANCEID")
 	if err != nil || inMeta.InstanceID != string(instance) || inMeta.BookieID != e.id ||
 		inMeta.LedgerDirs != "2\t/ledgers0\t/ledgers1" || inMeta.JournalDirs != "/journal" {
 		t.Fatalf("metadata cookie %+v (instance %q, %v)", inMeta, instance, err)
@@ -141,32 +142,32 @@ func TestCookiesStampedAndChecked(t *testing.T) {
 func TestCookieRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(t *testing.T, e *env, zc *zk.Conn)
+		change func(t *testing.T, e *env, zc *zkclient.Session)
 		want   string
 	}{
-		{"wiped ledger disk", func(t *testing.T, e *env, _ *zk.Conn) {
+		{"wiped ledger disk", func(t *testing.T, e *env, _ *zkclient.Session) {
 			removeTree(t, e.fs, "/ledgers1")
 		}, "wiped or replaced"},
-		{"swapped disk", func(t *testing.T, e *env, _ *zk.Conn) {
+		{"swapped disk", func(t *testing.T, e *env, _ *zkclient.Session) {
 			other := masterCookie(e.config(), "bookie-2.test:3181", "")
 			if err := writeDirCookie(e.fs, "/ledgers1/current", other); err != nil {
 				t.Fatal(err)
 			}
 		}, "swapped"},
-		{"metadata cookie deleted", func(t *testing.T, e *env, zc *zk.Conn) {
-			if err := zc.Delete("/ledgers/cookies/"+e.id, -1); err != nil {
+		{"metadata cookie deleted", func(t *testing.T, e *env, zc *zkclient.Session) {
+			if err := zc.Delete(t.Context(), "/ledgers/cookies/"+e.id, -1); err != nil {
 				t.Fatal(err)
 			}
 		}, "lost this bookie's cookie"},
-		{"metadata formatted again", func(t *testing.T, e *env, zc *zk.Conn) {
-			if _, err := zc.Set("/ledgers/INSTANCEID", []byte("another-cluster"), -1); err != nil {
+		{"metadata formatted again", func(t *testing.T, e *env, zc *zkclient.Session) {
+			if _, err := zc.Set(t.Context(), "/ledgers/INSTANCEID", []byte("another-cluster"), -1); err != nil {
 				t.Fatal(err)
 			}
 		}, "another cluster"},
-		{"bookie id changed", func(t *testing.T, e *env, _ *zk.Conn) {
+		{"bookie id changed", func(t *testing.T, e *env, _ *zkclient.Session) {
 			e.id = "renamed.test:3181"
 		}, "the bookie id"},
-		{"ledger directories changed", func(t *testing.T, e *env, _ *zk.Conn) {
+		{"ledger directories changed", func(t *testing.T, e *env, _ *zkclient.Session) {
 			e.tweak = func(c *Config) { c.LedgerDirs = []string{"/ledgers0"} }
 		}, "ledgerDirectories"},
 	}
@@ -208,7 +209,7 @@ func TestRegistration(t *testing.T) {
 	e.tweak = func(c *Config) { c.MetricsAddr = "127.0.0.1:0" }
 	b := e.start()
 	zc := e.zkConn()
-	data, _, err := zc.Get("/ledgers/available/" + e.id)
+	data, _, err := zc.Get(t.Context(), "/ledgers/available/"+e.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestRegistration(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
-	layout, _, err := zc.Get("/ledgers/LAYOUT")
+	layout, _, err := zc.Get(t.Context(), "/ledgers/LAYOUT")
 	if err != nil || !strings.Contains(string(layout), "HierarchicalLedgerManagerFactory") {
 		t.Fatalf("LAYOUT %q %v", layout, err)
 	}
@@ -258,7 +259,7 @@ func TestRegistrationWaitsForStaleZnode(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := e.zkConn()
-	if _, err := stale.Create("/ledgers/available/"+e.id, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := stale.Create(t.Context(), "/ledgers/available/"+e.id, nil, zkclient.CreateOptions{Flags: zkproto.FlagEphemeral}); err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan error, 1)

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookierpc"
@@ -18,17 +18,17 @@ import (
 
 // createLedgerZnode writes a ledger's metadata znode (its content does not
 // matter to a bookie), with its parents.
-func createLedgerZnode(t *testing.T, zc *zk.Conn, id int64) {
+func createLedgerZnode(t *testing.T, zc *zkclient.Session, id int64) {
 	t.Helper()
 	path := metadata.LayoutHierarchical.Path("/ledgers", id)
 	parts := strings.Split(path, "/")
 	for i := 3; i < len(parts); i++ {
 		p := strings.Join(parts[:i], "/")
-		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, _, err := zc.Create(t.Context(), p, nil, zkclient.CreateOptions{}); err != nil && !errors.Is(err, zkproto.ErrNodeExists) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := zc.Create(path, []byte("metadata"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := zc.Create(t.Context(), path, []byte("metadata"), zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -58,7 +58,7 @@ func logBytes(t *testing.T, fsys vfs.FS, dirs []string) int64 {
 
 // gcEnv is a bookie with one ledger directory and small entry logs, so
 // that a few hundred entries fill several of them.
-func gcEnv(t *testing.T) (*env, *Bookie, *bookierpc.Client, *zk.Conn) {
+func gcEnv(t *testing.T) (*env, *Bookie, *bookierpc.Client, *zkclient.Session) {
 	e := newEnv(t, true)
 	e.tweak = func(c *Config) {
 		c.LedgerDirs = []string{"/ledgers0"}
@@ -89,7 +89,7 @@ func TestGCDeletesLedgersWhoseMetadataIsGone(t *testing.T) {
 	if err != nil || rep.LedgersDeleted != 0 || rep.MetadataLedgers != 3 {
 		t.Fatalf("GC with intact metadata: %+v %v", rep, err)
 	}
-	if err := zc.Delete(metadata.LayoutHierarchical.Path("/ledgers", 2), -1); err != nil {
+	if err := zc.Delete(t.Context(), metadata.LayoutHierarchical.Path("/ledgers", 2), -1); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = b.GC()
@@ -118,10 +118,10 @@ func TestGCKeepsEverythingWhenTheListingFails(t *testing.T) {
 	createLedgerZnode(t, zc, 2)
 	addEntries(t, c, 1, 0, 10)
 	addEntries(t, c, 2, 0, 10)
-	if err := zc.Delete(metadata.LayoutHierarchical.Path("/ledgers", 2), -1); err != nil {
+	if err := zc.Delete(t.Context(), metadata.LayoutHierarchical.Path("/ledgers", 2), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := zc.Create("/ledgers/00/0000/not-a-ledger", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := zc.Create(t.Context(), "/ledgers/00/0000/not-a-ledger", nil, zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := b.GC()
@@ -154,7 +154,7 @@ func TestCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := zc.Delete(metadata.LayoutHierarchical.Path("/ledgers", 11), -1); err != nil {
+	if err := zc.Delete(t.Context(), metadata.LayoutHierarchical.Path("/ledgers", 11), -1); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := b.GC(); err != nil || rep.LedgersDeleted != 1 {

@@ -11,16 +11,15 @@ import (
 	"time"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/go-zookeeper/zk"
 
 	"keeper/coordination/server"
+	"keeper/coordination/zkclient"
 	"keeper/coordination/zkcore"
 	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookierpc"
-	"keeper/ledgerstore/metadata"
 )
 
 // testPassword is every test ledger's password.
@@ -237,28 +236,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// quietZK discards go-zookeeper's log lines.
-type quietZK struct{}
-
-func (quietZK) Printf(string, ...any) {}
-
 // zkConn opens a metadata session for the test itself.
-func (e *env) zkConn() *zk.Conn {
+func (e *env) zkConn() *zkclient.Session {
 	e.t.Helper()
-	c, events, err := zk.Connect([]string{e.zk.Addr().String()}, 10*time.Second, zk.WithLogger(quietZK{}))
+	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(10*time.Second))
+	defer cancel()
+	c, err := zkclient.OpenSession(ctx, []string{e.zk.Addr().String()}, zkclient.SessionOptions{
+		Options: zkclient.Options{SessionTimeout: 10 * time.Second}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(c.Close)
-	for ev := range events {
-		if ev.State == zk.StateHasSession {
-			break
-		}
-	}
-	go func() {
-		for range events {
-		}
-	}()
-	metadata.FirstRoundTrip(c)
+	e.t.Cleanup(func() { c.Close() })
 	return c
 }

@@ -5,20 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/bkproto"
 )
 
 // registeredAs returns where the bookie's registration znode is:
 // "writable", "readonly", "both" or "none".
-func registeredAs(t *testing.T, conn *zk.Conn, id string) string {
+func registeredAs(t *testing.T, conn *zkclient.Session, id string) string {
 	t.Helper()
-	w, _, err := conn.Exists("/ledgers/available/" + id)
+	_, w, err := conn.Exists(t.Context(), "/ledgers/available/"+id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := conn.Exists("/ledgers/available/readonly/" + id)
+	_, r, err := conn.Exists(t.Context(), "/ledgers/available/readonly/"+id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
@@ -54,15 +53,15 @@ var (
 
 // Config configures a Client. Give either ZK or ZKServers.
 type Config struct {
-	// ZK is an established ZooKeeper (or keeper) connection to use. The
+	// ZK is an established ZooKeeper (or keeper) session to use. The
 	// client does not close it.
-	ZK *zk.Conn
-	// ZKServers are host:port addresses to connect to when ZK is nil; the
-	// client owns that connection and closes it in Close.
+	ZK *zkclient.Session
+	// ZKServers are host:port addresses to open a session on when ZK is
+	// nil; the client owns that session and closes it in Close.
 	ZKServers []string
-	// ZKSessionTimeout is the session timeout of a connection the client
-	// makes (0: DefaultZKSessionTimeout). New waits up to this long for
-	// the first session.
+	// ZKSessionTimeout is the session timeout of a session the client
+	// opens (0: DefaultZKSessionTimeout). New waits up to this long for
+	// it.
 	ZKSessionTimeout time.Duration
 	// LedgersRoot is the ledgers root znode ("": metadata.DefaultRoot).
 	LedgersRoot string
@@ -163,7 +162,7 @@ func (c Config) ticks(d time.Duration) int {
 type Client struct {
 	cfg    Config
 	log    *slog.Logger
-	conn   *zk.Conn
+	conn   *zkclient.Session
 	ownZK  bool
 	store  *metadata.Store
 	pool   *pool
@@ -217,44 +216,26 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// zkLogger sends go-zookeeper's log lines to slog at debug level.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug("zookeeper client", "msg", fmt.Sprintf(format, args...))
-}
-
-// dialZK connects to cfg.ZKServers and waits for a session.
-func dialZK(cfg Config) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(cfg.ZKServers, cfg.ZKSessionTimeout, zk.WithLogger(zkLogger{cfg.Logger}))
+// dialZK opens a session on cfg.ZKServers, waiting up to the session
+// timeout for one. The session reattaches to another server after a lost
+// connection and renews itself after an expiry (zkclient.Session).
+func dialZK(cfg Config) (*zkclient.Session, error) {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), cfg.ZKSessionTimeout,
+		fmt.Errorf("no session within %v", cfg.ZKSessionTimeout))
+	defer cancel()
+	sess, err := zkclient.OpenSession(ctx, cfg.ZKServers, zkclient.SessionOptions{
+		Options: zkclient.Options{SessionTimeout: cfg.ZKSessionTimeout, Logger: cfg.Logger}})
 	if err != nil {
-		return nil, fmt.Errorf("ledgerclient: connect to %v: %w", cfg.ZKServers, err)
+		return nil, fmt.Errorf("ledgerclient: %w", err)
 	}
-	wait := time.NewTimer(cfg.ZKSessionTimeout)
-	defer wait.Stop()
-	for {
-		select {
-		case ev := <-events:
-			// go-zookeeper drops events nobody reads, so the channel
-			// needs no reader after this.
-			if ev.State == zk.StateHasSession {
-				metadata.FirstRoundTrip(conn)
-				return conn, nil
-			}
-			if ev.State == zk.StateAuthFailed {
-				conn.Close()
-				return nil, fmt.Errorf("ledgerclient: connect to %v: authentication failed", cfg.ZKServers)
-			}
-		case <-wait.C:
-			conn.Close()
-			return nil, fmt.Errorf("ledgerclient: connect to %v: no session within %v", cfg.ZKServers, cfg.ZKSessionTimeout)
-		}
-	}
+	return sess, nil
 }
 
 func (c *Client) closeZK() {
 	if c.ownZK {
-		c.conn.Close()
+		if err := c.conn.Close(); err != nil {
+			c.log.Debug("closing the metadata session", "err", err)
+		}
 	}
 }
 

@@ -37,7 +37,9 @@
 // Recovery (Open), Read, ReadLAC and Tail run their loop on the calling
 // goroutine until the machine is done.
 //
-// The Client owns what handles share: the metadata store, a watch of the
+// The Client owns what handles share: the metadata store (over a
+// zkclient.Session, Config.ZK, or one it opens on Config.ZKServers, which
+// reattaches to another server after a lost connection), a watch of the
 // bookie registry (fed to writers and recoveries as replacement
 // candidates; read-only bookies are never chosen), and the bookie
 // connections, dialled on first use and again after they end. When a

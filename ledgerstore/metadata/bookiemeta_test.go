@@ -23,7 +23,7 @@ func TestCookies(t *testing.T) {
 	if err != nil || v != 0 || string(data) != "5\nbookieHost: \"b1:3181\"\n" {
 		t.Fatalf("Cookie = %q, %d, %v", data, v, err)
 	}
-	if raw, _, err := conn.Get("/bk/ledgers/cookies/b1:3181"); err != nil || string(raw) != string(data) {
+	if raw, _, err := conn.Get(t.Context(), "/bk/ledgers/cookies/b1:3181"); err != nil || string(raw) != string(data) {
 		t.Fatalf("the cookie znode holds %q, %v", raw, err)
 	}
 	if _, err := s.CreateCookie(ctx, "b1:3181", []byte("other")); !errors.Is(err, ErrCookieExists) {
@@ -87,7 +87,7 @@ func TestStoredLayout(t *testing.T) {
 	if l, found, err := probe.StoredLayout(ctx); l != LayoutLongHierarchical || !found || err != nil {
 		t.Fatalf("StoredLayout = %v, %v, %v; want longhierarchical", l, found, err)
 	}
-	if _, err := conn.Set("/ledgers/LAYOUT", []byte("1\nflat:1"), -1); err != nil {
+	if _, err := conn.Set(t.Context(), "/ledgers/LAYOUT", []byte("1\nflat:1"), -1); err != nil {
 		t.Fatal(err)
 	}
 	if _, found, err := probe.StoredLayout(ctx); found || !errors.Is(err, ErrLayoutMismatch) {

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 )
@@ -48,8 +48,8 @@ func (s *Store) Bookies(ctx context.Context) (Registry, error) {
 		path string
 		out  *[]ledger.BookieID
 	}{{s.availablePath(), &reg.Writable}, {s.readOnlyPath(), &reg.ReadOnly}} {
-		names, err := call(ctx, func() ([]string, error) { k, _, err := s.conn.Children(dir.path); return k, err })
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		names, _, err := s.conn.Children(ctx, dir.path)
+		if err != nil && !errors.Is(err, zkproto.ErrNoNode) {
 			return Registry{}, fmt.Errorf("metadata: list bookies in %s: %w", dir.path, err)
 		}
 		*dir.out = s.bookieIDs(names)
@@ -98,7 +98,7 @@ func (s *Store) WatchBookies(ctx context.Context) <-chan Registry {
 }
 
 func (s *Store) watchBookies(ctx context.Context, ch chan Registry) {
-	var availEv, roEv <-chan zk.Event // armed watches; nil once fired
+	var availEv, roEv <-chan zkproto.WatcherEvent // armed watches; nil once fired
 	var last *Registry
 	backoff := s.backoff
 	for {
@@ -130,16 +130,14 @@ func (s *Store) watchBookies(ctx context.Context, ch chan Registry) {
 		select {
 		case ev := <-availEv:
 			availEv = nil
-			if connClosing(ev) {
+			if sessionClosed(ev) {
 				return
 			}
-			s.settle(ev)
 		case ev := <-roEv:
 			roEv = nil
-			if connClosing(ev) {
+			if sessionClosed(ev) {
 				return
 			}
-			s.settle(ev)
 		case <-ctx.Done():
 			return
 		}
@@ -148,36 +146,28 @@ func (s *Store) watchBookies(ctx context.Context, ch chan Registry) {
 
 // listWatch lists path's children and returns the watch that will report
 // its next change. If armed is a watch on path that has not fired, it
-// lists without arming another (go-zookeeper would keep every duplicate
+// lists without arming another (the session would keep every duplicate
 // until the path changes). A missing path lists as empty, watched for its
 // creation.
-func (s *Store) listWatch(ctx context.Context, path string, armed <-chan zk.Event) ([]string, <-chan zk.Event, error) {
-	type got struct {
-		names []string
-		ev    <-chan zk.Event
-	}
+func (s *Store) listWatch(ctx context.Context, path string, armed <-chan zkproto.WatcherEvent) ([]string, <-chan zkproto.WatcherEvent, error) {
 	if armed != nil {
-		names, err := call(ctx, func() ([]string, error) { k, _, err := s.conn.Children(path); return k, err })
-		if errors.Is(err, zk.ErrNoNode) {
+		names, _, err := s.conn.Children(ctx, path)
+		if errors.Is(err, zkproto.ErrNoNode) {
 			return nil, armed, nil
 		}
 		return names, armed, err
 	}
 	for range 3 { // the path may appear and vanish between the calls; a few rounds settle it
-		g, err := call(ctx, func() (got, error) { k, _, ev, err := s.conn.ChildrenW(path); return got{k, ev}, err })
-		if !errors.Is(err, zk.ErrNoNode) {
-			return g.names, g.ev, err
+		names, _, ev, err := s.conn.ChildrenW(ctx, path)
+		if !errors.Is(err, zkproto.ErrNoNode) {
+			return names, ev, err
 		}
-		type exists struct {
-			ok bool
-			ev <-chan zk.Event
-		}
-		e, err := call(ctx, func() (exists, error) { ok, _, ev, err := s.conn.ExistsW(path); return exists{ok, ev}, err })
+		_, ok, ev, err := s.conn.ExistsW(ctx, path)
 		if err != nil {
 			return nil, nil, err
 		}
-		if !e.ok {
-			return nil, e.ev, nil
+		if !ok {
+			return nil, ev, nil
 		}
 	}
 	return nil, nil, fmt.Errorf("%s keeps appearing and disappearing", path)
@@ -193,8 +183,8 @@ func (s *Store) BookieAddress(ctx context.Context, id ledger.BookieID) (string, 
 	}
 	for _, dir := range []string{s.availablePath(), s.readOnlyPath()} {
 		p := dir + "/" + string(id)
-		data, err := call(ctx, func() ([]byte, error) { d, _, err := s.conn.Get(p); return d, err })
-		if errors.Is(err, zk.ErrNoNode) {
+		data, _, err := s.conn.Get(ctx, p)
+		if errors.Is(err, zkproto.ErrNoNode) {
 			continue
 		}
 		if err != nil {

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/ledger"
 	"keeper/verify/compat/zkreal"
 )
@@ -91,12 +90,12 @@ func metadataWorkload(t *testing.T, addr string) ([]string, []int64) {
 
 // dumpTree lists every znode under root with its data, skipping the
 // random INSTANCEID and the ephemeral registrations.
-func dumpTree(t *testing.T, conn *zk.Conn, root string) []string {
+func dumpTree(t *testing.T, conn *zkclient.Session, root string) []string {
 	t.Helper()
 	var out []string
 	var walk func(p string)
 	walk = func(p string) {
-		data, stat, err := conn.Get(p)
+		data, stat, err := conn.Get(t.Context(), p)
 		if err != nil {
 			t.Fatalf("get %s: %v", p, err)
 		}
@@ -104,7 +103,7 @@ func dumpTree(t *testing.T, conn *zk.Conn, root string) []string {
 			data = nil
 		}
 		out = append(out, fmt.Sprintf("%s %q", p, data))
-		kids, _, err := conn.Children(p)
+		kids, _, err := conn.Children(t.Context(), p)
 		if err != nil {
 			t.Fatalf("children %s: %v", p, err)
 		}

@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/ledger"
 )
 
@@ -30,18 +29,14 @@ func (s *Store) Cookie(ctx context.Context, id ledger.BookieID) ([]byte, Version
 		return nil, 0, err
 	}
 	p := s.CookiePath(id)
-	type got struct {
-		data []byte
-		stat *zk.Stat
-	}
-	g, err := call(ctx, func() (got, error) { d, st, err := s.conn.Get(p); return got{d, st}, err })
+	data, stat, err := s.conn.Get(ctx, p)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkproto.ErrNoNode):
 		return nil, 0, fmt.Errorf("metadata: read %s: %w", p, ErrNoCookie)
 	case err != nil:
 		return nil, 0, fmt.Errorf("metadata: read %s: %w", p, err)
 	}
-	return g.data, Version(g.stat.Version), nil
+	return data, Version(stat.Version), nil
 }
 
 // CreateCookie stores a new bookie's cookie, creating the cookies znode if
@@ -55,7 +50,7 @@ func (s *Store) CreateCookie(ctx context.Context, id ledger.BookieID, data []byt
 	p := s.CookiePath(id)
 	_, err := s.createFullPath(ctx, p, data, 0)
 	switch {
-	case errors.Is(err, zk.ErrNodeExists):
+	case errors.Is(err, zkproto.ErrNodeExists):
 		return 0, fmt.Errorf("metadata: create %s: %w", p, ErrCookieExists)
 	case err != nil:
 		return 0, fmt.Errorf("metadata: create %s: %w", p, err)

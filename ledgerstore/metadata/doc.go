@@ -1,6 +1,8 @@
 // Package metadata keeps BookKeeper ledger metadata and reads the bookie
-// registry in a ZooKeeper-compatible coordination service, through
-// github.com/go-zookeeper/zk. It uses BookKeeper's own znode layout and
+// registry in a ZooKeeper-compatible coordination service, through keeper's
+// own client (a zkclient.Session, which reattaches its session to another
+// server after a lost connection and opens a new one after an expiry). It
+// uses BookKeeper's own znode layout and
 // byte formats, so keeper's ledger client, keeper's bookies and Apache
 // BookKeeper's Java clients and bookies can share one tree. The reference
 // is docs/bookkeeper-protocol.md §5 (and §1.2 for the state machine).
@@ -12,7 +14,9 @@
 //
 // A Store runs goroutines only for its watches (Watch, WatchBookies) and
 // registrations; each ends with its context (or Registration.Close), with
-// Store.Close, or with the connection.
+// Store.Close, or with the session's Close. A watch the session lost (it
+// expired) fires with zkclient.StateExpired, and the loop arms it again on
+// the new session, re-reading what it follows.
 //
 // The bookie side of the tree lives here too, so both sides share one
 // format: Dial opens a session of a process's own; Registration publishes

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"keeper/coordination/server"
+	"keeper/coordination/zkclient"
 	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
@@ -38,27 +38,17 @@ func startKeeper(t *testing.T) string {
 	return s.Addr().String()
 }
 
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
-
-// dial opens a go-zookeeper session and waits until it is established.
-func dial(t *testing.T, addr string) *zk.Conn {
+// dial opens a session and waits until it is established.
+func dial(t *testing.T, addr string) *zkclient.Session {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := zkclient.OpenSession(ctx, []string{addr}, zkclient.SessionOptions{
+		Options: zkclient.Options{SessionTimeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	deadline := time.After(waitTimeout)
-	for c.State() != zk.StateHasSession {
-		select {
-		case <-events:
-		case <-deadline:
-			t.Fatalf("no session; state %v", c.State())
-		}
-	}
-	FirstRoundTrip(c)
+	t.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -78,7 +68,7 @@ func newTestStore(t *testing.T, conn zkConn, cfg Config) *Store {
 
 // keeperStore starts a keeper server and returns an initialized store on
 // it, and the connection.
-func keeperStore(t *testing.T, cfg Config) (*Store, *zk.Conn) {
+func keeperStore(t *testing.T, cfg Config) (*Store, *zkclient.Session) {
 	t.Helper()
 	conn := dial(t, startKeeper(t))
 	s := newTestStore(t, conn, cfg)
@@ -118,23 +108,24 @@ func sampleMetadata() ledger.Metadata {
 		bkproto.DigestCRC32C, []byte("secret"))
 }
 
-// faultConn wraps a connection and fails chosen calls, by method and path.
+// faultConn wraps a session and fails chosen calls, by method and path.
 type faultConn struct {
 	zkConn
 	mu     sync.Mutex
-	fails  map[string]error         // "method path" -> error
-	events map[string]chan zk.Event // "method path" -> the watch channel to hand out once
-	calls  map[string]int           // "method path" -> calls so far
+	fails  map[string]error                     // "method path" -> error
+	events map[string]chan zkproto.WatcherEvent // "method path" -> the watch channel to hand out once
+	calls  map[string]int                       // "method path" -> calls so far
 }
 
 func newFaultConn(c zkConn) *faultConn {
-	return &faultConn{zkConn: c, fails: map[string]error{}, events: map[string]chan zk.Event{}, calls: map[string]int{}}
+	return &faultConn{zkConn: c, fails: map[string]error{}, events: map[string]chan zkproto.WatcherEvent{},
+		calls: map[string]int{}}
 }
 
 // fakeWatch makes the next successful watch call of method on path return
 // ch instead of the real watch channel, so the test decides what the watch
 // reports.
-func (f *faultConn) fakeWatch(method, path string, ch chan zk.Event) {
+func (f *faultConn) fakeWatch(method, path string, ch chan zkproto.WatcherEvent) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events[method+" "+path] = ch
@@ -148,7 +139,7 @@ func (f *faultConn) watchCalls(method, path string) int {
 }
 
 // swap counts a watch call and returns the channel to hand out.
-func (f *faultConn) swap(method, path string, real <-chan zk.Event) <-chan zk.Event {
+func (f *faultConn) swap(method, path string, real <-chan zkproto.WatcherEvent) <-chan zkproto.WatcherEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := method + " " + path
@@ -160,8 +151,8 @@ func (f *faultConn) swap(method, path string, real <-chan zk.Event) <-chan zk.Ev
 	return real
 }
 
-func (f *faultConn) GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	data, stat, ev, err := f.zkConn.GetW(path)
+func (f *faultConn) GetW(ctx context.Context, path string) ([]byte, zkproto.Stat, <-chan zkproto.WatcherEvent, error) {
+	data, stat, ev, err := f.zkConn.GetW(ctx, path)
 	return data, stat, f.swap("GetW", path, ev), err
 }
 
@@ -177,47 +168,48 @@ func (f *faultConn) fault(method, path string) error {
 	return f.fails[method+" "+path]
 }
 
-func (f *faultConn) Children(path string) ([]string, *zk.Stat, error) {
+func (f *faultConn) Children(ctx context.Context, path string) ([]string, zkproto.Stat, error) {
 	if err := f.fault("Children", path); err != nil {
-		return nil, nil, err
+		return nil, zkproto.Stat{}, err
 	}
-	return f.zkConn.Children(path)
+	return f.zkConn.Children(ctx, path)
 }
 
-func (f *faultConn) ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+func (f *faultConn) ChildrenW(ctx context.Context, path string) ([]string, zkproto.Stat, <-chan zkproto.WatcherEvent, error) {
 	if err := f.fault("ChildrenW", path); err != nil {
-		return nil, nil, nil, err
+		return nil, zkproto.Stat{}, nil, err
 	}
-	names, stat, ev, err := f.zkConn.ChildrenW(path)
+	names, stat, ev, err := f.zkConn.ChildrenW(ctx, path)
 	return names, stat, f.swap("ChildrenW", path, ev), err
 }
 
-func (f *faultConn) Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+func (f *faultConn) Create(ctx context.Context, path string, data []byte, opts zkclient.CreateOptions) (string, zkproto.Stat, error) {
 	if err := f.fault("Create", path); err != nil {
-		return "", err
+		return "", zkproto.Stat{}, err
 	}
-	return f.zkConn.Create(path, data, flags, acl)
+	return f.zkConn.Create(ctx, path, data, opts)
 }
 
-func (f *faultConn) Get(path string) ([]byte, *zk.Stat, error) {
+func (f *faultConn) Get(ctx context.Context, path string) ([]byte, zkproto.Stat, error) {
 	if err := f.fault("Get", path); err != nil {
-		return nil, nil, err
+		return nil, zkproto.Stat{}, err
 	}
-	return f.zkConn.Get(path)
+	return f.zkConn.Get(ctx, path)
 }
 
 // errInjected is the error faultConn returns.
 var errInjected = errors.New("injected fault")
 
 // mkdirs creates each path and its parents, empty, ignoring existing ones.
-func mkdirs(t *testing.T, conn *zk.Conn, paths ...string) {
+func mkdirs(t *testing.T, conn *zkclient.Session, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
 		for i := 1; i <= len(p); i++ {
 			if i < len(p) && p[i] != '/' {
 				continue
 			}
-			if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			if _, _, err := conn.Create(t.Context(), p[:i], nil, zkclient.CreateOptions{}); err != nil &&
+				!errors.Is(err, zkproto.ErrNodeExists) {
 				t.Fatalf("create %s: %v", p[:i], err)
 			}
 		}

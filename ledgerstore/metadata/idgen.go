@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
+	"keeper/coordination/zkproto"
 )
 
 // ErrLedgerIDsExhausted means every high-order bucket of the long id
@@ -63,7 +63,7 @@ func (s *Store) NewLedgerID(ctx context.Context) (int64, error) {
 		}
 		s.log.Info("short ledger ids exhausted; minting long ids", "root", s.root)
 		if _, err := s.createFullPath(ctx, s.root+"/"+idGenLongNode, nil, 0); err != nil &&
-			!errors.Is(err, zk.ErrNodeExists) {
+			!errors.Is(err, zkproto.ErrNodeExists) {
 			return 0, fmt.Errorf("metadata: new ledger id: %w", err)
 		}
 		s.longIDsMu.Lock()
@@ -95,10 +95,7 @@ func (s *Store) longIDsStarted(ctx context.Context) (bool, error) {
 	if mode != idGenUnknown {
 		return mode == idGenLong, nil
 	}
-	exists, err := call(ctx, func() (bool, error) {
-		ok, _, err := s.conn.Exists(s.root + "/" + idGenLongNode)
-		return ok, err
-	})
+	_, exists, err := s.conn.Exists(ctx, s.root+"/"+idGenLongNode)
 	if err != nil {
 		return false, err
 	}
@@ -117,13 +114,13 @@ func (s *Store) longIDsStarted(ctx context.Context) (bool, error) {
 // parents), deletes it again, and returns its sequence number; a number
 // outside [0, 2^31-1) is errSequenceOverflow.
 func (s *Store) sequence(ctx context.Context, prefix string) (int64, error) {
-	name, err := s.createFullPath(ctx, prefix, nil, zk.FlagEphemeral|zk.FlagSequence)
+	name, err := s.createFullPath(ctx, prefix, nil, zkproto.FlagEphemeralSequential)
 	if err != nil {
 		return 0, err
 	}
 	// The znode only carried the number. It is ephemeral, so one that
 	// fails to go now goes with the session.
-	if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(name, -1) }); err != nil {
+	if err := s.conn.Delete(ctx, name, -1); err != nil {
 		s.log.Warn("could not delete an id generation znode", "znode", name, "err", err)
 	}
 	return parseSequence(name, prefix)
@@ -146,7 +143,7 @@ func parseSequence(name, prefix string) (int64, error) {
 func (s *Store) longID(ctx context.Context) (int64, error) {
 	dir := s.root + "/" + idGenLongNode
 	for range maxHOBAttempts {
-		names, err := call(ctx, func() ([]string, error) { k, _, err := s.conn.Children(dir); return k, err })
+		names, _, err := s.conn.Children(ctx, dir)
 		if err != nil {
 			return 0, err
 		}
@@ -195,7 +192,7 @@ func parseHOBs(names []string) []int64 {
 func (s *Store) pruneHOBs(ctx context.Context, dir string, hobs []int64) {
 	for _, hi := range hobs[:max(0, len(hobs)-keepHOBs)] {
 		p := hobPath(dir, hi)
-		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, 0) }); err != nil {
+		if err := s.conn.Delete(ctx, p, 0); err != nil {
 			s.log.Debug("could not delete an old id generation directory", "znode", p, "err", err)
 		}
 	}

@@ -23,7 +23,7 @@ func TestNewLedgerIDShort(t *testing.T) {
 	if !slices.IsSorted(ids) || ids[0] != 0 || len(slices.Compact(slices.Clone(ids))) != len(ids) {
 		t.Fatalf("ids %v: want distinct increasing ids from 0", ids)
 	}
-	kids, _, err := conn.Children("/ledgers/idgen")
+	kids, _, err := conn.Children(t.Context(), "/ledgers/idgen")
 	if err != nil || len(kids) != 0 {
 		t.Fatalf("/ledgers/idgen children = %v, %v; the id znodes must be deleted", kids, err)
 	}
@@ -50,14 +50,14 @@ func TestNewLedgerIDLong(t *testing.T) {
 	if first != 1<<32 || second <= first || second>>32 != 1 {
 		t.Fatalf("long ids %#x, %#x: want 0x100000000 and a larger one in the same bucket", first, second)
 	}
-	if ok, _, _ := conn.Exists("/ledgers/idgen-long/HOB-0000000001"); !ok {
+	if _, ok, _ := conn.Exists(t.Context(), "/ledgers/idgen-long/HOB-0000000001"); !ok {
 		t.Fatalf("no HOB-0000000001 directory")
 	}
 	// The long ids get long paths, and round-trip through the store.
 	if _, _, err := s.Create(ctx, first, sampleMetadata()); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, _ := conn.Exists("/ledgers/000/0000/0042/9496/L7296"); !ok {
+	if _, ok, _ := conn.Exists(t.Context(), "/ledgers/000/0000/0042/9496/L7296"); !ok {
 		t.Fatalf("ledger %d not at its long path", first)
 	}
 }
@@ -75,7 +75,7 @@ func TestNewLedgerIDPrunesHOBs(t *testing.T) {
 	if err != nil || id>>32 != 5 {
 		t.Fatalf("NewLedgerID = %#x, %v; want one in bucket 5", id, err)
 	}
-	kids, _, _ := conn.Children("/ledgers/idgen-long")
+	kids, _, _ := conn.Children(t.Context(), "/ledgers/idgen-long")
 	slices.Sort(kids)
 	want := []string{"HOB-0000000003", "HOB-0000000004", "HOB-0000000005", "not-a-hob"}
 	if !slices.Equal(kids, want) {

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/ledger"
 )
 
@@ -69,7 +69,7 @@ func (s *Store) Create(ctx context.Context, id int64, md ledger.Metadata) (ledge
 	if err == nil {
 		return md, 0, nil
 	}
-	if !errors.Is(err, zk.ErrNodeExists) {
+	if !errors.Is(err, zkproto.ErrNodeExists) {
 		return ledger.Metadata{}, 0, fmt.Errorf("metadata: create ledger %d: %w", id, err)
 	}
 	stored, v, err := s.Read(ctx, id)
@@ -105,25 +105,21 @@ func (s *Store) Read(ctx context.Context, id int64) (ledger.Metadata, Version, e
 	if err := checkID(id); err != nil {
 		return ledger.Metadata{}, 0, err
 	}
-	type got struct {
-		data []byte
-		stat *zk.Stat
-	}
-	g, err := call(ctx, func() (got, error) { d, st, err := s.conn.Get(s.LedgerPath(id)); return got{d, st}, err })
-	if errors.Is(err, zk.ErrNoNode) {
+	data, stat, err := s.conn.Get(ctx, s.LedgerPath(id))
+	if errors.Is(err, zkproto.ErrNoNode) {
 		return ledger.Metadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, ErrNoLedger)
 	}
 	if err != nil {
 		return ledger.Metadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, err)
 	}
-	md, v, err := decodeZnode(g.data, g.stat)
+	md, v, err := decodeZnode(data, stat)
 	if err != nil {
 		return ledger.Metadata{}, 0, fmt.Errorf("metadata: read ledger %d: %w", id, err)
 	}
 	return md, v, nil
 }
 
-func decodeZnode(data []byte, stat *zk.Stat) (ledger.Metadata, Version, error) {
+func decodeZnode(data []byte, stat zkproto.Stat) (ledger.Metadata, Version, error) {
 	md, err := Decode(data)
 	if err != nil {
 		return ledger.Metadata{}, 0, err
@@ -154,11 +150,11 @@ func (s *Store) Write(ctx context.Context, id int64, md ledger.Metadata, expecte
 	if err != nil {
 		return 0, fmt.Errorf("metadata: write ledger %d: %w", id, err)
 	}
-	stat, err := call(ctx, func() (*zk.Stat, error) { return s.conn.Set(s.LedgerPath(id), data, int32(expected)) })
+	stat, err := s.conn.Set(ctx, s.LedgerPath(id), data, int32(expected))
 	switch {
-	case errors.Is(err, zk.ErrBadVersion):
+	case errors.Is(err, zkproto.ErrBadVersion):
 		return 0, fmt.Errorf("metadata: write ledger %d at version %d: %w", id, expected, ErrBadVersion)
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkproto.ErrNoNode):
 		return 0, fmt.Errorf("metadata: write ledger %d: %w", id, ErrNoLedger)
 	case err != nil:
 		return 0, fmt.Errorf("metadata: write ledger %d: %w", id, err)
@@ -175,11 +171,11 @@ func (s *Store) Delete(ctx context.Context, id int64, expected Version) error {
 		return err
 	}
 	p := s.LedgerPath(id)
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(p, int32(expected)) })
+	err := s.conn.Delete(ctx, p, int32(expected))
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkproto.ErrNoNode):
 		return nil
-	case errors.Is(err, zk.ErrBadVersion):
+	case errors.Is(err, zkproto.ErrBadVersion):
 		return fmt.Errorf("metadata: delete ledger %d at version %d: %w", id, expected, ErrBadVersion)
 	case err != nil:
 		return fmt.Errorf("metadata: delete ledger %d: %w", id, err)
@@ -193,11 +189,11 @@ func (s *Store) Delete(ctx context.Context, id int64, expected Version) error {
 // gained a child, or any error, stops it, and the directory stays.
 func (s *Store) pruneEmptyParents(ctx context.Context, leaf string) {
 	for dir := path.Dir(leaf); dir != s.root && len(dir) > len(s.root); dir = path.Dir(dir) {
-		stat, err := call(ctx, func() (*zk.Stat, error) { _, st, err := s.conn.Exists(dir); return st, err })
-		if err != nil || stat == nil || stat.NumChildren != 0 {
+		stat, ok, err := s.conn.Exists(ctx, dir)
+		if err != nil || !ok || stat.NumChildren != 0 {
 			return
 		}
-		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(dir, -1) }); err != nil {
+		if err := s.conn.Delete(ctx, dir, -1); err != nil {
 			return
 		}
 	}
@@ -237,20 +233,15 @@ func (s *Store) Watch(ctx context.Context, id int64) <-chan LedgerUpdate {
 }
 
 func (s *Store) watchLedger(ctx context.Context, id int64, ch chan LedgerUpdate) {
-	type got struct {
-		data []byte
-		stat *zk.Stat
-		ev   <-chan zk.Event
-	}
 	p := s.LedgerPath(id)
 	backoff := s.backoff
 	lastMzxid := int64(-1)
 	for {
-		g, err := call(ctx, func() (got, error) { d, st, ev, err := s.conn.GetW(p); return got{d, st, ev}, err })
+		data, stat, watch, err := s.conn.GetW(ctx, p)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, zkproto.ErrNoNode):
 			offer(ch, LedgerUpdate{Deleted: true})
 			return
 		case err != nil:
@@ -264,37 +255,27 @@ func (s *Store) watchLedger(ctx context.Context, id int64, ch chan LedgerUpdate)
 		backoff = s.backoff
 		// Mzxid, not the version, identifies a write: a ledger deleted and
 		// created again starts over at version 0.
-		if g.stat.Mzxid != lastMzxid {
-			lastMzxid = g.stat.Mzxid
-			md, v, err := decodeZnode(g.data, g.stat)
+		if stat.Mzxid != lastMzxid {
+			lastMzxid = stat.Mzxid
+			md, v, err := decodeZnode(data, stat)
 			offer(ch, LedgerUpdate{Metadata: md, Version: v, Err: err})
 		}
 		select {
-		case ev := <-g.ev:
-			if connClosing(ev) {
+		case ev := <-watch:
+			if sessionClosed(ev) {
 				return
 			}
-			s.settle(ev)
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// settle follows a watch that ended with the session (EventNotWatching)
-// with one request without a watch before the loop arms the next one, for
-// the reason FirstRoundTrip gives: re-armed at once, the new watch can be
-// answered while go-zookeeper's new connection is re-sending its watch set.
-func (s *Store) settle(ev zk.Event) {
-	if ev.Type == zk.EventNotWatching {
-		_, _, _ = s.conn.Exists("/")
-	}
-}
-
-// connClosing reports whether a watch event says the connection is closed
-// for good, as opposed to a change or a session to re-establish.
-func connClosing(ev zk.Event) bool {
-	return ev.Type == zk.EventNotWatching && errors.Is(ev.Err, zk.ErrClosing)
+// sessionClosed reports whether a watch event says the session is closed
+// for good, as opposed to a change or an expired session (after which the
+// zkclient.Session opens a new one and the watch is armed again).
+func sessionClosed(ev zkproto.WatcherEvent) bool {
+	return ev.Type == zkproto.EventNone && ev.State == zkclient.StateClosed
 }
 
 // offer hands v to a watcher through ch, a channel of capacity one with a

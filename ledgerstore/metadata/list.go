@@ -98,7 +98,7 @@ func (s *Store) walk(ctx context.Context, path, digits string, levels []int, ids
 
 // children lists path's children, sorted.
 func (s *Store) children(ctx context.Context, path string) ([]string, error) {
-	names, err := call(ctx, func() ([]string, error) { k, _, err := s.conn.Children(path); return k, err })
+	names, _, err := s.conn.Children(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", path, err)
 	}

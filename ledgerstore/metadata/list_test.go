@@ -8,7 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 )
 
 var listIDs = []int64{0, 1, 9999, 10000, math.MaxInt32 - 1, math.MaxInt32, 1 << 31, 1<<32 | 7, 1 << 40, math.MaxInt64}
@@ -71,8 +72,8 @@ func TestListIncomplete(t *testing.T) {
 		{name: "id beyond int64", mkdirs: []string{"/ledgers/999/9999/9999/9999/L9999"}},
 		{name: "root listing fails", failPath: "/ledgers"},
 		{name: "level listing fails", failPath: "/ledgers/00/0001"},
-		{name: "level vanished", failPath: "/ledgers/00/0000", failErr: zk.ErrNoNode},
-		{name: "connection lost", failPath: "/ledgers/00", failErr: zk.ErrConnectionClosed},
+		{name: "level vanished", failPath: "/ledgers/00/0000", failErr: zkproto.ErrNoNode},
+		{name: "connection lost", failPath: "/ledgers/00", failErr: zkclient.ErrConnectionLoss},
 		{name: "cancelled", cancel: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 )
@@ -77,13 +78,6 @@ type RegistrationConfig struct {
 	StaleWait time.Duration
 }
 
-// sessionOwner is what a Registration needs beyond zkConn: the current
-// session's id, to tell its own ephemeral znodes from an earlier
-// session's. *zk.Conn has it.
-type sessionOwner interface {
-	SessionID() int64
-}
-
 // Registration publishes a bookie in the registry (docs/bookkeeper-protocol.md §8.1): an
 // ephemeral znode root/available/<id> while writable, or
 // root/available/readonly/<id> while read-only, holding the registration
@@ -101,7 +95,6 @@ type sessionOwner interface {
 // that has to wait for a stale znode holds up the others.
 type Registration struct {
 	s         *Store
-	owner     sessionOwner
 	id        ledger.BookieID
 	data      []byte
 	staleWait time.Duration
@@ -117,20 +110,15 @@ type Registration struct {
 }
 
 // NewRegistration returns a bookie's registration, not yet published:
-// Register publishes it. The store's connection must be a *zk.Conn (or
-// know its session id).
+// Register publishes it.
 func (s *Store) NewRegistration(cfg RegistrationConfig) (*Registration, error) {
 	if err := cfg.ID.Validate(); err != nil {
 		return nil, err
 	}
-	owner, ok := s.conn.(sessionOwner)
-	if !ok {
-		return nil, errors.New("metadata: registration needs a connection that knows its session id")
-	}
 	if cfg.StaleWait < 0 {
 		return nil, fmt.Errorf("metadata: negative stale znode wait %v", cfg.StaleWait)
 	}
-	r := &Registration{s: s, owner: owner, id: cfg.ID, data: cfg.Data, staleWait: cfg.StaleWait,
+	r := &Registration{s: s, id: cfg.ID, data: cfg.Data, staleWait: cfg.StaleWait,
 		readOnly: cfg.ReadOnly, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if r.staleWait == 0 {
 		r.staleWait = 2 * DefaultSessionTimeout
@@ -250,37 +238,32 @@ func (r *Registration) createEphemeral(ctx context.Context, path string) error {
 	deadline := time.NewTimer(r.staleWait)
 	defer deadline.Stop()
 	for {
-		_, err := call(ctx, func() (string, error) { return r.s.conn.Create(path, r.data, zk.FlagEphemeral, r.s.acl) })
+		_, _, err := r.s.conn.Create(ctx, path, r.data, zkclient.CreateOptions{Flags: zkproto.FlagEphemeral, ACL: r.s.acl})
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, zk.ErrNodeExists) {
+		if !errors.Is(err, zkproto.ErrNodeExists) {
 			return fmt.Errorf("metadata: register %s: %w", path, err)
 		}
-		type got struct {
-			ok   bool
-			stat *zk.Stat
-			ev   <-chan zk.Event
-		}
-		g, err := call(ctx, func() (got, error) { ok, st, ev, err := r.s.conn.ExistsW(path); return got{ok, st, ev}, err })
+		stat, ok, ev, err := r.s.conn.ExistsW(ctx, path)
 		switch {
 		case err != nil:
 			return fmt.Errorf("metadata: register %s: %w", path, err)
-		case !g.ok:
+		case !ok:
 			continue // gone between the calls; the watch fires on our create and is dropped
-		case g.stat.EphemeralOwner == r.owner.SessionID():
-			if _, err := call(ctx, func() (*zk.Stat, error) { return r.s.conn.Set(path, r.data, -1) }); err != nil {
+		case stat.EphemeralOwner == r.s.conn.SessionID():
+			if _, err := r.s.conn.Set(ctx, path, r.data, -1); err != nil {
 				return fmt.Errorf("metadata: register %s: %w", path, err)
 			}
 			return nil
 		}
 		r.s.log.Info("a registration znode of an earlier session exists; waiting for it to expire",
-			"znode", path, "owner", fmt.Sprintf("%#x", g.stat.EphemeralOwner))
+			"znode", path, "owner", fmt.Sprintf("%#x", stat.EphemeralOwner))
 		select {
-		case <-g.ev:
+		case <-ev:
 		case <-deadline.C:
 			return fmt.Errorf("%w: %s, by session %#x, for more than %v: is another bookie running with id %s?",
-				ErrRegistrationHeld, path, g.stat.EphemeralOwner, r.staleWait, r.id)
+				ErrRegistrationHeld, path, stat.EphemeralOwner, r.staleWait, r.id)
 		case <-ctx.Done():
 			return fmt.Errorf("metadata: register %s: %w", path, ctx.Err())
 		}
@@ -289,15 +272,15 @@ func (r *Registration) createEphemeral(ctx context.Context, path string) error {
 
 // deleteOwn deletes path if it exists and this session holds it.
 func (r *Registration) deleteOwn(ctx context.Context, path string) error {
-	stat, err := call(ctx, func() (*zk.Stat, error) { _, st, err := r.s.conn.Exists(path); return st, err })
+	stat, ok, err := r.s.conn.Exists(ctx, path)
 	if err != nil {
 		return fmt.Errorf("metadata: unregister %s: %w", path, err)
 	}
-	if stat == nil || stat.EphemeralOwner != r.owner.SessionID() {
+	if !ok || stat.EphemeralOwner != r.s.conn.SessionID() {
 		return nil
 	}
-	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, r.s.conn.Delete(path, stat.Version) })
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	err = r.s.conn.Delete(ctx, path, stat.Version)
+	if err != nil && !errors.Is(err, zkproto.ErrNoNode) {
 		return fmt.Errorf("metadata: unregister %s: %w", path, err)
 	}
 	return nil
@@ -317,7 +300,7 @@ func (r *Registration) keep(ctx context.Context) {
 			err = r.reconcile(ctx)
 		}
 		var own bool
-		var ev <-chan zk.Event
+		var ev <-chan zkproto.WatcherEvent
 		if err == nil {
 			own, ev, err = r.watchOwn(ctx, r.Path())
 		}
@@ -339,7 +322,7 @@ func (r *Registration) keep(ctx context.Context) {
 		}
 		select {
 		case e := <-ev:
-			if connClosing(e) {
+			if sessionClosed(e) {
 				return
 			}
 		case <-r.kick:
@@ -362,15 +345,10 @@ func (r *Registration) reconcile(ctx context.Context) error {
 
 // watchOwn reports whether path exists and this session holds it, and
 // returns a watch that fires on its next change.
-func (r *Registration) watchOwn(ctx context.Context, path string) (bool, <-chan zk.Event, error) {
-	type got struct {
-		ok   bool
-		stat *zk.Stat
-		ev   <-chan zk.Event
-	}
-	g, err := call(ctx, func() (got, error) { ok, st, ev, err := r.s.conn.ExistsW(path); return got{ok, st, ev}, err })
+func (r *Registration) watchOwn(ctx context.Context, path string) (bool, <-chan zkproto.WatcherEvent, error) {
+	stat, ok, ev, err := r.s.conn.ExistsW(ctx, path)
 	if err != nil {
 		return false, nil, fmt.Errorf("watch %s: %w", path, err)
 	}
-	return g.ok && g.stat.EphemeralOwner == r.owner.SessionID(), g.ev, nil
+	return ok && stat.EphemeralOwner == r.s.conn.SessionID(), ev, nil
 }

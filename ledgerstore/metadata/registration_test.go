@@ -11,18 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
 	"keeper/coordination/server"
+	"keeper/coordination/zkclient"
 	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 )
-
-// SessionID lets a Registration run over a faultConn.
-func (f *faultConn) SessionID() int64 { return f.zkConn.(sessionOwner).SessionID() }
 
 func TestRegistrationData(t *testing.T) {
 	endpoint := func(id, protocol, host string, port int32) *bkproto.BookieServiceInfoFormat_Endpoint {
@@ -71,9 +69,9 @@ func TestRegistrationData(t *testing.T) {
 }
 
 // znodeOwner returns the ephemeral owner of path, or -1 if it is missing.
-func znodeOwner(t *testing.T, conn *zk.Conn, path string) int64 {
+func znodeOwner(t *testing.T, conn *zkclient.Session, path string) int64 {
 	t.Helper()
-	ok, st, err := conn.Exists(path)
+	st, ok, err := conn.Exists(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +83,11 @@ func znodeOwner(t *testing.T, conn *zk.Conn, path string) int64 {
 
 // waitZnode waits, with watches, until path's ephemeral owner (-1:
 // missing) satisfies cond, and returns it.
-func waitZnode(t *testing.T, conn *zk.Conn, path, what string, cond func(owner int64) bool) int64 {
+func waitZnode(t *testing.T, conn *zkclient.Session, path, what string, cond func(owner int64) bool) int64 {
 	t.Helper()
 	deadline := time.After(waitTimeout)
 	for {
-		ok, st, ev, err := conn.ExistsW(path)
+		st, ok, ev, err := conn.ExistsW(t.Context(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +176,7 @@ func TestRegistrationWaitsForStaleZnode(t *testing.T) {
 	}
 	const path = "/ledgers/available/b1:3181"
 	stale := dial(t, addr)
-	if _, err := stale.Create(path, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := stale.Create(t.Context(), path, nil, zkclient.CreateOptions{Flags: zkproto.FlagEphemeral}); err != nil {
 		t.Fatal(err)
 	}
 	short, err := s.NewRegistration(RegistrationConfig{ID: "b1:3181", StaleWait: 50 * time.Millisecond})
@@ -226,7 +224,7 @@ func TestRegistrationRestoresDeletedZnode(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	path := r.Path()
-	if err := conn.Delete(path, -1); err != nil {
+	if err := conn.Delete(t.Context(), path, -1); err != nil {
 		t.Fatal(err)
 	}
 	waitZnode(t, conn, path, "the znode put back", func(owner int64) bool { return owner == conn.SessionID() })
@@ -310,8 +308,8 @@ func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	px.restore()
 	second := waitZnode(t, observer, path, "the registration on the new session",
 		func(owner int64) bool { return owner > 0 })
-	if second == first || second != sess.conn.SessionID() {
-		t.Fatalf("registered by session %#x; first session %#x, current %#x", second, first, sess.conn.SessionID())
+	if second == first || second != sess.zk.SessionID() {
+		t.Fatalf("registered by session %#x; first session %#x, current %#x", second, first, sess.zk.SessionID())
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"keeper/coordination/zkclient"
 )
 
 // DefaultSessionTimeout is BookKeeper's zkTimeout default.
@@ -31,8 +31,8 @@ type DialConfig struct {
 	// ConnectTimeout bounds Dial's wait for the first session; 0 means
 	// the session timeout, but at least 10 s.
 	ConnectTimeout time.Duration
-	// Logger receives session state changes, and go-zookeeper's own lines
-	// at debug level; nil discards them.
+	// Logger receives session state changes (reattached, expired) and the
+	// client's debug lines; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -53,15 +53,14 @@ func (c DialConfig) Validate() error {
 }
 
 // Session is one session with the coordination service, opened by Dial,
-// for the Stores of a process that owns its connection (a bookie). The
-// go-zookeeper client behind it reconnects after a lost connection and,
-// after an expiry, opens a new session by itself; a Registration notices
-// the expiry and registers again. Safe for concurrent use.
+// for the Stores of a process that owns its connection (a bookie). It is a
+// zkclient.Session: after a lost connection it reattaches the session to
+// the next server, and after an expiry it opens a new session and ends the
+// old session's watches, so a Registration notices and registers again.
+// Safe for concurrent use.
 type Session struct {
-	conn    *zk.Conn
-	timeout time.Duration
-	log     *slog.Logger
-	events  chan struct{} // closed when the event loop ends (the connection closed)
+	zk  *zkclient.Session
+	log *slog.Logger
 }
 
 // Dial connects to the coordination service and waits until a session is
@@ -70,96 +69,45 @@ func Dial(ctx context.Context, cfg DialConfig) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Session{timeout: cfg.SessionTimeout, log: cfg.Logger, events: make(chan struct{})}
-	if s.timeout == 0 {
-		s.timeout = DefaultSessionTimeout
+	timeout := cfg.SessionTimeout
+	if timeout == 0 {
+		timeout = DefaultSessionTimeout
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	wait := cfg.ConnectTimeout
 	if wait == 0 {
-		wait = max(s.timeout, minConnectWait)
+		wait = max(timeout, minConnectWait)
 	}
-	servers := strings.Join(cfg.Servers, ",")
-	conn, events, err := zk.Connect(cfg.Servers, s.timeout, zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeoutCause(ctx, wait, fmt.Errorf("no session within %v", wait))
+	defer cancel()
+	zs, err := zkclient.OpenSession(ctx, cfg.Servers, zkclient.SessionOptions{
+		Options: zkclient.Options{SessionTimeout: timeout, Logger: log},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("metadata: connect to %s: %w", servers, err)
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	s.conn = conn
-	established := make(chan struct{})
-	go s.followEvents(events, established)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-established:
-		FirstRoundTrip(conn)
-		return s, nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timer.C:
-		err = fmt.Errorf("no session within %v", wait)
-	}
-	s.Close()
-	return nil, fmt.Errorf("metadata: connect to %s: %w", servers, err)
+	return &Session{zk: zs, log: log}, nil
 }
 
-// FirstRoundTrip makes one request without a watch on a connection that
-// just got its session, before its owner sets any watch. go-zookeeper
-// v1.0.4 reads the connection's last zxid without a lock when it re-sends
-// the watches it holds (sendSetWatches, right after a connection is made)
-// while its receiving goroutine writes it: a watch answered before the
-// connection's loop got there makes that a data race (go-zookeeper/zk pull
-// request 35, unmerged). A round trip first lets the loop pass that point
-// with no watches to re-send. It narrows the window; a reconnect with
-// watches set can still meet it.
-func FirstRoundTrip(conn *zk.Conn) {
-	_, _, _ = conn.Exists("/")
-}
-
-// followEvents drains the session's event channel until the connection
-// closes, signals established once, and logs expiries.
-func (s *Session) followEvents(events <-chan zk.Event, established chan struct{}) {
-	defer close(s.events)
-	first := true
-	for ev := range events {
-		if ev.Type != zk.EventSession {
-			continue
-		}
-		switch ev.State {
-		case zk.StateHasSession:
-			if first {
-				first = false
-				close(established)
-			}
-		case zk.StateExpired:
-			s.log.Warn("metadata session expired; the client opens a new one")
-		}
-	}
-}
-
-// NewStore returns a store over the session's connection. Close the store
-// before the session.
+// NewStore returns a store over the session. Close the store before the
+// session.
 func (s *Session) NewStore(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
-	return newStore(s.conn, cfg)
+	return newStore(s.zk, cfg)
 }
 
 // SessionTimeout returns the session timeout asked for.
-func (s *Session) SessionTimeout() time.Duration { return s.timeout }
+func (s *Session) SessionTimeout() time.Duration { return s.zk.SessionTimeout() }
 
 // Close ends the session: the server deletes its ephemeral znodes, so every
 // registration made on it goes at once.
 func (s *Session) Close() {
-	s.conn.Close()
-	<-s.events
-}
-
-// zkLogger sends go-zookeeper's log lines to slog at debug level.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug("zookeeper client", "msg", fmt.Sprintf(format, args...))
+	if err := s.zk.Close(); err != nil {
+		s.log.Debug("metadata session close", "err", err)
+	}
 }

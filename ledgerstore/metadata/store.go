@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 )
 
 // Znode names under the ledgers root (docs/bookkeeper-protocol.md §5.2).
@@ -39,7 +40,7 @@ type Config struct {
 	// ACL is given to every znode the store creates; nil means
 	// world:anyone with all permissions (ZooKeeper's OPEN_ACL_UNSAFE), what
 	// BookKeeper uses unless zkEnableSecurity is set.
-	ACL []zk.ACL
+	ACL []zkproto.ACL
 	// RetryBackoff is the first pause before a watch retries after an error
 	// (a lost connection, an expired session); it doubles up to
 	// maxRetryBackoff. 0 means 50ms.
@@ -68,32 +69,39 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// zkConn is the part of *zk.Conn the store uses. Tests wrap a real
-// connection with one that injects faults.
+// zkConn is the part of *zkclient.Session the store uses. Tests wrap a
+// real session with one that injects faults. Errors from the server are
+// *zkproto.Error values: test them with errors.Is against the zkproto
+// sentinels. A watch channel receives one event: the change, or an
+// EventNone whose state says the session expired (zkclient.StateExpired)
+// or was closed (zkclient.StateClosed).
 type zkConn interface {
-	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
-	Get(path string) ([]byte, *zk.Stat, error)
-	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
-	Set(path string, data []byte, version int32) (*zk.Stat, error)
-	Delete(path string, version int32) error
-	Exists(path string) (bool, *zk.Stat, error)
-	ExistsW(path string) (bool, *zk.Stat, <-chan zk.Event, error)
-	Children(path string) ([]string, *zk.Stat, error)
-	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
-	Multi(ops ...any) ([]zk.MultiResponse, error)
+	Create(ctx context.Context, path string, data []byte, opts zkclient.CreateOptions) (string, zkproto.Stat, error)
+	Get(ctx context.Context, path string) ([]byte, zkproto.Stat, error)
+	GetW(ctx context.Context, path string) ([]byte, zkproto.Stat, <-chan zkproto.WatcherEvent, error)
+	Set(ctx context.Context, path string, data []byte, version int32) (zkproto.Stat, error)
+	Delete(ctx context.Context, path string, version int32) error
+	Exists(ctx context.Context, path string) (zkproto.Stat, bool, error)
+	ExistsW(ctx context.Context, path string) (zkproto.Stat, bool, <-chan zkproto.WatcherEvent, error)
+	Children(ctx context.Context, path string) ([]string, zkproto.Stat, error)
+	ChildrenW(ctx context.Context, path string) ([]string, zkproto.Stat, <-chan zkproto.WatcherEvent, error)
+	Multi(ctx context.Context, ops ...zkproto.MultiOp) ([]zkproto.MultiResult, error)
+	// SessionID is the current session's id (0 while reconnecting): a
+	// Registration tells its own ephemeral znodes by it.
+	SessionID() int64
 }
 
 // Store keeps ledger metadata and reads the bookie registry in a ZooKeeper
 // (or keeper) ensemble, in BookKeeper's layout, so BookKeeper's own clients
 // and bookies can share the tree. It is safe for concurrent use.
 //
-// The store does not own the connection: the caller closes the *zk.Conn
-// after Close.
+// The store does not own the session: the caller closes the
+// *zkclient.Session after Close.
 type Store struct {
 	conn    zkConn
 	root    string
 	layout  Layout
-	acl     []zk.ACL
+	acl     []zkproto.ACL
 	backoff time.Duration
 	log     *slog.Logger
 
@@ -107,10 +115,10 @@ type Store struct {
 	longIDs   int // idGenUnknown, idGenShort or idGenLong: how NewLedgerID mints ids
 }
 
-// New returns a store over conn.
-func New(conn *zk.Conn, cfg Config) (*Store, error) {
+// New returns a store over a session.
+func New(conn *zkclient.Session, cfg Config) (*Store, error) {
 	if conn == nil {
-		return nil, errors.New("metadata: nil connection")
+		return nil, errors.New("metadata: nil session")
 	}
 	return newStore(conn, cfg)
 }
@@ -126,7 +134,7 @@ func newStore(conn zkConn, cfg Config) (*Store, error) {
 		s.root = DefaultRoot
 	}
 	if s.acl == nil {
-		s.acl = zk.WorldACL(zk.PermAll)
+		s.acl = zkproto.OpenACLUnsafe
 	}
 	if s.backoff == 0 {
 		s.backoff = 50 * time.Millisecond
@@ -187,7 +195,7 @@ func (s *Store) LedgerPath(id int64) string { return s.layout.Path(s.root, id) }
 // Like metaformat, Init does not create the cookies znode; the first bookie
 // to write a cookie creates it.
 func (s *Store) Init(ctx context.Context) error {
-	exists, err := call(ctx, func() (bool, error) { ok, _, err := s.conn.Exists(s.root); return ok, err })
+	_, exists, err := s.conn.Exists(ctx, s.root)
 	if err != nil {
 		return fmt.Errorf("metadata: init %s: %w", s.root, err)
 	}
@@ -214,17 +222,15 @@ func (s *Store) format(ctx context.Context) error {
 		return err
 	}
 	avail := s.root + "/" + availableNode
-	ops := []any{
-		&zk.CreateRequest{Path: s.root, Data: []byte{}, Acl: s.acl},
-		&zk.CreateRequest{Path: avail, Data: []byte{}, Acl: s.acl},
-		&zk.CreateRequest{Path: avail + "/" + readOnlyNode, Data: []byte{}, Acl: s.acl},
-		&zk.CreateRequest{Path: s.root + "/" + instanceIDNode, Data: []byte(id), Acl: s.acl},
+	create := func(path string, data []byte) zkproto.MultiOp {
+		return zkproto.MultiOp{Op: zkproto.OpCreate, Record: &zkproto.CreateRequest{Path: path, Data: data, ACL: s.acl}}
 	}
-	_, err = call(ctx, func() ([]zk.MultiResponse, error) { return s.conn.Multi(ops...) })
+	_, err = s.conn.Multi(ctx, create(s.root, []byte{}), create(avail, []byte{}),
+		create(avail+"/"+readOnlyNode, []byte{}), create(s.root+"/"+instanceIDNode, []byte(id)))
 	switch {
 	case err == nil:
 		s.log.Info("created the ledgers tree", "root", s.root, "instanceId", id)
-	case errors.Is(err, zk.ErrNodeExists):
+	case errors.Is(err, zkproto.ErrNodeExists):
 		// Another client formatted the tree first; use theirs.
 	default:
 		return fmt.Errorf("metadata: init %s: %w", s.root, err)
@@ -236,18 +242,18 @@ func (s *Store) format(ctx context.Context) error {
 func (s *Store) ensureLayout(ctx context.Context) error {
 	path := s.root + "/" + layoutNode
 	for range 2 {
-		data, err := call(ctx, func() ([]byte, error) { d, _, err := s.conn.Get(path); return d, err })
+		data, _, err := s.conn.Get(ctx, path)
 		if err == nil {
 			return s.layout.checkLayoutData(data)
 		}
-		if !errors.Is(err, zk.ErrNoNode) {
+		if !errors.Is(err, zkproto.ErrNoNode) {
 			return fmt.Errorf("metadata: read %s: %w", path, err)
 		}
-		_, err = call(ctx, func() (string, error) { return s.conn.Create(path, s.layout.LayoutData(), 0, s.acl) })
+		_, _, err = s.conn.Create(ctx, path, s.layout.LayoutData(), zkclient.CreateOptions{ACL: s.acl})
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, zk.ErrNodeExists) {
+		if !errors.Is(err, zkproto.ErrNodeExists) {
 			return fmt.Errorf("metadata: create %s: %w", path, err)
 		}
 	}
@@ -258,8 +264,8 @@ func (s *Store) ensureLayout(ctx context.Context) error {
 // "" if the tree has none.
 func (s *Store) InstanceID(ctx context.Context) (string, error) {
 	path := s.root + "/" + instanceIDNode
-	data, err := call(ctx, func() ([]byte, error) { d, _, err := s.conn.Get(path); return d, err })
-	if errors.Is(err, zk.ErrNoNode) {
+	data, _, err := s.conn.Get(ctx, path)
+	if errors.Is(err, zkproto.ErrNoNode) {
 		return "", nil
 	}
 	if err != nil {
@@ -280,36 +286,10 @@ func newUUID() (string, error) {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
 
-// call runs one request on the connection and returns its result, or
-// ctx's error as soon as ctx is done. go-zookeeper's requests take no
-// context, so an abandoned request still runs to completion: the outcome of
-// a write that returns a context error is unknown.
-func call[T any](ctx context.Context, op func() (T, error)) (T, error) {
-	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1) // buffered: an abandoned op must not block
-	go func() {
-		v, err := op()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
-
 // createIfAbsent creates a persistent znode, succeeding if it exists.
 func (s *Store) createIfAbsent(ctx context.Context, path string, data []byte) error {
-	_, err := call(ctx, func() (string, error) { return s.conn.Create(path, data, 0, s.acl) })
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	_, _, err := s.conn.Create(ctx, path, data, zkclient.CreateOptions{ACL: s.acl})
+	if err != nil && !errors.Is(err, zkproto.ErrNodeExists) {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	return nil
@@ -325,15 +305,15 @@ const maxCreateAttempts = 5
 // created path, which for a sequential znode carries the suffix.
 func (s *Store) createFullPath(ctx context.Context, path string, data []byte, flags int32) (string, error) {
 	for range maxCreateAttempts {
-		name, err := call(ctx, func() (string, error) { return s.conn.Create(path, data, flags, s.acl) })
-		if !errors.Is(err, zk.ErrNoNode) {
+		name, _, err := s.conn.Create(ctx, path, data, zkclient.CreateOptions{Flags: flags, ACL: s.acl})
+		if !errors.Is(err, zkproto.ErrNoNode) {
 			return name, err
 		}
 		if err := s.createParents(ctx, path); err != nil {
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("create %s: parents keep disappearing: %w", path, zk.ErrNoNode)
+	return "", fmt.Errorf("create %s: parents keep disappearing: %w", path, zkproto.ErrNoNode)
 }
 
 // createParents creates every missing ancestor of path, top down.

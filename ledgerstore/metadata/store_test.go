@@ -7,8 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/ledger"
 )
 
@@ -20,14 +19,14 @@ func TestInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/bk", "/bk/ledgers", "/bk/ledgers/available", "/bk/ledgers/available/readonly"} {
-		if ok, _, err := conn.Exists(p); !ok || err != nil {
+		if _, ok, err := conn.Exists(t.Context(), p); !ok || err != nil {
 			t.Errorf("after Init, %s exists = %v, %v", p, ok, err)
 		}
 	}
-	if ok, _, _ := conn.Exists("/bk/ledgers/cookies"); ok {
+	if _, ok, _ := conn.Exists(t.Context(), "/bk/ledgers/cookies"); ok {
 		t.Errorf("Init created cookies; metaformat does not")
 	}
-	layout, _, err := conn.Get("/bk/ledgers/LAYOUT")
+	layout, _, err := conn.Get(t.Context(), "/bk/ledgers/LAYOUT")
 	if err != nil || string(layout) != "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1" {
 		t.Errorf("LAYOUT = %q, %v", layout, err)
 	}
@@ -38,7 +37,7 @@ func TestInit(t *testing.T) {
 
 	// Init is idempotent and keeps the instance id; it restores a missing
 	// readonly directory.
-	if err := conn.Delete("/bk/ledgers/available/readonly", -1); err != nil {
+	if err := conn.Delete(t.Context(), "/bk/ledgers/available/readonly", -1); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Init(ctx); err != nil {
@@ -47,7 +46,7 @@ func TestInit(t *testing.T) {
 	if again, _ := s.InstanceID(ctx); again != id {
 		t.Errorf("second Init changed INSTANCEID from %s to %s", id, again)
 	}
-	if ok, _, _ := conn.Exists("/bk/ledgers/available/readonly"); !ok {
+	if _, ok, _ := conn.Exists(t.Context(), "/bk/ledgers/available/readonly"); !ok {
 		t.Errorf("second Init did not restore available/readonly")
 	}
 
@@ -71,7 +70,7 @@ func TestInitExistingRoot(t *testing.T) {
 	if id, err := s.InstanceID(ctx); id != "" || err != nil {
 		t.Errorf("InstanceID = %q, %v; Init must not invent one for an existing tree", id, err)
 	}
-	if ok, _, _ := conn.Exists("/ledgers/LAYOUT"); !ok {
+	if _, ok, _ := conn.Exists(t.Context(), "/ledgers/LAYOUT"); !ok {
 		t.Errorf("Init did not add LAYOUT")
 	}
 }
@@ -89,7 +88,7 @@ func TestCreateReadWriteDelete(t *testing.T) {
 		t.Fatalf("Create stored %+v: want a cToken and format 3", stored)
 	}
 	// The znode is where BookKeeper looks, holding what Encode writes.
-	raw, stat, err := conn.Get("/ledgers/00/0001/L2345")
+	raw, stat, err := conn.Get(t.Context(), "/ledgers/00/0001/L2345")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +136,7 @@ func TestCreateReadWriteDelete(t *testing.T) {
 	}
 	// The emptied directories are pruned; the root stays.
 	for p, want := range map[string]bool{"/ledgers/00/0001": false, "/ledgers/00": false, "/ledgers": true} {
-		if ok, _, _ := conn.Exists(p); ok != want {
+		if _, ok, _ := conn.Exists(t.Context(), p); ok != want {
 			t.Errorf("after Delete, %s exists = %v, want %v", p, ok, want)
 		}
 	}
@@ -157,7 +156,7 @@ func TestPruneKeepsNonEmpty(t *testing.T) {
 	if _, _, err := s.Read(ctx, 2); err != nil {
 		t.Fatalf("ledger 2 after deleting its neighbour: %v", err)
 	}
-	if ok, _, _ := conn.Exists("/ledgers/00/0000"); !ok {
+	if _, ok, _ := conn.Exists(t.Context(), "/ledgers/00/0000"); !ok {
 		t.Fatalf("Delete pruned a directory that still holds a ledger")
 	}
 }
@@ -247,7 +246,7 @@ func TestCompareAndSet(t *testing.T) {
 func TestReadMalformed(t *testing.T) {
 	s, conn := keeperStore(t, Config{})
 	mkdirs(t, conn, "/ledgers/00/0000")
-	if _, err := conn.Create("/ledgers/00/0000/L0003", []byte("junk"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := conn.Create(t.Context(), "/ledgers/00/0000/L0003", []byte("junk"), zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Read(testContext(t), 3); !errors.Is(err, ErrMalformed) {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
+	"keeper/coordination/zkproto"
 )
 
 // ParseLayoutData returns the layout a LAYOUT znode's content names: the
@@ -36,9 +36,9 @@ func ParseLayoutData(data []byte) (Layout, error) {
 // with the layout the cluster was formatted with.
 func (s *Store) StoredLayout(ctx context.Context) (layout Layout, found bool, err error) {
 	p := s.root + "/" + layoutNode
-	data, err := call(ctx, func() ([]byte, error) { d, _, err := s.conn.Get(p); return d, err })
+	data, _, err := s.conn.Get(ctx, p)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkproto.ErrNoNode):
 		return 0, false, nil
 	case err != nil:
 		return 0, false, fmt.Errorf("metadata: read %s: %w", p, err)
@@ -56,7 +56,7 @@ func (s *Store) Exists(ctx context.Context, id int64) (bool, error) {
 		return false, err
 	}
 	p := s.LedgerPath(id)
-	ok, err := call(ctx, func() (bool, error) { ok, _, err := s.conn.Exists(p); return ok, err })
+	_, ok, err := s.conn.Exists(ctx, p)
 	if err != nil {
 		return false, fmt.Errorf("metadata: check ledger %d: %w", id, err)
 	}

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 )
@@ -118,14 +119,14 @@ func TestWatchLedgerMalformed(t *testing.T) {
 	}
 	ch := s.Watch(ctx, 2)
 	next(t, ch)
-	if _, err := conn.Set(s.LedgerPath(2), []byte("junk"), 0); err != nil {
+	if _, err := conn.Set(t.Context(), s.LedgerPath(2), []byte("junk"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if u, _ := next(t, ch); !errors.Is(u.Err, ErrMalformed) {
 		t.Fatalf("update after junk was written: %+v, want ErrMalformed", u)
 	}
 	good, _ := Encode(sampleMetadata())
-	if _, err := conn.Set(s.LedgerPath(2), good, 1); err != nil {
+	if _, err := conn.Set(t.Context(), s.LedgerPath(2), good, 1); err != nil {
 		t.Fatal(err)
 	}
 	if u, _ := next(t, ch); u.Err != nil || u.Version != 2 {
@@ -175,14 +176,14 @@ func TestWatchEnds(t *testing.T) {
 
 // bookie registers id on its own session, writable or read-only, as a
 // bookie does, and returns the session.
-func registerBookie(t *testing.T, addr, id string, readOnly bool) *zk.Conn {
+func registerBookie(t *testing.T, addr, id string, readOnly bool) *zkclient.Session {
 	t.Helper()
 	c := dial(t, addr)
 	p := "/ledgers/available/" + id
 	if readOnly {
 		p = "/ledgers/available/readonly/" + id
 	}
-	if _, err := c.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := c.Create(t.Context(), p, nil, zkclient.CreateOptions{Flags: zkproto.FlagEphemeral}); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -218,11 +219,11 @@ func TestWatchBookiesSteps(t *testing.T) {
 	b3 := registerBookie(t, addr, "b3:3181", true)
 	expect("b3 joins read-only", []ledger.BookieID{"b1:3181", "b2:3181"}, []ledger.BookieID{"b3:3181"})
 	// b2 turns read-only: a new znode first, then the old one goes.
-	if _, err := b2.Create("/ledgers/available/readonly/b2:3181", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := b2.Create(t.Context(), "/ledgers/available/readonly/b2:3181", nil, zkclient.CreateOptions{Flags: zkproto.FlagEphemeral}); err != nil {
 		t.Fatal(err)
 	}
 	expect("b2 registers read-only", []ledger.BookieID{"b1:3181", "b2:3181"}, []ledger.BookieID{"b2:3181", "b3:3181"})
-	if err := b2.Delete("/ledgers/available/b2:3181", -1); err != nil {
+	if err := b2.Delete(t.Context(), "/ledgers/available/b2:3181", -1); err != nil {
 		t.Fatal(err)
 	}
 	expect("b2 leaves writable", []ledger.BookieID{"b1:3181"}, []ledger.BookieID{"b2:3181", "b3:3181"})
@@ -230,7 +231,7 @@ func TestWatchBookiesSteps(t *testing.T) {
 	expect("b1 dies", none, []ledger.BookieID{"b2:3181", "b3:3181"})
 	b3.Close()
 	expect("b3 dies", none, []ledger.BookieID{"b2:3181"})
-	if _, err := conn.Create("/ledgers/available/not a bookie", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := conn.Create(t.Context(), "/ledgers/available/not a bookie", nil, zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	registerBookie(t, addr, "b4:3181", false)
@@ -254,12 +255,12 @@ func TestWatchBookiesBurst(t *testing.T) {
 	change := func(id ledger.BookieID, add bool) {
 		p := "/ledgers/available/" + string(id)
 		if add {
-			if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			if _, _, err := conn.Create(t.Context(), p, nil, zkclient.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			live = append(live, id)
 		} else {
-			if err := conn.Delete(p, -1); err != nil {
+			if err := conn.Delete(t.Context(), p, -1); err != nil {
 				t.Fatal(err)
 			}
 			live = live[1:]
@@ -294,7 +295,7 @@ func TestWatchBookiesMissingDirectory(t *testing.T) {
 	if err := s.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Create("/ledgers/available/b1:3181", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := conn.Create(t.Context(), "/ledgers/available/b1:3181", nil, zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := next(t, ch); !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {
@@ -310,9 +311,9 @@ func TestWatchBookiesRetries(t *testing.T) {
 	if err := s.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fc.failOn("ChildrenW", "/ledgers/available/readonly", zk.ErrConnectionClosed)
+	fc.failOn("ChildrenW", "/ledgers/available/readonly", zkclient.ErrConnectionLoss)
 	ch := s.WatchBookies(ctx)
-	if _, err := conn.Create("/ledgers/available/b1:3181", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := conn.Create(t.Context(), "/ledgers/available/b1:3181", nil, zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fc.failOn("ChildrenW", "/ledgers/available/readonly", nil)
@@ -331,14 +332,13 @@ func TestBookieAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acl := zk.WorldACL(zk.PermAll)
 	for p, data := range map[string][]byte{
 		"/ledgers/available/opaque-id":                 info,
 		"/ledgers/available/readonly/192.0.2.9:3181":   nil,
 		"/ledgers/available/readonly/no-endpoint":      {},
 		"/ledgers/available/readonly/garbage-endpoint": {0xff},
 	} {
-		if _, err := conn.Create(p, data, 0, acl); err != nil {
+		if _, _, err := conn.Create(t.Context(), p, data, zkclient.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,8 +360,8 @@ func TestBookieAddress(t *testing.T) {
 	}
 }
 
-// TestWatchesSurviveSessionExpiry feeds the watches the event go-zookeeper
-// sends when a session expires (its watches are gone): each must re-arm
+// TestWatchesSurviveSessionExpiry feeds the watches the event a
+// zkclient.Session sends when a session expires (its watches are gone): each must re-arm
 // and keep reporting changes, not end.
 func TestWatchesSurviveSessionExpiry(t *testing.T) {
 	conn := dial(t, startKeeper(t))
@@ -374,9 +374,9 @@ func TestWatchesSurviveSessionExpiry(t *testing.T) {
 	if _, _, err := s.Create(ctx, 1, sampleMetadata()); err != nil {
 		t.Fatal(err)
 	}
-	expired := zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Err: zk.ErrSessionExpired}
+	expired := zkproto.WatcherEvent{Type: zkproto.EventNone, State: zkclient.StateExpired}
 
-	ledgerEv := make(chan zk.Event, 1)
+	ledgerEv := make(chan zkproto.WatcherEvent, 1)
 	fc.fakeWatch("GetW", s.LedgerPath(1), ledgerEv)
 	ledgerW := s.Watch(ctx, 1)
 	next(t, ledgerW)
@@ -391,12 +391,12 @@ func TestWatchesSurviveSessionExpiry(t *testing.T) {
 		t.Fatalf("the ledger watch was armed %d times; want a re-arm after the expiry", n)
 	}
 
-	availEv := make(chan zk.Event, 1)
+	availEv := make(chan zkproto.WatcherEvent, 1)
 	fc.fakeWatch("ChildrenW", "/ledgers/available", availEv)
 	bookies := s.WatchBookies(ctx)
 	next(t, bookies)
 	availEv <- expired
-	if _, err := conn.Create("/ledgers/available/b1:3181", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, _, err := conn.Create(t.Context(), "/ledgers/available/b1:3181", nil, zkclient.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := next(t, bookies); !ok || !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {

@@ -86,10 +86,9 @@ func (c *Cluster) AddBookie() *Bookie {
 		MetadataServers:          []string{c.ZKAddr()},
 		// A healthy session must outlive a loaded machine's stalls: the
 		// client gives up a connection after two thirds of the timeout
-		// without a reply, and go-zookeeper's reconnect with watches set
-		// races with its own receive loop (lastZxid), which the race
-		// detector reports. A stopped bookie closes its session, so nothing
-		// waits for one to expire.
+		// without a reply, and a session that expires takes the bookie's
+		// registration with it for a moment. A stopped bookie closes its
+		// session, so nothing waits for one to expire.
 		ZKSessionTimeout: testhost.Scale(10 * time.Second),
 		DiskUsage: func(dir string) (entrystore.DirUsage, error) {
 			const total = 1 << 30
