@@ -112,6 +112,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	conn     *Conn         // nil while reconnecting
+	id       int64         // the session's id: conn's, or the one being reattached
 	ready    chan struct{} // closed when conn is set again
 	closed   bool
 	watchers map[watchKey][]chan zkproto.WatcherEvent
@@ -181,7 +182,7 @@ func OpenSession(ctx context.Context, servers []string, opts SessionOptions) (*S
 		}
 		return nil, fmt.Errorf("zkclient: open a session on %s: %w", strings.Join(servers, ","), err)
 	}
-	s.conn = c
+	s.conn, s.id = c, c.SessionID()
 	close(s.ready)
 	go s.run(c)
 	return s, nil
@@ -216,14 +217,13 @@ func (s *Session) offerState(ev SessionEvent) {
 	}
 }
 
-// SessionID returns the current session's id (0 while reconnecting).
+// SessionID returns the session's id. While a lost connection is being
+// replaced it is the id of the session being reattached; it changes when
+// a new session replaces an expired one.
 func (s *Session) SessionID() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.conn == nil {
-		return 0
-	}
-	return s.conn.SessionID()
+	return s.id
 }
 
 // SessionTimeout returns the session timeout asked for.
@@ -330,6 +330,9 @@ func (s *Session) setConn(c *Conn) bool {
 		close(s.ready)
 	}
 	s.conn = c
+	if c != nil {
+		s.id = c.SessionID()
+	}
 	return true
 }
 

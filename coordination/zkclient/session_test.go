@@ -139,6 +139,9 @@ func TestSessionReattachesToAnotherServer(t *testing.T) {
 		}
 	}
 	waitState(t, s, StateDisconnected)
+	if got := s.SessionID(); got != id {
+		t.Fatalf("SessionID while reattaching: %#x, want %#x", got, id)
+	}
 	if ev := waitState(t, s, StateConnected); ev.SessionID != id {
 		t.Fatalf("reconnected as session %#x, want %#x", ev.SessionID, id)
 	}

@@ -86,8 +86,9 @@ type zkConn interface {
 	Children(ctx context.Context, path string) ([]string, zkproto.Stat, error)
 	ChildrenW(ctx context.Context, path string) ([]string, zkproto.Stat, <-chan zkproto.WatcherEvent, error)
 	Multi(ctx context.Context, ops ...zkproto.MultiOp) ([]zkproto.MultiResult, error)
-	// SessionID is the current session's id (0 while reconnecting): a
-	// Registration tells its own ephemeral znodes by it.
+	// SessionID is the session's id (the one being reattached while a
+	// connection is replaced): a Registration tells its own ephemeral
+	// znodes by it.
 	SessionID() int64
 }
 
