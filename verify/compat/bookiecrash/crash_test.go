@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"keeper/coordination/server"
+	"keeper/coordination/zkclient"
 	"keeper/coordination/zkcore"
 	"keeper/ledgerstore/bookierpc"
 
@@ -139,28 +138,20 @@ func startMetadataServer(t *testing.T) *server.Server {
 	return s
 }
 
-func connectZK(t *testing.T, addr string) *zk.Conn {
+// connectZK opens the test's own session, to watch the bookie register
+// and to write ledger znodes.
+func connectZK(t *testing.T, addr string) *zkclient.Session {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := zkclient.OpenSession(ctx, []string{addr}, zkclient.SessionOptions{
+		Options: zkclient.Options{SessionTimeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	for ev := range events {
-		if ev.State == zk.StateHasSession {
-			break
-		}
-	}
-	go func() {
-		for range events {
-		}
-	}()
+	t.Cleanup(func() { c.Close() })
 	return c
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 // writeConfig writes the bookie's bookkeeper.conf: small journal files
 // and entry logs, a small write cache and frequent checkpoints and GC, so
@@ -244,13 +235,15 @@ func (p *bookieProc) logTail() string {
 // belongs to a session other than prevOwner (the killed process's, which
 // the new process waits out). The bookie registers only after it has
 // replayed its journal and started serving. It returns the new owner.
-func (p *bookieProc) waitRegistered(t *testing.T, zc *zk.Conn, id string, prevOwner int64) int64 {
+func (p *bookieProc) waitRegistered(t *testing.T, zc *zkclient.Session, id string, prevOwner int64) int64 {
 	t.Helper()
 	path := "/ledgers/available/" + id
 	deadline := time.NewTimer(60 * time.Second)
 	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	for {
-		ok, stat, ch, err := zc.ExistsW(path)
+		stat, ok, ch, err := zc.ExistsW(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}

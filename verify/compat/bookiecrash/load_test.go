@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookierpc"
 	"keeper/ledgerstore/metadata"
@@ -112,7 +112,7 @@ func (w *writers) wait() { w.wg.Wait() }
 // first, as a ledger client does, so the bookie's GC keeps them) and
 // starts a writer on each. One of them is fenced after a random number of
 // its adds.
-func startWriters(t *testing.T, c *bookierpc.Client, zc *zk.Conn, m *model, round int, rng *rand.Rand) *writers {
+func startWriters(t *testing.T, c *bookierpc.Client, zc *zkclient.Session, m *model, round int, rng *rand.Rand) *writers {
 	t.Helper()
 	w := &writers{}
 	fenced := rng.IntN(ledgersPerRound)
@@ -134,12 +134,12 @@ func startWriters(t *testing.T, c *bookierpc.Client, zc *zk.Conn, m *model, roun
 }
 
 // createLedgerZnode writes a ledger's metadata znode and its parents.
-func createLedgerZnode(t *testing.T, zc *zk.Conn, id int64) {
+func createLedgerZnode(t *testing.T, zc *zkclient.Session, id int64) {
 	t.Helper()
 	parts := strings.Split(metadata.LayoutHierarchical.Path("/ledgers", id), "/")
 	for i := 3; i <= len(parts); i++ {
 		p := strings.Join(parts[:i], "/")
-		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, _, err := zc.Create(t.Context(), p, nil, zkclient.CreateOptions{}); err != nil && !errors.Is(err, zkproto.ErrNodeExists) {
 			t.Fatal(err)
 		}
 	}

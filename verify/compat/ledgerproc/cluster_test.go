@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"keeper/coordination/zkclient"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/ledgerclient"
 )
@@ -100,7 +99,7 @@ func (p *proc) logTail() string {
 // cluster is a metadata server and bookies, each a process of its own.
 type cluster struct {
 	zkAddr  string
-	zk      *zk.Conn
+	zk      *zkclient.Session
 	bookies []*bookieProc
 }
 
@@ -179,32 +178,19 @@ func fourLetter(addr, word string) (string, error) {
 	return string(b), err
 }
 
-func connectZK(t *testing.T, addr string) *zk.Conn {
+// connectZK opens the test's own session, to watch the bookies register.
+func connectZK(t *testing.T, addr string) *zkclient.Session {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := zkclient.OpenSession(ctx, []string{addr}, zkclient.SessionOptions{
+		Options: zkclient.Options{SessionTimeout: 10 * time.Second}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no session with %s within %v: %v", addr, startTimeout, err)
 	}
-	t.Cleanup(c.Close)
-	deadline := time.After(startTimeout)
-	for ok := false; !ok; {
-		select {
-		case ev := <-events:
-			ok = ev.State == zk.StateHasSession
-		case <-deadline:
-			t.Fatalf("no ZooKeeper session with %s within %v", addr, startTimeout)
-		}
-	}
-	go func() {
-		for range events {
-		}
-	}()
+	t.Cleanup(func() { c.Close() })
 	return c
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 // startBookie starts bookie i on a port of its own (testhost) and waits
 // until it has registered.
@@ -229,8 +215,10 @@ func (c *cluster) waitRegistered(b *bookieProc) error {
 	path := "/ledgers/available/" + b.id
 	deadline := time.NewTimer(startTimeout)
 	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
 	for {
-		ok, _, ch, err := c.zk.ExistsW(path)
+		_, ok, ch, err := c.zk.ExistsW(ctx, path)
 		if err != nil {
 			return err
 		}
