@@ -168,20 +168,11 @@ func OpenSession(ctx context.Context, servers []string, opts SessionOptions) (*S
 	}
 	s.rng = rand.New(rand.NewPCG(seed, 0x5e55))
 	s.shuffle()
-	s.life, s.cancel = context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, s.cancel)
-	c, err := s.newSession()
-	stopped := !stop()
-	if err != nil || stopped {
-		s.cancel()
-		if c != nil {
-			c.Close()
-		}
-		if err == nil || ctx.Err() != nil {
-			err = context.Cause(ctx)
-		}
+	c, err := s.dialLoop(ctx, s.opts, false)
+	if err != nil {
 		return nil, fmt.Errorf("zkclient: open a session on %s: %w", strings.Join(servers, ","), err)
 	}
+	s.life, s.cancel = context.WithCancel(context.Background())
 	s.conn, s.id = c, c.SessionID()
 	close(s.ready)
 	go s.run(c)

@@ -93,6 +93,22 @@ func waitState(t *testing.T, s *Session, state int32) SessionEvent {
 	}
 }
 
+// retryLoss runs op until it does not fail with a lost connection,
+// failing the test on another error or after sessionWait.
+func retryLoss(t *testing.T, op func() error) {
+	t.Helper()
+	deadline := time.Now().Add(sessionWait)
+	for {
+		err := op()
+		switch {
+		case err == nil:
+			return
+		case !errors.Is(err, ErrConnectionLoss) || time.Now().After(deadline):
+			t.Fatal(err)
+		}
+	}
+}
+
 // watchEvent returns the event of a one-shot watch.
 func watchEvent(t *testing.T, ch <-chan zkproto.WatcherEvent) zkproto.WatcherEvent {
 	t.Helper()
@@ -148,19 +164,25 @@ func TestSessionReattachesToAnotherServer(t *testing.T) {
 	if c, err = s.Conn(ctx); err != nil || c.Addr() == was {
 		t.Fatalf("after the move: conn on %v (%v), want another server than %s", c.Addr(), err, was)
 	}
-	st, ok, err := s.Exists(ctx, "/e")
-	if err != nil || !ok || st.EphemeralOwner != id {
-		t.Fatalf("the ephemeral node after the move: %v %v owner %#x, want owner %#x", ok, err, st.EphemeralOwner, id)
+	// The ensemble may still be electing a leader: its members drop
+	// their clients until it has one, and the Session moves again.
+	var st zkproto.Stat
+	var ok bool
+	retryLoss(t, func() (err error) { st, ok, err = s.Exists(ctx, "/e"); return err })
+	if !ok || st.EphemeralOwner != id {
+		t.Fatalf("the ephemeral node after the move: %v owner %#x, want owner %#x", ok, st.EphemeralOwner, id)
 	}
-	if _, err := s.Set(ctx, "/w", []byte("b"), -1); err != nil {
-		t.Fatal(err)
-	}
+	retryLoss(t, func() error { _, err := s.Set(ctx, "/w", []byte("b"), -1); return err })
 	if ev := watchEvent(t, changed); ev.Type != zkproto.EventNodeDataChanged || ev.Path != "/w" {
 		t.Fatalf("data watch fired %+v", ev)
 	}
-	if _, _, err := s.Create(ctx, "/later", nil, CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	retryLoss(t, func() error {
+		_, _, err := s.Create(ctx, "/later", nil, CreateOptions{})
+		if errors.Is(err, zkproto.ErrNodeExists) {
+			return nil // an earlier attempt made it
+		}
+		return err
+	})
 	if ev := watchEvent(t, created); ev.Type != zkproto.EventNodeCreated || ev.Path != "/later" {
 		t.Fatalf("exist watch fired %+v", ev)
 	}
