@@ -126,7 +126,7 @@ func ParseServers(connect string) ([]string, error) {
 	for _, s := range strings.Split(connect, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" || strings.ContainsAny(s, " /;") {
-			return nil, fmt.Errorf("zkclient: connect string %q: want host:port,host:port,...", connect)
+			return nil, fmt.Errorf("zkclient: connect string %q: want host:port, comma-separated", connect)
 		}
 		out = append(out, s)
 	}
