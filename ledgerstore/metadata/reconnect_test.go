@@ -1,0 +1,62 @@
+package metadata
+
+import (
+	"testing"
+	"time"
+
+	"keeper/coordination/zkclient"
+	"keeper/coordination/zkproto"
+	"keeper/internal/testhost"
+	"keeper/ledgerstore/ledger"
+)
+
+// TestWatchesSurviveReconnect cuts a Dial session's connection, for less
+// than its timeout, while a bookie registers and a ledger's metadata
+// changes: the session is reattached (the same id, its watches set
+// again), and both watches report what changed while it was away.
+func TestWatchesSurviveReconnect(t *testing.T) {
+	addr := startKeeper(t)
+	px := newCutProxy(t, addr)
+	ctx := testContext(t)
+	sess, err := Dial(ctx, DialConfig{Servers: []string{px.addr()}, SessionTimeout: testhost.Scale(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	s, err := sess.NewStore(Config{RetryBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Create(ctx, 1, sampleMetadata()); err != nil {
+		t.Fatal(err)
+	}
+	ledgerW, bookies := s.Watch(ctx, 1), s.WatchBookies(ctx)
+	next(t, ledgerW)
+	next(t, bookies)
+	id := sess.zk.SessionID()
+
+	px.cut()
+	other := dial(t, addr)
+	if _, _, err := other.Create(ctx, "/ledgers/available/b1:3181", nil,
+		zkclient.CreateOptions{Flags: zkproto.FlagEphemeral}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTestStore(t, other, Config{}).Write(ctx, 1, sampleMetadata(), 0); err != nil {
+		t.Fatal(err)
+	}
+	px.restore()
+
+	if got, ok := next(t, bookies); !ok || !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {
+		t.Fatalf("bookies after the reconnect: %+v (open %v)", got, ok)
+	}
+	if u, ok := next(t, ledgerW); !ok || u.Version != 1 {
+		t.Fatalf("ledger after the reconnect: %+v (open %v)", u, ok)
+	}
+	if got := sess.zk.SessionID(); got != id {
+		t.Fatalf("session %#x after the reconnect, want %#x reattached", got, id)
+	}
+}
