@@ -321,3 +321,44 @@ func TestSessionOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionExpiresWithoutServers stops the only server for longer than
+// the session timeout: the Session declares the session expired by itself
+// (no server is there to say so), and opens a new one once a server is
+// back.
+func TestSessionExpiresWithoutServers(t *testing.T) {
+	addr := testhost.Addr(t)
+	start := func() *server.Server {
+		core := zkcore.DefaultConfig()
+		core.TickMs, core.MinSessionTimeoutMs = 100, 200
+		srv, err := server.New(server.Config{ClientAddr: addr, Core: core})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		return srv
+	}
+	srv := start()
+	s := openSession(t, []string{addr}, SessionOptions{Options: Options{SessionTimeout: time.Second}})
+	ctx := testCtx(t)
+	_, _, watch, err := s.ExistsW(ctx, "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.SessionID()
+	srv.Close()
+	if ev := waitState(t, s, StateExpired); ev.SessionID != old {
+		t.Fatalf("expired %#x, want %#x", ev.SessionID, old)
+	}
+	if ev := watchEvent(t, watch); ev.State != StateExpired {
+		t.Fatalf("watch ended with %+v, want StateExpired", ev)
+	}
+	start() // a fresh server: it numbers its sessions from the start again
+	waitState(t, s, StateConnected)
+	if _, _, err := s.Get(ctx, "/"); err != nil {
+		t.Fatal(err)
+	}
+}
