@@ -252,28 +252,32 @@ var javaComplaints = []string{
 	"Exiting JVM", "Failed to process", "MarshallingError",
 }
 
-// javaLeaderBugs are what a Java follower of Apache ZooKeeper 3.8.0 logs
+// javaLeaderBug is what a Java follower of Apache ZooKeeper 3.8.0 logs
 // when its Java leader sends a COMMIT between NEWLEADER and UPTODATE
 // (ZOOKEEPER-4394, fixed in later releases): the follower drops the link
 // and syncs again. keeper's leader holds those COMMITs back (zab's
-// commitToLearner), so these lines count as complaints unless the leader
-// was Apache ZooKeeper.
-var javaLeaderBugs = []string{
-	`Cannot read field "hdr" because "pif" is null`,
-	`Cannot invoke "java.net.Socket.isClosed()" because "this.learner.sock" is null`,
-}
+// commitToLearner), so the line is a complaint unless a leader of the
+// moment was Apache ZooKeeper.
+const javaLeaderBug = `Cannot read field "hdr" because "pif" is null`
+
+// javaShutdownBug is what a Java follower of 3.8.0 logs when it drops its
+// link to the leader while its SyncThread still flushes acks: its own race
+// on shutdown, after the leader died or was stopped, or after
+// javaLeaderBug. It is a complaint otherwise.
+const javaShutdownBug = `Cannot invoke "java.net.Socket.isClosed()" because "this.learner.sock" is null`
 
 // checkAlive fails if a member's process died, or a Java member's log
 // holds one of javaComplaints.
 func checkAlive(t *testing.T, e *Ensemble, ms ...*Member) {
 	t.Helper()
-	checkAliveUnder(t, Keeper, ms...)
+	checkAliveTolerating(t, nil, ms...)
 }
 
-// checkAliveUnder is checkAlive for log lines written while the leader
-// was of kind leader: under a Java leader, javaLeaderBugs are its own.
+// checkAliveTolerating is checkAlive but for the lines of Apache
+// ZooKeeper's own bugs that the caller knows could happen since the last
+// check (javaLeaderBug, javaShutdownBug): those are logged, not failed.
 // Each log is read from where the last check stopped.
-func checkAliveUnder(t *testing.T, leader Kind, ms ...*Member) {
+func checkAliveTolerating(t *testing.T, tolerate []string, ms ...*Member) {
 	t.Helper()
 	for _, m := range ms {
 		if !m.Running() {
@@ -300,8 +304,8 @@ func checkAliveUnder(t *testing.T, leader Kind, ms ...*Member) {
 			r.checked += len(fresh)
 			m.mu.Unlock()
 			for _, line := range strings.Split(string(fresh), "\n") {
-				if leader == ZooKeeper && slices.ContainsFunc(javaLeaderBugs, func(b string) bool { return strings.Contains(line, b) }) {
-					t.Logf("member %d (%s) hit Apache ZooKeeper's own bug under a Java leader: %s", m.ID, r.kind, line)
+				if slices.ContainsFunc(tolerate, func(b string) bool { return strings.Contains(line, b) }) {
+					t.Logf("member %d (%s) hit Apache ZooKeeper's own bug: %s", m.ID, r.kind, line)
 					continue
 				}
 				for _, c := range javaComplaints {
@@ -358,6 +362,8 @@ func TestMixedEnsemble(t *testing.T) {
 	for _, m := range e.Members {
 		writeThrough(t, e, m, "keeper-follows", ack)
 	}
-	checkAlive(t, e, zk1, zk2, kp)
+	// The Java followers lost their keeper leader, and member 1 synced
+	// again from the Java leader.
+	checkAliveTolerating(t, []string{javaShutdownBug, javaLeaderBug}, zk1, zk2, kp)
 	checkTrees(t, e, ack)
 }
