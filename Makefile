@@ -87,6 +87,9 @@ invariants:
 # make test does: each scenario's fault phase lasts CHAOS_DURATION. A failed
 # scenario prints its seed (CHAOS_SEED=N replays the harness's choices) and
 # keeps its history and the servers' files under $TMPDIR.
+# It also rolls a live Apache ZooKeeper ensemble to keeper and back five
+# times, with and without leader kills (verify/compat/mixed).
 CHAOS_DURATION ?= 5m
 chaos:
 	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -v -run 'TestScenario' ./verify/chaos
+	KEEPER_REQUIRE_ZK=1 $(GO) test -count=1 -timeout 0 -v -run 'TestRollingMigration' ./verify/compat/mixed -roll.rounds=5

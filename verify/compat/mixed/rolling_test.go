@@ -15,7 +15,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-var rollSeed = flag.Uint64("roll.seed", 0, "seed of the leader kills in TestRollingMigrationLeaderKilled (0: random, logged)")
+var (
+	rollSeed   = flag.Uint64("roll.seed", 0, "seed of the leader kills in TestRollingMigrationLeaderKilled (0: random, logged)")
+	rollRounds = flag.Int("roll.rounds", 1, "migrations to keeper and back per test (make chaos runs more)")
+)
 
 // writer creates /roll/w-<n> one after another through a session with
 // every member's address (the client moves to another member when its
@@ -257,14 +260,17 @@ func testRollingMigration(t *testing.T, kills *rand.Rand) {
 		writeThrough(t, e, m, "zookeeper", mg.ack)
 	}
 
-	mg.roll("to-keeper", Keeper, followersThenLeader(e)...)
-	for _, m := range e.Members {
-		if m.Kind != Keeper {
-			t.Fatalf("member %d is still %s", m.ID, m.Kind)
+	for round := 1; round <= *rollRounds; round++ {
+		mg.roll(fmt.Sprintf("to-keeper-%d", round), Keeper, followersThenLeader(e)...)
+		for _, m := range e.Members {
+			if m.Kind != Keeper {
+				t.Fatalf("member %d is still %s", m.ID, m.Kind)
+			}
 		}
+		mg.w.checkTrees(t, e, mg.ack, "/kazoo")
+		mg.roll(fmt.Sprintf("back-%d", round), ZooKeeper, followersThenLeader(e)...)
+		mg.w.checkTrees(t, e, mg.ack, "/kazoo")
 	}
-	mg.w.checkTrees(t, e, mg.ack, "/kazoo")
-	mg.roll("back", ZooKeeper, followersThenLeader(e)...)
 
 	gzAcked, gzUnknown := mg.w.finish()
 	kzAcked, kzUnknown := kz.finish(t)
