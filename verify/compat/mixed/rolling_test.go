@@ -255,6 +255,7 @@ func testRollingMigration(t *testing.T, kills *rand.Rand) {
 	mg := &migration{t: t, e: e, ack: acked{}, kills: kills}
 	mg.w = startWriter(t, e)
 	kz := startKazooWriter(t, e, "/kazoo/w")
+	regs := startRegisters(t, e)
 	mg.w.progress(t, e, 20)
 	for _, m := range e.Members {
 		writeThrough(t, e, m, "zookeeper", mg.ack)
@@ -267,13 +268,14 @@ func testRollingMigration(t *testing.T, kills *rand.Rand) {
 				t.Fatalf("member %d is still %s", m.ID, m.Kind)
 			}
 		}
-		mg.w.checkTrees(t, e, mg.ack, "/kazoo")
+		mg.w.checkTrees(t, e, mg.ack, "/kazoo", "/registers")
 		mg.roll(fmt.Sprintf("back-%d", round), ZooKeeper, followersThenLeader(e)...)
-		mg.w.checkTrees(t, e, mg.ack, "/kazoo")
+		mg.w.checkTrees(t, e, mg.ack, "/kazoo", "/registers")
 	}
 
 	gzAcked, gzUnknown := mg.w.finish()
 	kzAcked, kzUnknown := kz.finish(t)
+	regs.check(t)
 	for _, p := range slices.Concat(gzAcked, kzAcked) {
 		mg.ack[p] = []byte(p)
 	}
