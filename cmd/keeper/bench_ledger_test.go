@@ -163,7 +163,7 @@ func TestBenchLedgerInterrupted(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- runBenchLedger(ctx, cfg, &out) }()
 	acked := regexp.MustCompile(`bench ledger 3/2/2 size 100: +\d+s measuring: ([1-9]\d*) adds acknowledged`)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(60 * time.Second))
 	for !acked.MatchString(progress.String()) {
 		select {
 		case err := <-done:

@@ -42,7 +42,7 @@ func TestSandboxRunsServerAndBookies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testhost.Scale(30 * time.Second))
 		for {
 			kids, _, err := conn.Children("/ledgers/available")
 			slices.Sort(kids)
@@ -105,7 +105,7 @@ func TestSandboxAddresses(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- runSandbox(ctx, sc, slog.New(slog.DiscardHandler), &out) }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(30 * time.Second))
 	for !strings.Contains(out.String(), "  try: ") {
 		select {
 		case err := <-done:

@@ -225,7 +225,7 @@ func TestShellFailover(t *testing.T) {
 	}
 	expect := func(want string, n int) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testhost.Scale(30 * time.Second))
 		for strings.Count(out.String(), want) < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("waited for %d× %q; output:\n%s", n, want, out.String())
@@ -259,7 +259,7 @@ func TestShellFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(60 * time.Second))
 	for { // the restarted server expires the session nobody reattached to
 		_, ok, err := probe.Exists(context.Background(), "/eph", false)
 		if err == nil && !ok {

@@ -238,7 +238,7 @@ func (p *bookieProc) logTail() string {
 func (p *bookieProc) waitRegistered(t *testing.T, zc *zkclient.Session, id string, prevOwner int64) int64 {
 	t.Helper()
 	path := "/ledgers/available/" + id
-	deadline := time.NewTimer(60 * time.Second)
+	deadline := time.NewTimer(testhost.Scale(60 * time.Second))
 	defer deadline.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -73,7 +73,7 @@ func startKeeper(t *testing.T, path string) string {
 	t.Cleanup(func() { s.Close() })
 	addr := s.Addr().String()
 	// A member of an ensemble serves once it leads: poll until a read works.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(60 * time.Second))
 	for {
 		c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
 		if err == nil {

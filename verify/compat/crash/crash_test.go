@@ -180,7 +180,7 @@ func startKeeper(t *testing.T, bin, root, dataDir string, round int) *keeperProc
 		close(p.exited)
 	}()
 	t.Cleanup(p.kill)
-	if err := p.waitServing(30 * time.Second); err != nil {
+	if err := p.waitServing(testhost.Scale(30 * time.Second)); err != nil {
 		t.Fatalf("round %d: keeper did not start: %v", round, err)
 	}
 	return p

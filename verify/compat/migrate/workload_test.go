@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/internal/testhost"
 )
 
 // superSecret is the super user both servers start with, so that the
@@ -43,7 +45,7 @@ func dial(t *testing.T, addr string) *zk.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(testhost.Scale(20 * time.Second))
 	for c.State() != zk.StateHasSession {
 		select {
 		case <-ev:

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"keeper/internal/testhost"
 )
 
 // sessionTimeout is what the clients ask for: long enough to outlive a
@@ -33,12 +35,12 @@ func dial(t *testing.T, m *Member) *zk.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testhost.Scale(30 * time.Second))
 	for c.State() != zk.StateHasSession {
 		select {
 		case <-ev:
 		case <-deadline:
-			t.Fatalf("no session with member %d (%s) within 30 s (state %v)", m.ID, m.Kind, c.State())
+			t.Fatalf("no session with member %d (%s) within %v (state %v)", m.ID, m.Kind, testhost.Scale(30*time.Second), c.State())
 		}
 	}
 	return c
@@ -126,7 +128,7 @@ func waitNode(t *testing.T, o *Member, p string, present bool) {
 	t.Helper()
 	c := dial(t, o)
 	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(30 * time.Second))
 	for {
 		if _, err := c.Sync(p); err != nil {
 			t.Fatalf("member %d: sync: %v", o.ID, err)
