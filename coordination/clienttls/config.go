@@ -62,10 +62,10 @@ var protocolVersions = map[string]uint16{
 // versionRange turns the enabled protocols into Go's MinVersion and
 // MaxVersion. Go enables a contiguous range, so a list with a gap is
 // refused rather than widened.
-func versionRange(protocol string, enabled []string) (uint16, uint16, error) {
-	key, names := "ssl.enabledProtocols", enabled
+func versionRange(prefix, protocol string, enabled []string) (uint16, uint16, error) {
+	key, names := prefix+"enabledProtocols", enabled
 	if names == nil {
-		key, names = "ssl.protocol", []string{protocol}
+		key, names = prefix+"protocol", []string{protocol}
 		if protocol == "" {
 			names = []string{DefaultProtocol}
 		}
@@ -118,12 +118,12 @@ var javaAliases = map[string]string{
 	"SSL_RSA_WITH_RC4_128_SHA":      "TLS_RSA_WITH_RC4_128_SHA",
 }
 
-// cipherSuites maps ssl.ciphersuites (Java's names) to Go's TLS 1.2 and
+// cipherSuites maps ssl.ciphersuites (prefix+"ciphersuites" in errors) (Java's names) to Go's TLS 1.2 and
 // earlier suite ids. Java names are IANA names, as Go's are, so the map is
 // by name. Names Go cannot provide are refused, all of them named. With
 // TLS 1.3 enabled the list must name all three TLS 1.3 suites, since Go
 // cannot enable fewer. nil names means ZooKeeper's default list.
-func cipherSuites(names []string, minVersion, maxVersion uint16) ([]uint16, error) {
+func cipherSuites(prefix string, names []string, minVersion, maxVersion uint16) ([]uint16, error) {
 	explicit := names != nil
 	if !explicit {
 		names = defaultCipherSuites
@@ -159,13 +159,13 @@ func cipherSuites(names []string, minVersion, maxVersion uint16) ([]uint16, erro
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("ssl.ciphersuites: keeper cannot provide %s", strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("%sciphersuites: keeper cannot provide %s", prefix, strings.Join(unknown, ", "))
 	}
 	if explicit && maxVersion >= tls.VersionTLS13 && named13 != len(tls13Suites) {
-		return nil, fmt.Errorf("ssl.ciphersuites: with TLSv1.3 enabled, keeper always offers %s; list all three, or leave TLSv1.3 out of ssl.enabledProtocols", strings.Join(tls13Suites, ", "))
+		return nil, fmt.Errorf("%sciphersuites: with TLSv1.3 enabled, keeper always offers %s; list all three, or leave TLSv1.3 out of %senabledProtocols", prefix, strings.Join(tls13Suites, ", "), prefix)
 	}
 	if minVersion < tls.VersionTLS13 && len(ids) == 0 {
-		return nil, fmt.Errorf("ssl.ciphersuites: lists no suite for the TLS versions before TLSv1.3 that the enabled protocols include")
+		return nil, fmt.Errorf("%sciphersuites: lists no suite for the TLS versions before TLSv1.3 that the enabled protocols include", prefix)
 	}
 	return ids, nil
 }

@@ -11,8 +11,12 @@ import (
 )
 
 // Config is the client port's TLS configuration, from zoo.cfg's ssl.* and
-// client.certReload keys.
+// client.certReload keys, or the quorum ports', from ssl.quorum.* and
+// sslQuorumReloadCertFiles (Prefix "ssl.quorum.").
 type Config struct {
+	// Prefix is the zoo.cfg prefix of the keys, for error messages: ""
+	// means "ssl.", the client port's.
+	Prefix string
 	// KeyStore holds the server's private key and certificate chain;
 	// required.
 	KeyStore Store
@@ -62,14 +66,17 @@ type storeStates struct{ key, trust os.FileInfo }
 // New checks cfg and loads the stores. An error names the zoo.cfg key and
 // the file, never a password.
 func New(cfg Config) (*Server, error) {
-	if cfg.KeyStore.Location == "" {
-		return nil, errors.New("ssl.keyStore.location: not set; the TLS client port needs the server's key and certificate")
+	if cfg.Prefix == "" {
+		cfg.Prefix = "ssl."
 	}
-	lo, hi, err := versionRange(cfg.Protocol, cfg.EnabledProtocols)
+	if cfg.KeyStore.Location == "" {
+		return nil, errors.New(cfg.Prefix + "keyStore.location: not set; a TLS port needs the server's key and certificate")
+	}
+	lo, hi, err := versionRange(cfg.Prefix, cfg.Protocol, cfg.EnabledProtocols)
 	if err != nil {
 		return nil, err
 	}
-	suites, err := cipherSuites(cfg.CipherSuites, lo, hi)
+	suites, err := cipherSuites(cfg.Prefix, cfg.CipherSuites, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +121,12 @@ func (s *Server) TLSConfig() *tls.Config {
 	}
 }
 
+// Current returns the configuration for a handshake beginning now: the
+// stores' certificate and trust (ClientCAs) with the versions, suites and
+// client authentication of the Config. With Reload, it first picks up
+// changed store files. The result must not be modified.
+func (s *Server) Current() *tls.Config { return s.current() }
+
 // current returns the configuration for a handshake beginning now,
 // reloading the stores first if Reload is on and a file changed. A reload
 // that fails keeps the configuration in use and logs why.
@@ -152,11 +165,11 @@ func (s *Server) stat() (storeStates, error) {
 	var st storeStates
 	var err error
 	if st.key, err = os.Stat(s.cfg.KeyStore.Location); err != nil {
-		return st, wrapKey("ssl.keyStore.location", err)
+		return st, wrapKey(s.cfg.Prefix+"keyStore.location", err)
 	}
 	if s.cfg.TrustStore.Location != "" {
 		if st.trust, err = os.Stat(s.cfg.TrustStore.Location); err != nil {
-			return st, wrapKey("ssl.trustStore.location", err)
+			return st, wrapKey(s.cfg.Prefix+"trustStore.location", err)
 		}
 	}
 	return st, nil
@@ -165,7 +178,7 @@ func (s *Server) stat() (storeStates, error) {
 // load reads both stores into a configuration.
 func (s *Server) load() (*tls.Config, error) {
 	ks := s.cfg.KeyStore
-	ks.Key = "ssl.keyStore"
+	ks.Key = s.cfg.Prefix + "keyStore"
 	cert, err := LoadKeyPair(ks)
 	if err != nil {
 		return nil, err
@@ -174,7 +187,7 @@ func (s *Server) load() (*tls.Config, error) {
 	c.Certificates = []tls.Certificate{cert}
 	if s.cfg.TrustStore.Location != "" {
 		ts := s.cfg.TrustStore
-		ts.Key = "ssl.trustStore"
+		ts.Key = s.cfg.Prefix + "trustStore"
 		certs, err := LoadTrusted(ts)
 		if err != nil {
 			return nil, err

@@ -159,7 +159,12 @@ var errUnknownPeer = errors.New("unknown or own server id")
 // serveElection handles a connection on the election port: the handshake
 // names the peer; only a connection from a larger id is kept, and a smaller
 // one is answered by dialling it (docs/zookeeper-protocol.md §10.1).
-func (t *Transport) serveElection(conn net.Conn) {
+func (t *Transport) serveElection(raw net.Conn) {
+	conn, err := t.secureAccepted(raw)
+	if err != nil {
+		t.refused("election", raw, 0, err)
+		return
+	}
 	sid, err := t.readHandshake(conn)
 	t.mu.Lock()
 	if err == nil && !t.knownPeerLocked(sid) {

@@ -239,7 +239,12 @@ func (l *quorumLink) attach(conn net.Conn) error {
 // serveQuorum handles a connection on the quorum port: its first packet
 // must be FOLLOWERINFO or OBSERVERINFO from a known peer, whose link it
 // then becomes.
-func (t *Transport) serveQuorum(conn net.Conn) {
+func (t *Transport) serveQuorum(raw net.Conn) {
+	conn, err := t.secureAccepted(raw)
+	if err != nil {
+		t.refused("quorum", raw, 0, err)
+		return
+	}
 	br := bufio.NewReaderSize(conn, ioBufferBytes)
 	first, err := t.readLearnerInfo(conn, br)
 	if err != nil {

@@ -76,6 +76,8 @@ type Config struct {
 	// snapshot (0: DefaultMaxSnapshotBytes).
 	MaxPacketDataBytes int
 	MaxSnapshotBytes   int64
+	// TLS secures both ports (nil: plaintext only).
+	TLS *TLS
 	// Logger receives the transport's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -89,6 +91,8 @@ func (c *Config) Validate() error {
 		return errors.New("quorumnet: both listen addresses are required")
 	case c.QueueMessages < 0 || c.DialTimeout < 0 || c.MaxPacketDataBytes < 0 || c.MaxSnapshotBytes < 0:
 		return errors.New("quorumnet: negative limit")
+	case c.TLS != nil && c.TLS.Certificates == nil:
+		return errors.New("quorumnet: TLS without certificates")
 	}
 	for id := range c.Peers {
 		if id <= 0 {
@@ -354,7 +358,8 @@ func (t *Transport) wait(ch <-chan struct{}) bool {
 	}
 }
 
-// dial connects to addr and registers the connection for Close.
+// dial connects to addr, runs the TLS handshake when the transport dials
+// in TLS, and registers the connection for Close.
 func (t *Transport) dial(addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: t.cfg.DialTimeout}
 	c, err := d.DialContext(t.ctx, "tcp", addr)
@@ -362,11 +367,17 @@ func (t *Transport) dial(addr string) (net.Conn, error) {
 		return nil, err
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.trackLocked(c) {
+	tracked := t.trackLocked(c)
+	t.mu.Unlock()
+	if !tracked {
 		return nil, ErrClosed
 	}
-	return c, nil
+	sc, err := t.secureDialed(c)
+	if err != nil {
+		t.closeConn(c)
+		return nil, err
+	}
+	return sc, nil
 }
 
 // trackLocked registers c for Close; if the transport is closed it closes
