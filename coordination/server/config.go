@@ -98,6 +98,7 @@ func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
 		SyncLimitTicks: zc.SyncLimitTicks,
 		ReadOnly:       zc.ReadOnlyModeEnabled,
 	}
+	q.TLS = quorumTLSFromZoo(zc)
 	for _, srv := range zc.Servers {
 		id := zab.PeerID(srv.ID)
 		q.Peers[id] = quorumnet.PeerAddrs{
@@ -150,6 +151,38 @@ func portOrUnset(port int) int {
 		return -1
 	}
 	return port
+}
+
+// quorumTLSFromZoo maps sslQuorum, portUnification,
+// sslQuorumReloadCertFiles and the ssl.quorum.* keys onto the quorum
+// ports' TLS; nil when they speak plaintext only.
+func quorumTLSFromZoo(zc *zoocfg.Config) *QuorumTLS {
+	t := zc.QuorumTLS
+	if !t.Active() {
+		return nil
+	}
+	// zoocfg checked the value: none, want or need in any case.
+	auth, _ := clienttls.ParseClientAuth(t.ClientAuth)
+	store := func(s zoocfg.TLSStore) clienttls.Store {
+		return clienttls.Store{Location: s.Location, Password: s.Password, PasswordPath: s.PasswordPath, Type: s.Type}
+	}
+	return &QuorumTLS{
+		Stores: clienttls.Config{
+			Prefix:           "ssl.quorum.",
+			KeyStore:         store(t.KeyStore),
+			TrustStore:       store(t.TrustStore),
+			ClientAuth:       auth,
+			Protocol:         t.Protocol,
+			EnabledProtocols: t.EnabledProtocols,
+			CipherSuites:     t.CipherSuites,
+			Reload:           t.ReloadCertFiles,
+		},
+		Dial:                 t.Enabled,
+		AcceptPlaintext:      t.PortUnification,
+		HostnameVerification: t.HostnameVerification,
+		ReverseDNS:           t.ReverseDNSLookup,
+		DetectionTimeout:     t.HandshakeDetectionTimeout,
+	}
 }
 
 // clientTLSFromZoo maps the ssl.* keys onto the client port's TLS

@@ -3,10 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
+	"time"
 
 	"keeper/coordination/admin"
+	"keeper/coordination/clienttls"
 	"keeper/coordination/peer"
 	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
@@ -35,6 +38,45 @@ type QuorumConfig struct {
 	// ReadOnly lets the server serve reads in read-only mode once it has
 	// had no leader for a while (readonlymode.enabled).
 	ReadOnly bool
+	// TLS secures the quorum and election ports; nil: plaintext only.
+	TLS *QuorumTLS
+}
+
+// QuorumTLS is TLS between members (sslQuorum, portUnification,
+// ssl.quorum.*; docs/tls.md).
+type QuorumTLS struct {
+	// Stores are the key and trust stores and the handshake settings;
+	// Stores.Reload is sslQuorumReloadCertFiles.
+	Stores clienttls.Config
+	// Dial: this member opens its connections in TLS (sslQuorum).
+	Dial bool
+	// AcceptPlaintext: plaintext peers are let in beside TLS ones
+	// (portUnification).
+	AcceptPlaintext bool
+	// HostnameVerification and ReverseDNS are
+	// ssl.quorum.hostnameVerification and allowReverseDnsLookup.
+	HostnameVerification, ReverseDNS bool
+	// DetectionTimeout is ssl.quorum.handshakeDetectionTimeoutMillis (0:
+	// the transport's dial timeout).
+	DetectionTimeout time.Duration
+}
+
+// transport returns the quorumnet side of t, loading its stores; nil for
+// a nil t. A store that cannot be loaded is an error naming its key.
+func (t *QuorumTLS) transport(logger *slog.Logger) (*quorumnet.TLS, error) {
+	if t == nil {
+		return nil, nil
+	}
+	stores := t.Stores
+	if stores.Logger == nil {
+		stores.Logger = logger
+	}
+	certs, err := clienttls.New(stores)
+	if err != nil {
+		return nil, fmt.Errorf("server: tls between servers: %w", err)
+	}
+	return &quorumnet.TLS{Certificates: certs, Dial: t.Dial, AcceptPlaintext: t.AcceptPlaintext,
+		HostnameVerification: t.HostnameVerification, ReverseDNS: t.ReverseDNS, DetectionTimeout: t.DetectionTimeout}, nil
 }
 
 // readOnlyDelay is how long a member without a leader waits before it
@@ -143,8 +185,13 @@ func (s *Server) startQuorum() error {
 		lg.Close()
 		return err
 	}
+	sec, err := q.TLS.transport(s.log)
+	if err != nil {
+		lg.Close()
+		return err
+	}
 	tr, err := quorumnet.New(quorumnet.Config{ID: q.MyID, Peers: q.Peers,
-		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, Logger: s.log})
+		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, TLS: sec, Logger: s.log})
 	if err != nil {
 		lg.Close()
 		return err

@@ -146,6 +146,10 @@ type Config struct {
 	// TLS is TLS for clients: secureClientPort, client.portUnification,
 	// ssl.* and the x509 provider's keys (tls.go).
 	TLS ClientTLS
+	// QuorumTLS is TLS between ensemble members: sslQuorum,
+	// portUnification, sslQuorumReloadCertFiles and ssl.quorum.*
+	// (quorumtls.go).
+	QuorumTLS QuorumTLS
 	// SASL is SASL for clients, the sasl ACL scheme and enforced
 	// authentication (sasl.go).
 	SASL SASL
@@ -193,6 +197,8 @@ func defaults() *Config {
 		PreAllocSizeKB:           DefaultPreAllocSizeKB,
 		ForceSync:                true,
 		TLS:                      ClientTLS{HostnameVerification: true},
+		QuorumTLS: QuorumTLS{HostnameVerification: true, ReverseDNSLookup: true,
+			HandshakeDetectionTimeout: DefaultHandshakeDetectionTimeout},
 	}
 }
 
@@ -327,6 +333,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateEnsemble()...)
 	errs = append(errs, c.TLS.validate()...)
+	errs = append(errs, c.QuorumTLS.validate()...)
 	errs = append(errs, c.SASL.validate()...)
 	check(c.TLS.SecurePort >= 0 && c.TLS.SecurePort <= 65535, "secureClientPort %d out of range 0-65535", c.TLS.SecurePort)
 	check(c.ClientAddress() != "" || c.SecureClientAddress() != "",

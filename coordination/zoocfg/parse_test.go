@@ -55,6 +55,7 @@ func TestParseDefaults(t *testing.T) {
 		PreAllocSizeKB:           65536,
 		ForceSync:                true,
 		TLS:                      ClientTLS{HostnameVerification: true},
+		QuorumTLS:                QuorumTLS{HostnameVerification: true, ReverseDNSLookup: true, HandshakeDetectionTimeout: 5 * time.Second},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Parse(base)\n got %+v\nwant %+v", c, want)

@@ -10,8 +10,8 @@ import (
 var ErrUnsupported = errors.New("not supported by keeper yet")
 
 // UnsupportedError reports a setting that asks for a protection of data or
-// access keeper does not give yet: TLS between servers (and the few TLS
-// settings for clients tls.go does not implement), SASL, Kerberos or
+// access keeper does not give yet: the few TLS settings tls.go and
+// quorumtls.go do not implement, SASL, Kerberos or
 // enforced authentication, audit logs, skipped ACL checks, a data directory
 // that must already exist. keeper refuses to start on it rather than run with less
 // protection than the configuration asks for.
@@ -50,7 +50,7 @@ type protection struct {
 const (
 	tlsClients  = "TLS for client connections"
 	tlsOther    = "this TLS setting"
-	tlsQuorum   = "TLS between servers"
+	tlsQuorum   = "this TLS setting between servers"
 	httpsAdmin  = "HTTPS on the admin server"
 	saslClients = "SASL authentication of clients"
 	saslQuorum  = "SASL authentication between servers"
@@ -64,24 +64,28 @@ const (
 // "zookeeper." + key (see protectionOf). protectedPrefixes covers the
 // families; an entry here wins over a prefix.
 //
-// The TLS keys keeper implements for its client port (tlsSettings) are
-// parsed before these are looked at; the "ssl." family stays here so that
-// a client's environment (CheckClientEnv: keeper shell and the bookie's
-// client speak no TLS) still refuses them, and so that an ssl.* key
-// tls.go does not know is refused rather than ignored.
+// The TLS keys keeper implements for its client port (tlsSettings) and
+// between servers (quorumTLSSettings) are parsed before these are looked
+// at; the "ssl." and "ssl.quorum." families stay here so that a client's
+// environment (CheckClientEnv: keeper shell and the bookie's client speak
+// no TLS) still refuses them, and so that an ssl.* key tls.go or
+// quorumtls.go does not know is refused rather than ignored.
 var protections = map[string]protection{
 	"client.secure":              {tlsClients, whenTrue},
 	"ssl.crl":                    {"certificate revocation checking (CRL)", whenTrue},
 	"ssl.ocsp":                   {"certificate revocation checking (OCSP)", whenTrue},
 	"ssl.context.supplier.class": {"an SSLContext supplier class", whenSet},
 	"ssl.authProvider":           {"TLS authentication providers other than x509", notX509},
-	"sslQuorum":                  {tlsQuorum, whenTrue},
-	"portUnification":            {tlsQuorum, whenTrue},
-	"sslQuorumReloadCertFiles":   {tlsQuorum, whenTrue},
-	"fips-mode":                  {"FIPS mode", whenTrue},
-	"admin.forceHttps":           {httpsAdmin, whenTrue},
-	"admin.portUnification":      {httpsAdmin, whenTrue},
-	"admin.needClientAuth":       {httpsAdmin, whenTrue},
+	// TLS between servers is implemented (quorumtls.go) but for these,
+	// and for the ssl.quorum.* keys quorumtls.go does not know (the
+	// family below).
+	"ssl.quorum.crl":                    {"certificate revocation checking (CRL)", whenTrue},
+	"ssl.quorum.ocsp":                   {"certificate revocation checking (OCSP)", whenTrue},
+	"ssl.quorum.context.supplier.class": {"an SSLContext supplier class", whenSet},
+	"fips-mode":                         {"FIPS mode", whenTrue},
+	"admin.forceHttps":                  {httpsAdmin, whenTrue},
+	"admin.portUnification":             {httpsAdmin, whenTrue},
+	"admin.needClientAuth":              {httpsAdmin, whenTrue},
 
 	"authProvider":                           {"authentication providers other than digest and ip", notBuiltinProvider},
 	"DigestAuthenticationProvider.enabled":   {"turning digest authentication off", whenFalse},

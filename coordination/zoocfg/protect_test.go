@@ -15,9 +15,6 @@ var refusedKeys = []struct {
 	key, value, feature string
 }{
 	{"client.secure", "true", tlsClients},
-	{"sslQuorum", "true", tlsQuorum},
-	{"portUnification", "TRUE", tlsQuorum},
-	{"sslQuorumReloadCertFiles", "true", tlsQuorum},
 	{"fips-mode", "true", "FIPS mode"},
 	{"admin.forceHttps", "true", httpsAdmin},
 	{"admin.portUnification", "true", httpsAdmin},
@@ -27,24 +24,10 @@ var refusedKeys = []struct {
 	{"ssl.ocsp", "true", "certificate revocation checking (OCSP)"},
 	{"ssl.authProvider", "sasl", "TLS authentication providers other than x509"},
 	{"ssl.sslProvider", "OPENSSL", tlsOther},
-	{"ssl.quorum.keyStore.location", "/etc/zk/keystore.jks", tlsQuorum},
-	{"ssl.quorum.keyStore.password", "hunter2", tlsQuorum},
-	{"ssl.quorum.keyStore.passwordPath", "/etc/zk/ks.pass", tlsQuorum},
-	{"ssl.quorum.keyStore.type", "JKS", tlsQuorum},
-	{"ssl.quorum.trustStore.location", "/etc/zk/truststore.jks", tlsQuorum},
-	{"ssl.quorum.trustStore.password", "hunter2", tlsQuorum},
-	{"ssl.quorum.trustStore.passwordPath", "/etc/zk/ts.pass", tlsQuorum},
-	{"ssl.quorum.trustStore.type", "JKS", tlsQuorum},
-	{"ssl.quorum.protocol", "TLSv1.2", tlsQuorum},
-	{"ssl.quorum.enabledProtocols", "TLSv1.2", tlsQuorum},
-	{"ssl.quorum.ciphersuites", "TLS_AES_128_GCM_SHA256", tlsQuorum},
-	{"ssl.quorum.context.supplier.class", "com.example.Supplier", tlsQuorum},
-	{"ssl.quorum.hostnameVerification", "true", tlsQuorum},
-	{"ssl.quorum.allowReverseDnsLookup", "false", tlsQuorum},
-	{"ssl.quorum.crl", "true", tlsQuorum},
-	{"ssl.quorum.ocsp", "true", tlsQuorum},
-	{"ssl.quorum.clientAuth", "want", tlsQuorum},
-	{"ssl.quorum.handshakeDetectionTimeoutMillis", "5000", tlsQuorum},
+	{"ssl.quorum.context.supplier.class", "com.example.Supplier", "an SSLContext supplier class"},
+	{"ssl.quorum.crl", "true", "certificate revocation checking (CRL)"},
+	{"ssl.quorum.ocsp", "true", "certificate revocation checking (OCSP)"},
+	{"ssl.quorum.sslProvider", "OPENSSL", tlsQuorum},
 
 	{"authProvider", "org.apache.zookeeper.server.auth.SASLAuthenticationProvider", "authentication providers other than digest and ip"},
 	{"authProvider.1", "com.example.CustomAuthenticationProvider", "authentication providers other than digest and ip"},
@@ -165,6 +148,8 @@ func TestProtectiveKeysOff(t *testing.T) {
 		{"admin.portUnification", "false"},
 		{"ssl.keyStore.location", ""},
 		{"ssl.quorum.trustStore.password", ""},
+		{"ssl.quorum.crl", "false"},
+		{"ssl.quorum.ocsp", "false"},
 		{"authProvider.1", "org.apache.zookeeper.server.auth.DigestAuthenticationProvider"},
 		{"authProvider.ip", "org.apache.zookeeper.server.auth.IPAuthenticationProvider"},
 		{"DigestAuthenticationProvider.enabled", "true"},
@@ -253,12 +238,12 @@ func TestPerformanceKeysWarn(t *testing.T) {
 // TestProtectiveKeyLastValueWins checks that a repeated key is judged by
 // its last value, the one ZooKeeper uses.
 func TestProtectiveKeyLastValueWins(t *testing.T) {
-	_, w := mustParse(t, base+"sslQuorum=true\nsslQuorum=false\n")
-	if len(w) != 1 || w[0].Key != "sslQuorum" {
+	_, w := mustParse(t, base+"audit.enable=true\naudit.enable=false\n")
+	if len(w) != 1 || w[0].Key != "audit.enable" {
 		t.Errorf("warnings %v, want the duplicate", w)
 	}
-	_, _, err := Parse(strings.NewReader(base + "sslQuorum=false\nsslQuorum=true\n"))
-	if want := "zoo.cfg:3: sslQuorum: keeper does not support TLS between servers yet"; err == nil || err.Error() != want {
+	_, _, err := Parse(strings.NewReader(base + "audit.enable=false\naudit.enable=true\n"))
+	if want := "zoo.cfg:3: audit.enable: keeper does not support audit logs yet"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
 }
@@ -290,10 +275,12 @@ func TestCheckServerEnv(t *testing.T) {
 		{"jvm tuning", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -XX:+UseG1GC -Dzookeeper.log.dir=/var/log/zk",
 			"JVMFLAGS": "-Djava.net.preferIPv4Stack=true -Dcom.sun.management.jmxremote"}, ""},
 		{"performance property", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"}, ""},
-		{"off value", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sslQuorum=false -Dzookeeper.skipACL=no"}, ""},
+		{"off value", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.audit.enable=false -Dzookeeper.skipACL=no"}, ""},
 		{"client tls property", map[string]string{"CLIENT_JVMFLAGS": "-Dzookeeper.client.secure=true"}, ""},
-		{"quorum tls", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Dzookeeper.sslQuorum=true"},
-			"SERVER_JVMFLAGS: zookeeper.sslQuorum: keeper does not support TLS between servers yet"},
+		{"quorum tls", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Dzookeeper.ssl.quorum.keyStore.location=/etc/zk/q.p12"},
+			"SERVER_JVMFLAGS: zookeeper.ssl.quorum.keyStore.location: keeper reads its settings only from zoo.cfg; set it there"},
+		{"quorum revocation", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.ssl.quorum.ocsp=true"},
+			"SERVER_JVMFLAGS: zookeeper.ssl.quorum.ocsp: keeper does not support certificate revocation checking (OCSP) yet"},
 		{"keystore", map[string]string{"JVMFLAGS": "-Dzookeeper.ssl.keyStore.password=hunter2"},
 			"JVMFLAGS: zookeeper.ssl.keyStore.password: keeper reads its settings only from zoo.cfg; set it there"},
 		{"x509 provider", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider"},
@@ -307,8 +294,8 @@ func TestCheckServerEnv(t *testing.T) {
 			"SERVER_JVMFLAGS: zookeeper.quorum.auth.enableSasl: keeper does not support SASL authentication between servers yet"},
 		{"sasl setting", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sessionRequireClientSASLAuth=true"},
 			"SERVER_JVMFLAGS: zookeeper.sessionRequireClientSASLAuth: keeper reads its settings only from zoo.cfg; set it there"},
-		{"invalid value", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.sslQuorum=on"},
-			`SERVER_JVMFLAGS: zookeeper.sslQuorum: invalid value "on": want true or false`},
+		{"invalid value", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.audit.enable=on"},
+			`SERVER_JVMFLAGS: zookeeper.audit.enable: invalid value "on": want true or false`},
 		{"implemented setting", map[string]string{"SERVER_JVMFLAGS": "-Xmx2g -Djute.maxbuffer=4194304"},
 			"SERVER_JVMFLAGS: jute.maxbuffer: keeper reads its settings only from zoo.cfg; set it there"},
 		{"implemented admin setting", map[string]string{"JVMFLAGS": "-Dzookeeper.admin.enableServer=false"},

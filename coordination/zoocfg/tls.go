@@ -124,9 +124,13 @@ var tlsSettings = map[string]setter{
 	"X509AuthenticationProvider.superUser": rawField(func(c *Config) *string { return &c.TLS.X509SuperUser }),
 }
 
-// tlsSetting returns the setter of a TLS key in either spelling.
+// tlsSetting returns the setter of a TLS key, for clients or between
+// servers, in either spelling.
 func tlsSetting(key string) (setter, bool) {
 	if set, ok := tlsSettings[key]; ok {
+		return set, true
+	}
+	if set, ok := quorumTLSSettings[strings.TrimPrefix(key, "zookeeper.")]; ok {
 		return set, true
 	}
 	name, ok := strings.CutPrefix(key, "zookeeper.")
