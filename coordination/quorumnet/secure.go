@@ -48,6 +48,21 @@ type TLS struct {
 	DetectionTimeout time.Duration
 }
 
+// mode names what the ports accept and how this server dials, for the
+// log: off (plaintext), only (TLS), or unified (both accepted), with the
+// dialling side after a slash when it is plaintext.
+func (s *TLS) mode() string {
+	switch {
+	case s == nil:
+		return "off"
+	case !s.AcceptPlaintext:
+		return "only"
+	case s.Dial:
+		return "unified"
+	}
+	return "unified/plaintext-dials"
+}
+
 // tlsRecordHandshake is the first byte of a TLS connection: a handshake
 // record. A plaintext peer opens with a QuorumPacket's type (0 for the
 // packets that open a link) or the election handshake's protocol version

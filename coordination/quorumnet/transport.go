@@ -191,7 +191,7 @@ func (t *Transport) Start() error {
 	t.started, t.quorumLn, t.electionLn = true, qln, eln
 	t.spawnLocked(func() { t.accept(qln, t.serveQuorum) })
 	t.spawnLocked(func() { t.accept(eln, t.serveElection) })
-	t.logger.Info("transport listening", "quorum", qln.Addr().String(), "election", eln.Addr().String())
+	t.logger.Info("transport listening", "quorum", qln.Addr().String(), "election", eln.Addr().String(), "tls", t.cfg.TLS.mode())
 	return nil
 }
 

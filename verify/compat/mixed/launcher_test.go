@@ -99,6 +99,9 @@ type Member struct {
 	QuorumPort, ElecPort int
 	Addr                 string
 	Dir, DataDir         string
+	// Extra are zoo.cfg lines of this member's own (TLS settings, say);
+	// SetExtra rewrites the file.
+	Extra []string
 
 	mu   sync.Mutex
 	proc *process
@@ -178,7 +181,19 @@ func (e *Ensemble) writeConfig(m *Member) error {
 	for _, p := range e.Members {
 		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", p.ID, p.QuorumPort, p.ElecPort)
 	}
+	for _, l := range m.Extra {
+		b.WriteString(l + "\n")
+	}
 	return os.WriteFile(m.cfgPath(), []byte(b.String()), 0o644)
+}
+
+// SetExtra gives m its own zoo.cfg lines from its next start on.
+func (e *Ensemble) SetExtra(m *Member, lines ...string) {
+	e.t.Helper()
+	m.Extra = lines
+	if err := e.writeConfig(m); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (m *Member) cfgPath() string { return filepath.Join(m.Dir, "zoo.cfg") }

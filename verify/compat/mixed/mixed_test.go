@@ -328,7 +328,12 @@ func checkAliveTolerating(t *testing.T, tolerate []string, ms ...*Member) {
 // through every member in each phase, nothing acknowledged is lost, and
 // every member ends with the same tree.
 func TestMixedEnsemble(t *testing.T) {
-	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
+	runMixed(t, NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper))
+}
+
+// runMixed runs TestMixedEnsemble's phases on e: two ZooKeeper members
+// (ids 1 and 2) and a keeper one (id 3), configured and not started.
+func runMixed(t *testing.T, e *Ensemble) {
 	zk1, zk2, kp := e.Member(1), e.Member(2), e.Member(3)
 	ack := acked{}
 
