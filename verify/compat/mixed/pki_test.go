@@ -38,9 +38,9 @@ type quorumPKI struct {
 
 // issued is a key and its certificate in PEM files.
 type issued struct {
-	key              *ecdsa.PrivateKey
-	cert             *x509.Certificate
-	certPEM, keyPEM  string
+	key             *ecdsa.PrivateKey
+	cert            *x509.Certificate
+	certPEM, keyPEM string
 }
 
 func newQuorumPKI(t *testing.T) *quorumPKI {
