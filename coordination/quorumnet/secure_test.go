@@ -7,12 +7,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"keeper/coordination/clienttls"
 	"keeper/coordination/zab"
 )
 
@@ -185,4 +189,59 @@ func TestTLSDetectionTimeout(t *testing.T) {
 	sec.DetectionTimeout = 50 * time.Millisecond
 	trs := startTransports(t, 1, withTLS(sec))
 	expectClosed(t, rawConn(t, trs[0].QuorumAddr(), nil))
+}
+
+// writePEM writes certificates (and a key, when key is not nil) to path
+// through a rename, as an operator replaces a store.
+func writePEM(t *testing.T, path string, key any, certs ...*x509.Certificate) {
+	t.Helper()
+	var b []byte
+	if key != nil {
+		der, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})...)
+	}
+	for _, c := range certs {
+		b = append(b, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTLSReload checks sslQuorumReloadCertFiles: a member whose trust
+// store file is replaced refuses, on its next handshake, a peer only the
+// old file trusted, and takes it again once the file is put back.
+func TestTLSReload(t *testing.T) {
+	p := newTestPKI(t)
+	dir := t.TempDir()
+	leaderCert := testCert(t, "leader", &p.ca, false, loopback)
+	keyPath, trustPath := filepath.Join(dir, "key.pem"), filepath.Join(dir, "trust.pem")
+	writePEM(t, keyPath, leaderCert.PrivateKey, leaderCert.Leaf)
+	writePEM(t, trustPath, nil, p.ca.Leaf)
+	certs, err := clienttls.New(clienttls.Config{Prefix: "ssl.quorum.",
+		KeyStore:   clienttls.Store{Location: keyPath},
+		TrustStore: clienttls.Store{Location: trustPath},
+		Reload:     true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderTLS := &TLS{Certificates: certs, Dial: true, HostnameVerification: true}
+	trs := startTransports(t, 2, withTLS(leaderTLS, p.secure(t, false, false, loopback)))
+	leader, learner := trs[0], trs[1]
+	openLink(t, learner, leader)
+
+	writePEM(t, trustPath, nil, p.rogue.Leaf)
+	learner.Send([]zab.Message{followerInfo(2, 1)}) // a new link replaces the old
+	expect(t, learner, zab.Message{Type: zab.MsgDisconnected, From: 1})
+	expect(t, leader, zab.Message{Type: zab.MsgDisconnected, From: 2}) // the old link
+
+	writePEM(t, trustPath, nil, p.ca.Leaf)
+	openLink(t, learner, leader)
 }
