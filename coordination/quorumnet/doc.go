@@ -104,6 +104,17 @@
 // find its end, and the sender checks the same before writing it. The
 // body is zab.Message.Data of the SNAP message on both sides.
 //
+// # TLS
+//
+// With Config.TLS (zoo.cfg sslQuorum, portUnification, ssl.quorum.*;
+// docs/tls.md) both ports run a TLS handshake before the framing above:
+// a dialled connection as a client when TLS.Dial, an accepted one as a
+// server when its first byte is 0x16 (a TLS handshake record), which no
+// plaintext peer sends first; a plaintext first byte is let in only with
+// TLS.AcceptPlaintext. Both sides check the other's certificate against
+// the trust store and, with TLS.HostnameVerification, against the address
+// of the far end. A refused handshake closes that connection only.
+//
 // # Limits
 //
 // A received packet's data may not exceed Config.MaxPacketDataBytes
