@@ -375,6 +375,14 @@ func (t *Transport) dial(addr string) (net.Conn, error) {
 	sc, err := t.secureDialed(c)
 	if err != nil {
 		t.closeConn(c)
+		// A peer that refuses this server's certificate, or whose own this
+		// server refuses, is a misconfiguration an operator must see; the
+		// election's backoff bounds how often it is logged.
+		select {
+		case <-t.done:
+		default:
+			t.logger.Warn("tls handshake failed", "addr", addr, "err", err)
+		}
 		return nil, err
 	}
 	return sc, nil

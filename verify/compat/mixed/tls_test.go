@@ -279,3 +279,59 @@ func (w *writer) stop(t *testing.T) acked {
 	t.Logf("%d writes acknowledged during the upgrade", w.count)
 	return w.acked
 }
+
+// TestMixedTLSRefusals: in an ensemble of two ZooKeeper members and a
+// keeper one on sslQuorum, a keeper member whose certificate no member
+// trusts cannot join the ZooKeeper pair, and a ZooKeeper member that
+// speaks plaintext cannot join ZooKeeper and keeper; neither disturbs the
+// two that serve, and each joins once configured like the others.
+func TestMixedTLSRefusals(t *testing.T) {
+	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
+	p := newQuorumPKI(t)
+	good := map[int][]string{}
+	for _, m := range e.Members {
+		good[m.ID] = p.tlsLines(p.keyStore(t, fmt.Sprintf("m%d", m.ID), false), true, false)
+		e.SetExtra(m, good[m.ID]...)
+	}
+	zk1, zk2, kp := e.Member(1), e.Member(2), e.Member(3)
+	ack := acked{}
+
+	e.Start(zk1)
+	e.Start(zk2)
+	e.WaitServing()
+	e.SetExtra(kp, p.tlsLines(p.keyStore(t, "rogue3", true), true, false)...)
+	e.Start(kp)
+	e.waitFor(electTimeout, "the untrusted keeper member's handshakes to fail", func() (bool, string) {
+		return logHas(kp, "tls handshake"), "no failed handshake logged yet"
+	})
+	if mode := kp.Mode(); mode != "" {
+		t.Fatalf("the untrusted keeper member serves as %q", mode)
+	}
+	writeAndRead(t, []*Member{zk1, zk2}, []*Member{zk1, zk2}, "untrusted-keeper", ack)
+	checkAlive(t, e, zk1, zk2)
+	e.Kill(kp)
+	e.SetExtra(kp, good[3]...)
+	e.Start(kp)
+	e.WaitServing()
+	writeAndRead(t, e.Members, e.Members, "all-tls", ack)
+
+	e.Kill(zk1)
+	e.WaitServing()
+	before := refusals(kp)
+	e.SetExtra(zk1)
+	e.Start(zk1)
+	e.waitFor(electTimeout, "the plaintext ZooKeeper member refused", func() (bool, string) {
+		return refusals(kp) > before, "no refusal logged yet"
+	})
+	if mode := zk1.Mode(); mode != "" {
+		t.Fatalf("the plaintext ZooKeeper member serves as %q", mode)
+	}
+	writeAndRead(t, []*Member{zk2, kp}, []*Member{zk2, kp}, "plaintext-zookeeper", ack)
+	e.Kill(zk1)
+	e.SetExtra(zk1, good[1]...)
+	e.Start(zk1)
+	e.WaitServing()
+	writeAndRead(t, e.Members, e.Members, "all-tls-again", ack)
+	checkAlive(t, e, e.Members...)
+	checkTrees(t, e, ack)
+}
