@@ -118,7 +118,7 @@ func rollingUpgrade(t *testing.T, kinds []Kind) {
 		e.Start(m)
 	}
 	e.WaitServing()
-	w := startWriter(t, e)
+	w := startTLSWriter(t, e)
 	phases := []struct {
 		name                       string
 		sslQuorum, portUnification bool
@@ -147,10 +147,10 @@ func rollingUpgrade(t *testing.T, kinds []Kind) {
 		}
 	}
 	// Every member lives; the Java logs are not searched for
-	// javaComplaints here: under constant writes, a Java follower syncing
-	// with a Java leader hits ZooKeeper 3.8's own NullPointerExceptions
-	// (in Learner.syncWithLeader and SendAckRequestProcessor) and rejoins.
-	// TestMixedEnsembleOverTLS searches them.
+	// javaComplaints here: the leader changes at every restart under
+	// constant writes, and a Java follower of a Java leader then logs
+	// javaLeaderBugs and rejoins. TestMixedEnsembleOverTLS and
+	// TestMixedTLSRefusals search them.
 	for _, m := range e.Members {
 		if !m.Running() {
 			t.Fatalf("member %d (%s) exited:\n%s", m.ID, m.Kind, m.LogTail(40))
@@ -207,9 +207,9 @@ func logHas(m *Member, s string) bool {
 	return strings.Contains(string(b), s)
 }
 
-// writer creates sequential nodes through a session with every member,
+// tlsWriter creates sequential nodes through a session with every member,
 // one at a time, until stopped, and records those acknowledged.
-type writer struct {
+type tlsWriter struct {
 	mu    sync.Mutex
 	acked acked
 	count int
@@ -217,7 +217,7 @@ type writer struct {
 	ended chan struct{}
 }
 
-func startWriter(t *testing.T, e *Ensemble) *writer {
+func startTLSWriter(t *testing.T, e *Ensemble) *tlsWriter {
 	t.Helper()
 	var addrs []string
 	for _, m := range e.Members {
@@ -231,7 +231,7 @@ func startWriter(t *testing.T, e *Ensemble) *writer {
 	if _, err := c.Create("/rolling", nil, 0, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatal(err)
 	}
-	w := &writer{acked: acked{}, done: make(chan struct{}), ended: make(chan struct{})}
+	w := &tlsWriter{acked: acked{}, done: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		defer close(w.ended)
 		for i := 0; ; i++ {
@@ -258,7 +258,7 @@ func startWriter(t *testing.T, e *Ensemble) *writer {
 }
 
 // progress waits until the writer has had a few more writes acknowledged.
-func (w *writer) progress(t *testing.T, e *Ensemble, what string) {
+func (w *tlsWriter) progress(t *testing.T, e *Ensemble, what string) {
 	t.Helper()
 	w.mu.Lock()
 	before := w.count
@@ -271,7 +271,7 @@ func (w *writer) progress(t *testing.T, e *Ensemble, what string) {
 }
 
 // stop stops the writer and returns what was acknowledged.
-func (w *writer) stop(t *testing.T) acked {
+func (w *tlsWriter) stop(t *testing.T) acked {
 	close(w.done)
 	<-w.ended
 	w.mu.Lock()
