@@ -39,6 +39,7 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/zkclient", tier: 3},  // keeper's own ZooKeeper client: sockets and goroutines
 	{pkg: "ledgerstore/bookie", tier: 3}, {pkg: "ledgerstore/metadata", tier: 3},
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
+	{pkg: "ledgerstore/autorecovery", tier: 3}, // auditor and replication workers over metadata and ledgerclient
 	// Tests' ports outside the ephemeral range, and their timescale; tier 3
 	// so that ledgertest's in-process cluster may take its ports there.
 	{pkg: "internal/testhost", tier: 3},
@@ -83,7 +84,7 @@ var thirdParty = map[string][]string{
 	// (docs/tls.md): maintained readers rather than hand-written parsers.
 	"software.sslmate.com/src/go-pkcs12":         {"coordination/clienttls"},
 	"github.com/pavlo-v-chernykh/keystore-go/v4": {"coordination/clienttls"},
-	"google.golang.org/protobuf":                 {"ledgerstore/bkproto", "ledgerstore/bookie", "ledgerstore/bookierpc", "ledgerstore/metadata", "ledgerstore/ledgerclient"},
+	"google.golang.org/protobuf":                 {"ledgerstore/bkproto", "ledgerstore/bookie", "ledgerstore/bookierpc", "ledgerstore/metadata", "ledgerstore/ledgerclient", "ledgerstore/autorecovery"},
 	// keeper shell's line editor (history, completion), as zkCli has JLine's.
 	"github.com/chzyer/readline": {"cmd/keeper"},
 }
