@@ -2,6 +2,7 @@ package autorecovery
 
 import (
 	"errors"
+	"path"
 	"slices"
 	"testing"
 
@@ -102,7 +103,7 @@ func TestManagerMarkLockUnmark(t *testing.T) {
 	if _, ok, _ := m.Info(ctx, l2.LedgerID); ok {
 		t.Fatal("marker still there after MarkReplicated")
 	}
-	if _, _, err := st.GetNode(ctx, m.Paths().Ledgers()+"/0000/0100"); !errors.Is(err, metadata.ErrNoNode) {
+	if _, _, err := st.GetNode(ctx, path.Dir(m.Paths().Marker(l2.LedgerID))); !errors.Is(err, metadata.ErrNoNode) {
 		t.Fatalf("empty marker directory left behind: %v", err)
 	}
 }
