@@ -75,9 +75,30 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 			if err != nil {
 				return err
 			}
+			arOn, arCfg, _, err := autorecoveryFromFile(args)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			return runBookie(ctx, cfg, logger, nil)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var arErr error
+			stopRecovery := func() {}
+			err = runBookie(ctx, cfg, logger, func(b *bookie.Bookie) {
+				if !arOn {
+					return
+				}
+				// autoRecoveryDaemonEnabled: the bookie runs an auditor
+				// vote and a worker too, or does not run at all.
+				if stopRecovery, arErr = startAutorecovery(ctx, cfg.MetadataServers, cfg.LedgersRoot, b.ID(), arCfg,
+					logger); arErr != nil {
+					stopRecovery = func() {}
+					cancel()
+				}
+			})
+			stopRecovery()
+			return errors.Join(arErr, err)
 		},
 	}
 	fl := cmd.Flags()
@@ -134,7 +155,7 @@ func loadBookieConfig(cmd *cobra.Command, args []string, f *bookieFlags, logger 
 		if cfg, ignored, err = bookie.ConfigFromProperties(props); err != nil {
 			return cfg, confFileError(args[0], data, err)
 		}
-		if len(ignored) > 0 {
+		if ignored = notAutorecoveryKeys(ignored); len(ignored) > 0 {
 			// BookKeeper ignores them too, but a key meant for keeper
 			// that is not one of its keys changes nothing: say so.
 			logger.Warn("configuration keys keeper does not use; ignored", "file", args[0],

@@ -36,7 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newShellCmd())
 	root.AddCommand(newToolCmd())
 	root.AddCommand(newBenchCmd())
-	root.AddCommand(newBookieCmd())
+	root.AddCommand(newBookieCmd(), newAutorecoveryCmd())
 	root.AddCommand(newLedgerCmd())
 	addVersion(root)
 	return root

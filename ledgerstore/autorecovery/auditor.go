@@ -230,3 +230,19 @@ func tickerC(t *time.Ticker) <-chan time.Time {
 	}
 	return t.C
 }
+
+// LedgersOn returns the ledgers that have bookie b in any segment, sorted:
+// what decommissioning b waits to see empty.
+func LedgersOn(ctx context.Context, store *metadata.Store, b ledger.BookieID) ([]int64, error) {
+	mds, err := readAll(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	on := ledgersOn(mds, func(x ledger.BookieID) bool { return x == b })
+	ids := make([]int64, 0, len(on))
+	for id := range on {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"keeper/ledgerstore/autorecovery"
+	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
+	"keeper/ledgerstore/metadata"
+)
+
+// withStore runs fn with a metadata store of its own on the flags' servers.
+func (f *ledgerFlags) withStore(cmd *cobra.Command, fn func(ctx context.Context, st *metadata.Store) error) error {
+	servers := strings.Split(f.zk, ",")
+	if err := probeServers(servers, metadataProbeTimeout); err != nil {
+		return err
+	}
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	st, closeStore, err := openStore(ctx, servers, f.root, metadata.DefaultSessionTimeout, quietLogger(cmd))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return fn(ctx, st)
+}
+
+func newLedgerUnderreplicatedCmd(f *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "underreplicated",
+		Short: "List the ledgers marked under-replicated, their missing bookies and the worker on each",
+		Long: `List the ledgers the auditor (or decommission, recover-bookie) marked under
+<ledgers root>/underreplication/ledgers, as 'bookkeeper shell listunderreplicated
+-printmissingreplica -printreplicationworkerid' does: one line per ledger with the
+ledger id, the missing bookies and the replication worker holding its lock ("-" if none).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.withStore(cmd, func(ctx context.Context, st *metadata.Store) error {
+				mgr, err := autorecovery.NewManager(ctx, st, "")
+				if err != nil {
+					return err
+				}
+				list, err := mgr.List(ctx)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				for _, m := range list {
+					worker, locked, err := mgr.Locked(ctx, m.LedgerID)
+					if err != nil {
+						return err
+					}
+					if !locked || worker == "" {
+						worker = "-"
+					}
+					fmt.Fprintf(out, "%d\t%s\t%s\n", m.LedgerID, strings.Join(m.Replicas, ","), worker)
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// recoverFlags are recover-bookie's and decommission's.
+type recoverFlags struct {
+	timeout time.Duration
+	grace   time.Duration
+}
+
+func newLedgerRecoverBookieCmd(f *ledgerFlags) *cobra.Command {
+	return bookieRecoveryCmd(f, "recover-bookie <bookie-id>",
+		"Copy everything a dead bookie held to other bookies now",
+		`Re-replicate a bookie that is gone ('bookkeeper shell recover'): mark every ledger
+with a segment on it under-replicated, and run a replication worker in this process
+until no ledger names the bookie. Autorecovery daemons, if any, share the work. The
+bookie must not be registered: a live bookie is decommissioned after it is stopped.`, false)
+}
+
+func newLedgerDecommissionCmd(f *ledgerFlags) *cobra.Command {
+	return bookieRecoveryCmd(f, "decommission <bookie-id>",
+		"Move everything a stopped bookie held to other bookies, then delete its cookie",
+		`Decommission a stopped bookie ('bookkeeper shell decommissionbookie'): mark every
+ledger with a segment on it under-replicated, run a replication worker in this process
+until no ledger names the bookie, then delete the bookie's cookie so that its id can
+be used again. The bookie must be stopped first.`, true)
+}
+
+func bookieRecoveryCmd(f *ledgerFlags, use, short, long string, decommission bool) *cobra.Command {
+	rf := &recoverFlags{}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b := ledger.BookieID(args[0])
+			if err := b.Validate(); err != nil {
+				return err
+			}
+			c, err := f.client(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return f.withStore(cmd, func(ctx context.Context, st *metadata.Store) error {
+				if rf.timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, rf.timeout)
+					defer cancel()
+				}
+				n, err := recoverBookie(ctx, st, c, b, rf, cmd)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "bookie %s: %d ledgers re-replicated\n", b, n)
+				if decommission {
+					if err := st.DeleteNode(ctx, st.CookiePath(b), metadata.AnyVersion); err != nil &&
+						!errors.Is(err, metadata.ErrNoNode) {
+						return fmt.Errorf("delete the cookie of %s: %w", b, err)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "bookie %s: decommissioned\n", b)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&rf.timeout, "timeout", 0, "give up after this long (0: wait until done)")
+	cmd.Flags().DurationVar(&rf.grace, "open-ledger-grace", autorecovery.DefaultOpenLedgerRereplicationGracePeriod,
+		"how long an open ledger's writer gets to replace the bookie itself before the ledger is recovered "+
+			"(openLedgerRereplicationGracePeriod)")
+	return cmd
+}
+
+// recoverBookie marks b's ledgers and runs a worker until none names b.
+func recoverBookie(ctx context.Context, st *metadata.Store, c *ledgerclient.Client, b ledger.BookieID,
+	rf *recoverFlags, cmd *cobra.Command) (int, error) {
+	reg, err := st.Bookies(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if slices.Contains(reg.Writable, b) || slices.Contains(reg.ReadOnly, b) {
+		return 0, fmt.Errorf("bookie %s is registered (running): stop it first", b)
+	}
+	mgr, err := autorecovery.NewManager(ctx, st, "")
+	if err != nil {
+		return 0, err
+	}
+	ids, err := autorecovery.LedgersOn(ctx, st, b)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := autorecovery.MarkBookies(ctx, st, mgr, []ledger.BookieID{b}); err != nil {
+		return 0, err
+	}
+	d, err := autorecovery.Start(ctx, autorecovery.Config{Store: st, Client: c, ID: "keeper-ledger-" + strconv.Itoa(os.Getpid()),
+		NoAuditor: true, OpenLedgerRereplicationGracePeriod: rf.grace, PollInterval: 100 * time.Millisecond,
+		Logger: quietLogger(cmd)})
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	for {
+		left, err := autorecovery.LedgersOn(ctx, st, b)
+		if err == nil && len(left) == 0 {
+			return len(ids), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("bookie %s: %d ledgers still name it: %w", b, len(left), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// quietLogger logs warnings and errors only, unless --log-level was given:
+// a command's output is what it prints.
+func quietLogger(cmd *cobra.Command) *slog.Logger {
+	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl != nil && fl.Changed {
+		return newLogger()
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

@@ -1,0 +1,58 @@
+package autorecovery
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFromProperties(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		props   map[string]string
+		enabled bool
+		check   func(Config) bool
+		err     string
+	}{
+		{"defaults", map[string]string{}, false, func(c Config) bool {
+			c = c.withDefaults()
+			return c.LostBookieRecoveryDelay == 0 && c.AuditorPeriodicCheckInterval == 7*24*time.Hour &&
+				c.AuditorPeriodicBookieCheckInterval == 24*time.Hour && c.OpenLedgerRereplicationGracePeriod == 30*time.Second &&
+				c.RereplicateBackoff == 5*time.Second && c.EntryBatchSize == 100
+		}, ""},
+		{"all set", map[string]string{"autoRecoveryDaemonEnabled": "true", "lostBookieRecoveryDelay": "60",
+			"auditorPeriodicCheckInterval": "0", "auditorPeriodicBookieCheckInterval": "3600",
+			"openLedgerRereplicationGracePeriod": "1500", "rwRereplicateBackoffMs": "250",
+			"rereplicationEntryBatchSize": "10", "auditorReplicasCheckInterval": "0"}, true, func(c Config) bool {
+			c = c.withDefaults()
+			return c.LostBookieRecoveryDelay == time.Minute && c.AuditorPeriodicCheckInterval == 0 &&
+				c.AuditorPeriodicBookieCheckInterval == time.Hour && c.OpenLedgerRereplicationGracePeriod == 1500*time.Millisecond &&
+				c.RereplicateBackoff == 250*time.Millisecond && c.EntryBatchSize == 10
+		}, ""},
+		{"bad bool", map[string]string{"autoRecoveryDaemonEnabled": "yes"}, false, nil, "autoRecoveryDaemonEnabled"},
+		{"negative delay", map[string]string{"lostBookieRecoveryDelay": "-1"}, false, nil, "lostBookieRecoveryDelay"},
+		{"batch zero", map[string]string{"rereplicationEntryBatchSize": "0"}, false, nil, "rereplicationEntryBatchSize"},
+		{"replicas check on", map[string]string{"auditorReplicasCheckInterval": "600"}, false, nil, "auditorReplicasCheckInterval"},
+		{"verification percentage", map[string]string{"auditorLedgerVerificationPercentage": "50"}, false, nil,
+			"auditorLedgerVerificationPercentage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enabled, cfg, used, err := FromProperties(tc.props)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil || enabled != tc.enabled || !tc.check(cfg) {
+				t.Fatalf("FromProperties = %v, %+v, %v", enabled, cfg, err)
+			}
+			for k := range tc.props {
+				if !slices.Contains(used, k) {
+					t.Errorf("key %s not reported as used", k)
+				}
+			}
+		})
+	}
+}
