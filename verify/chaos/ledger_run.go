@@ -64,7 +64,8 @@ type LedgerRun struct {
 
 // LedgerScenarios returns the ledger store's scenarios, by number.
 func LedgerScenarios() []*LedgerScenario {
-	return []*LedgerScenario{FencingRaceScenario(), BookieWipeScenario(), SlowBookieConsumers(), V2(FencingRaceScenario()), V2(BookieWipeScenario())}
+	return []*LedgerScenario{FencingRaceScenario(), BookieWipeScenario(), SlowBookieConsumers(), V2(FencingRaceScenario()), V2(BookieWipeScenario()),
+		AutorecoveryScenario()}
 }
 
 // V2 returns sc with its clients speaking BookKeeper's v2 protocol.

@@ -27,3 +27,5 @@ func TestScenarioFencingRaceV2(t *testing.T) { runLedgerScenario(t, V2(FencingRa
 func TestScenarioBookieCrashWipeV2(t *testing.T) { runLedgerScenario(t, V2(BookieWipeScenario())) }
 
 func TestScenarioSlowBookieConsumers(t *testing.T) { runLedgerScenario(t, SlowBookieConsumers()) }
+
+func TestScenarioBookieLostAutorecovery(t *testing.T) { runLedgerScenario(t, AutorecoveryScenario()) }

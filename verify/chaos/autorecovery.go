@@ -1,0 +1,269 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"keeper/ledgerstore/autorecovery"
+	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookierpc"
+	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
+	"keeper/ledgerstore/metadata"
+)
+
+// Scenario 13's settings.
+const (
+	arPassword     = "s13"
+	arLedgerLife   = 3 * time.Second        // the writer closes its ledger and starts another after this
+	arEntryBytes   = 16 << 10               // payload of every entry
+	arReplicateMax = 3 * time.Minute        // how long full replication may take before it counts as failed
+	arPoll         = 100 * time.Millisecond // how often the harness looks at the metadata
+	arFill         = 6 * time.Second        // writing before the kill, so the lost bookie holds something
+)
+
+// AutorecoveryScenario is "a bookie lost for good" (scenario 13): four
+// bookies, each running autorecovery (autoRecoveryDaemonEnabled, a one
+// second lostBookieRecoveryDelay, a three second grace for open ledgers),
+// a writer appending 16 KiB entries to E3/Qw2/Qa2 ledgers, a new ledger
+// every few seconds. After the warm-up one bookie of the writer's
+// ensemble is killed with SIGKILL and never restarted. The auditor (in
+// one of the survivors) marks its ledgers, the workers copy what it held
+// and swap it out. Checks: every ledger is closed at or past its
+// acknowledged entries and reads back (checkLedger), no ledger names the
+// lost bookie within arReplicateMax, nothing stays marked, and every entry
+// has Qw copies with the payload written on bookies of its write set.
+// Figures: the bytes the lost bookie held, the time from the kill to full
+// replication, and that time per GiB.
+func AutorecoveryScenario() *LedgerScenario {
+	return &LedgerScenario{ID: 13, Name: "bookie lost for good, autorecovery", Servers: 1, Bookies: 4,
+		MaxSessionTimeoutMs: 4000, Duration: 15 * time.Second,
+		BookieConf: []string{"autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=1",
+			"openLedgerRereplicationGracePeriod=3000", "rwRereplicateBackoffMs=500"},
+		Body: autorecoveryBody}
+}
+
+// arWriter writes ledger after ledger until told to stop.
+type arWriter struct {
+	mu      sync.Mutex
+	ledgers []*WrittenLedger
+}
+
+func (w *arWriter) snapshot() []*WrittenLedger {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*WrittenLedger, len(w.ledgers))
+	for i, l := range w.ledgers {
+		c := *l
+		c.Sent = slices.Clone(l.Sent)
+		out[i] = &c
+	}
+	return out
+}
+
+func (w *arWriter) run(ctx context.Context, r *LedgerRun, c *ledgerclient.Client, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		lw, err := c.Create(context.WithoutCancel(ctx), ledgerclient.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
+			Password: []byte(arPassword)})
+		if err != nil {
+			r.Report.Violate("bk-liveness", "create a ledger: %v", err)
+			return
+		}
+		wl := &WrittenLedger{ID: lw.ID(), Password: []byte(arPassword), Acked: -1}
+		w.mu.Lock()
+		w.ledgers = append(w.ledgers, wl)
+		w.mu.Unlock()
+		end := time.Now().Add(arLedgerLife)
+		for time.Now().Before(end) && ctx.Err() == nil {
+			p := make([]byte, arEntryBytes)
+			for i := range p {
+				p[i] = byte(rng.IntN(256))
+			}
+			w.mu.Lock()
+			wl.Sent = append(wl.Sent, p)
+			w.mu.Unlock()
+			e, err := lw.Append(context.WithoutCancel(ctx), p)
+			r.Op(0, err == nil)
+			if err != nil {
+				r.Report.Violate("bk-liveness", "ledger %d: append: %v", wl.ID, err)
+				return
+			}
+			w.mu.Lock()
+			wl.Acked = e
+			w.mu.Unlock()
+		}
+		if err := lw.Close(context.WithoutCancel(ctx)); err != nil {
+			r.Report.Violate("bk-liveness", "ledger %d: close: %v", wl.ID, err)
+			return
+		}
+	}
+}
+
+func autorecoveryBody(ctx context.Context, r *LedgerRun) {
+	c, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog("writer")})
+	if err != nil {
+		r.Report.Violate("harness", "client: %v", err)
+		return
+	}
+	defer c.Close()
+	zk, err := r.ZKAddrs(harnessNode)
+	if err != nil {
+		r.Report.Violate("harness", "metadata addresses: %v", err)
+		return
+	}
+	after := context.WithoutCancel(ctx)
+	sess, err := metadata.Dial(after, metadata.DialConfig{Servers: zk, SessionTimeout: 4 * time.Second})
+	if err != nil {
+		r.Report.Violate("harness", "metadata session: %v", err)
+		return
+	}
+	defer sess.Close()
+	store, err := sess.NewStore(metadata.Config{})
+	if err != nil {
+		r.Report.Violate("harness", "metadata store: %v", err)
+		return
+	}
+	defer store.Close()
+
+	w := &arWriter{}
+	wctx, stopWriter := context.WithCancel(after)
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(wctx, r, c, rand.New(rand.NewPCG(r.Seed, 13))) }()
+	defer func() { stopWriter(); <-done }()
+	if !sleepCtx(ctx, arFill) {
+		ctx = after
+	}
+
+	// The victim: a bookie of the ledger being written.
+	ls := w.snapshot()
+	md, err := c.Stat(after, ls[len(ls)-1].ID)
+	if err != nil {
+		r.Report.Violate("harness", "stat: %v", err)
+		return
+	}
+	victim := md.LastSegment().Bookies[r.IntN(len(md.LastSegment().Bookies))]
+	held := heldBytes(after, c, w.snapshot(), victim)
+	r.Bookies.Kill(r.Bookies.Bookie(string(victim)))
+	killed := time.Now()
+	r.Fault("killed bookie %s for good (it held %d bytes of entries)", victim, held)
+
+	// Full replication, measured under the writer's load: no ledger names
+	// the victim and nothing is marked.
+	mgr, err := autorecovery.NewManager(after, store, "")
+	if err != nil {
+		r.Report.Violate("harness", "under-replication manager: %v", err)
+		return
+	}
+	deadline := killed.Add(arReplicateMax)
+	var firstMark time.Time // when the auditor's first marker was seen
+	for {
+		left, err := autorecovery.LedgersOn(after, store, victim)
+		marked, merr := mgr.List(after)
+		if len(marked) > 0 && firstMark.IsZero() {
+			firstMark = time.Now()
+		}
+		if err == nil && merr == nil && len(left) == 0 && len(marked) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.Report.Violate("bk-autorecovery", "%v after the kill, ledgers %v still name %s and %d are marked",
+				arReplicateMax, left, victim, len(marked))
+			break
+		}
+		time.Sleep(arPoll)
+	}
+	took := time.Since(killed)
+	copying := time.Duration(0)
+	if !firstMark.IsZero() {
+		copying = time.Since(firstMark)
+	}
+	r.Logf("replicated %d bytes of %s in %v (%v after the first marker)", held, victim, took.Round(time.Millisecond),
+		copying.Round(time.Millisecond))
+	r.Report.Figure("lost bookie's bytes", "%d", held)
+	r.Report.Figure("time to full replication", "%v", took.Round(time.Millisecond))
+	r.Report.Figure("time from the first marker", "%v", copying.Round(time.Millisecond))
+	if held > 0 {
+		// The kill-to-done time includes the session expiry that takes
+		// the killed bookie's registration away and lostBookieRecoveryDelay;
+		// from the first marker on, it is the copying and the swaps.
+		r.Report.Figure("replication s/GiB", "%.1f", took.Seconds()/(float64(held)/(1<<30)))
+		r.Report.Figure("copy s/GiB", "%.1f", copying.Seconds()/(float64(held)/(1<<30)))
+	}
+	<-ctx.Done()
+	stopWriter()
+	<-done
+	for _, wl := range w.snapshot() {
+		checkLedger(after, r, c, wl)
+		checkFullQuorum(after, r, c, wl, victim)
+	}
+}
+
+// heldBytes adds up the payload bytes of the acknowledged entries whose
+// write set holds b, by the ledgers' metadata now.
+func heldBytes(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLedger, b ledger.BookieID) int64 {
+	var n int64
+	for _, wl := range ls {
+		md, err := c.Stat(ctx, wl.ID)
+		if err != nil {
+			continue
+		}
+		for e := int64(0); e <= wl.Acked && e < int64(len(wl.Sent)); e++ {
+			if slices.Contains(md.WriteSetBookies(e), b) {
+				n += int64(len(wl.Sent[e]))
+			}
+		}
+	}
+	return n
+}
+
+// checkFullQuorum reads every entry of a closed ledger from every bookie of
+// its write set: after autorecovery each of the Qw copies is there, with
+// the payload written, and none is on the lost bookie.
+func checkFullQuorum(ctx context.Context, r *LedgerRun, c *ledgerclient.Client, wl *WrittenLedger, lost ledger.BookieID) {
+	md, err := c.Stat(ctx, wl.ID)
+	if err != nil || md.State != ledger.StateClosed {
+		return // checkLedger reported it
+	}
+	conns := map[ledger.BookieID]*bookierpc.Client{}
+	defer func() {
+		for _, cl := range conns {
+			cl.Close()
+		}
+	}()
+	macKey := bkproto.MacKey(wl.Password)
+	short := 0
+	var examples []string
+	for e := int64(0); e <= md.LastEntryID; e++ {
+		for _, b := range md.WriteSetBookies(e) {
+			if b == lost {
+				short++
+				continue
+			}
+			cl, ok := conns[b]
+			if !ok {
+				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				cl, _ = bookierpc.Dial(dctx, string(b))
+				cancel()
+				conns[b] = cl
+			}
+			var want []byte
+			if e < int64(len(wl.Sent)) {
+				want = wl.Sent[e]
+			}
+			if err := readCopy(ctx, cl, wl.ID, e, md.DigestType, macKey[:], want); err != nil {
+				short++
+				if len(examples) < 5 {
+					examples = append(examples, fmt.Sprintf("entry %d on %s: %v", e, b, err))
+				}
+			}
+		}
+	}
+	if short > 0 {
+		r.Report.Violate("bk-autorecovery", "ledger %d: %d copies missing from write sets after autorecovery: %v",
+			wl.ID, short, examples)
+	}
+}
