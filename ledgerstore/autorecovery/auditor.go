@@ -85,6 +85,7 @@ func (a *auditor) run(ctx context.Context) {
 			a.audit(ctx, lost, func(*lostBookie) bool { return true })
 		case <-tickerC(allCheck):
 			a.audit(ctx, lost, func(*lostBookie) bool { return true })
+			a.checkAll(ctx)
 		}
 	}
 }
@@ -245,4 +246,53 @@ func LedgersOn(ctx context.Context, store *metadata.Store, b ledger.BookieID) ([
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// checkAll is the periodic check of every ledger (auditorPeriodicCheckInterval):
+// it samples each final fragment on a live bookie (checker.go) and marks the
+// ledgers whose live bookies lack entries they should hold.
+func (a *auditor) checkAll(ctx context.Context) {
+	mds, err := readAll(ctx, a.store)
+	if err != nil {
+		a.log.Warn("ledger check: cannot read the ledgers", "err", err)
+		return
+	}
+	reg, err := a.store.Bookies(ctx)
+	if err != nil {
+		a.log.Warn("ledger check: cannot read the registry", "err", err)
+		return
+	}
+	live := func(b ledger.BookieID) bool {
+		return slices.Contains(reg.Writable, b) || slices.Contains(reg.ReadOnly, b)
+	}
+	c := newConns(a.store)
+	defer c.close()
+	ids := make([]int64, 0, len(mds))
+	for id := range mds {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	marked := 0
+	for _, id := range ids {
+		var replicas []string
+		for _, f := range c.missingFragments(ctx, id, mds[id], live) {
+			if !slices.Contains(replicas, string(f.bookie)) {
+				replicas = append(replicas, string(f.bookie))
+			}
+		}
+		if len(replicas) == 0 {
+			continue
+		}
+		if err := a.mgr.Mark(ctx, id, replicas); err != nil {
+			a.log.Warn("ledger check: cannot mark", "ledger", id, "err", err)
+			return
+		}
+		marked++
+	}
+	if marked > 0 {
+		a.log.Info("ledger check marked ledgers whose bookies lack entries", "ledgers", marked)
+		if a.marked != nil {
+			a.marked(marked)
+		}
+	}
 }

@@ -61,3 +61,43 @@ func TestAuditorFailoverAndDelay(t *testing.T) {
 		t.Fatalf("auditor counted %d markers, want %d", d2.Marked(), len(want))
 	}
 }
+
+// TestLiveBookieMissingEntries: a live bookie named in a segment that does
+// not hold its share (here the metadata is edited to name a bookie that
+// never got the entries) is found by the periodic ledger check, and the
+// worker copies the share to another bookie and swaps it in.
+func TestLiveBookieMissingEntries(t *testing.T) {
+	cl := ledgertest.Start(t, 5)
+	ctx, cancel := context.WithTimeout(t.Context(), testhost.Scale(60*time.Second))
+	defer cancel()
+	wc := newLedgerClient(t, cl, 9)
+	w := writeLedger(t, ctx, wc, 40, true)
+	st, _ := openStore(t, cl.ZKAddr())
+	md, v, err := st.Read(ctx, w.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty ledger.BookieID
+	for _, id := range cl.IDs() {
+		if !slices.Contains(md.Segments[0].Bookies, ledger.BookieID(id)) {
+			empty = ledger.BookieID(id)
+			break
+		}
+	}
+	edited := md.Clone()
+	edited.Segments[0].Bookies[2] = empty
+	if _, err := st.Write(ctx, w.ID(), edited, v); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, cl, "checker", Config{AuditorPeriodicCheckInterval: 200 * time.Millisecond,
+		AuditorPeriodicBookieCheckInterval: -1, PollInterval: 50 * time.Millisecond})
+	waitFor(t, ctx, "the empty bookie swapped out", func() bool {
+		md, _, err := st.Read(ctx, w.ID())
+		list, lerr := d.Manager().List(ctx)
+		return err == nil && lerr == nil && !slices.Contains(md.Segments[0].Bookies, empty) && len(list) == 0
+	})
+	checkReplicas(t, ctx, cl, st, w.ID(), empty)
+	if d.Marked() == 0 || d.Stats().FragmentsCopied == 0 {
+		t.Fatalf("marked %d, stats %+v", d.Marked(), d.Stats())
+	}
+}

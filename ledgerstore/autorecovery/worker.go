@@ -226,7 +226,8 @@ func (w *worker) liveBookies(ctx context.Context) (func(ledger.BookieID) bool, m
 }
 
 // replicate copies every final fragment of ledger id that lives on a
-// bookie no longer registered and swaps the bookie out of its segment.
+// bookie no longer registered, or on a live bookie that lacks it (the
+// ledger checker's sample), and swaps the bookie out of its segment.
 // done means nothing of the ledger is left on a lost bookie (or the
 // ledger is gone); waitOpen means only the open last segment is, which
 // the writer gets a grace period to fix.
@@ -243,6 +244,7 @@ func (w *worker) replicate(ctx context.Context, id int64) (done, waitOpen bool, 
 		return false, false, err
 	}
 	lost, openMissing := lostFragments(md, live)
+	lost = append(lost, w.conns.missingFragments(ctx, id, md, live)...)
 	for _, f := range lost {
 		if err := w.replaceFragment(ctx, id, f, live); err != nil {
 			return false, false, err
