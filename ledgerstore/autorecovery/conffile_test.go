@@ -34,6 +34,8 @@ func TestFromProperties(t *testing.T) {
 		{"negative delay", map[string]string{"lostBookieRecoveryDelay": "-1"}, false, nil, "lostBookieRecoveryDelay"},
 		{"batch zero", map[string]string{"rereplicationEntryBatchSize": "0"}, false, nil, "rereplicationEntryBatchSize"},
 		{"replicas check on", map[string]string{"auditorReplicasCheckInterval": "600"}, false, nil, "auditorReplicasCheckInterval"},
+		{"typo", map[string]string{"autoRecoveryDaemonEnable": "true"}, false, nil, "did you mean autoRecoveryDaemonEnabled"},
+		{"case typo", map[string]string{"lostbookierecoverydelay": "5"}, false, nil, "did you mean lostBookieRecoveryDelay"},
 		{"verification percentage", map[string]string{"auditorLedgerVerificationPercentage": "50"}, false, nil,
 			"auditorLedgerVerificationPercentage"},
 	} {
