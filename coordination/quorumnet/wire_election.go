@@ -57,6 +57,11 @@ func EncodeNotification(m zab.Message) ([]byte, error) {
 	return e.B, nil
 }
 
+// javaNoEpoch is the peer epoch (and the proposed leader and zxid) that an
+// Apache ZooKeeper observer sends in its notifications: Long.MIN_VALUE, as
+// it is not a participant (docs/zookeeper-protocol.md §10.2).
+const javaNoEpoch = math.MinInt64
+
 // DecodeNotification decodes an election message payload in any of the
 // three formats ZooKeeper has used: 28 bytes (the peer epoch is then the
 // epoch of the zxid), 40 bytes, or version 2 and later with a configuration,
@@ -94,10 +99,16 @@ func DecodeNotification(b []byte) (zab.Message, error) {
 	if err := d.Finish(); err != nil {
 		return zab.Message{}, fmt.Errorf("%w: notification of %d bytes: %w", ErrMalformed, len(b), err)
 	}
-	if peerEpoch < 0 || peerEpoch > math.MaxUint32 {
+	switch {
+	case peerEpoch == javaNoEpoch:
+		// A Java observer's vote: it takes no part in the election and
+		// asks only who leads; zab answers a non-voter whatever it says.
+		m.Vote.Epoch = 0
+	case peerEpoch < 0 || peerEpoch > math.MaxUint32:
 		return zab.Message{}, fmt.Errorf("%w: notification peer epoch %d", ErrMalformed, peerEpoch)
+	default:
+		m.Vote.Epoch = zxid.Epoch(peerEpoch)
 	}
-	m.Vote.Epoch = zxid.Epoch(peerEpoch)
 	return m, nil
 }
 

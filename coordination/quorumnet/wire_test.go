@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -300,7 +301,9 @@ func TestDecodeNotificationForms(t *testing.T) {
 		{"config longer than frame", "00000000 0000000000000002 0000000300000004 0000000000000007 0000000000000002 00000002 00000006 6162636465", zab.Message{}, ErrMalformed},
 		{"config shorter than frame", "00000000 0000000000000002 0000000300000004 0000000000000007 0000000000000002 00000002 00000004 6162636465", zab.Message{}, ErrMalformed},
 		{"null config", "00000000 0000000000000002 0000000300000004 0000000000000007 0000000000000002 00000002 ffffffff", zab.Message{}, ErrMalformed},
-		{"negative peer epoch (a Java observer's)", "00000000 8000000000000000 8000000000000000 0000000000000007 8000000000000000 00000002 00000000", zab.Message{}, ErrMalformed},
+		{"a Java observer's: no leader, zxid or epoch", "00000000 8000000000000000 8000000000000000 0000000000000007 8000000000000000 00000002 00000000",
+			vote(zab.Looking, math.MinInt64, math.MinInt64, 7, 0), nil},
+		{"another negative peer epoch", "00000000 0000000000000002 0000000300000004 0000000000000007 ffffffffffffffff 00000002 00000000", zab.Message{}, ErrMalformed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

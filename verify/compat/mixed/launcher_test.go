@@ -102,6 +102,8 @@ type Member struct {
 	// Extra are zoo.cfg lines of this member's own (TLS settings, say);
 	// SetExtra rewrites the file.
 	Extra []string
+	// Observer makes the member an observer (MakeObservers).
+	Observer bool
 
 	mu   sync.Mutex
 	proc *process
@@ -178,13 +180,34 @@ func (e *Ensemble) writeConfig(m *Member) error {
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", m.DataDir, m.ClientPort)
 	fmt.Fprintf(&b, "maxClientCnxns=0\nmaxSessionTimeout=%d\n", maxSessionTimeoutMs)
 	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	if m.Observer {
+		b.WriteString("peerType=observer\n")
+	}
 	for _, p := range e.Members {
-		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", p.ID, p.QuorumPort, p.ElecPort)
+		role := ""
+		if p.Observer {
+			role = ":observer"
+		}
+		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", p.ID, p.QuorumPort, p.ElecPort, role)
 	}
 	for _, l := range m.Extra {
 		b.WriteString(l + "\n")
 	}
 	return os.WriteFile(m.cfgPath(), []byte(b.String()), 0o644)
+}
+
+// MakeObservers makes ms observers, before any member starts: every
+// member's zoo.cfg names them so.
+func (e *Ensemble) MakeObservers(ms ...*Member) {
+	e.t.Helper()
+	for _, m := range ms {
+		m.Observer = true
+	}
+	for _, m := range e.Members {
+		if err := e.writeConfig(m); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
 
 // SetExtra gives m its own zoo.cfg lines from its next start on.
@@ -349,7 +372,7 @@ func (m *Member) Mode() string {
 }
 
 // WaitServing waits until every running member serves under exactly one
-// leader and returns the leader.
+// leader (observers as observers) and returns the leader.
 func (e *Ensemble) WaitServing() *Member {
 	e.t.Helper()
 	var leader *Member
@@ -369,6 +392,9 @@ func (e *Ensemble) WaitServing() *Member {
 				leaders++
 				leader = m
 			case "follower":
+				ok = ok && !m.Observer
+			case "observer":
+				ok = ok && m.Observer
 			default:
 				ok = false
 			}
