@@ -24,7 +24,7 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 	}
 	zooCfg := "dataDir=" + filepath.Join(dir, "data") + "\nclientPort=0\nadmin.enableServer=false\n"
 	plainZoo := write("zoo.cfg", zooCfg)
-	sslZoo := write("ssl-zoo.cfg", zooCfg+"sslQuorum=true\n")
+	saslZoo := write("sasl-zoo.cfg", zooCfg+"quorum.auth.enableSasl=true\n")
 	aclZoo := write("acl-zoo.cfg", zooCfg+"zookeeper.skipACL=yes\n")
 	// Neither file is enough to start on (no client port, no journal): a
 	// check that let a setting through would fail, not serve.
@@ -38,8 +38,8 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 		args []string
 		want []string // substrings of the error
 	}{
-		{"zoo.cfg tls", nil, []string{"server", sslZoo},
-			[]string{sslZoo, "zoo.cfg:4: sslQuorum: keeper does not support TLS between servers yet"}},
+		{"zoo.cfg quorum sasl", nil, []string{"server", saslZoo},
+			[]string{saslZoo, "zoo.cfg:4: quorum.auth.enableSasl: keeper does not support SASL authentication between servers yet"}},
 		{"zoo.cfg skipACL", nil, []string{"server", aclZoo},
 			[]string{aclZoo, "zoo.cfg:4: zookeeper.skipACL: keeper does not support skipping ACL checks yet"}},
 		{"server quorum sasl", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Dzookeeper.quorum.auth.enableSasl=true"},
