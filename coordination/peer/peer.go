@@ -271,6 +271,13 @@ func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 			return ps, err
 		}
 	}
+	if rd.Config != nil {
+		// The peer gives zab no ReconfigCodec, so zab never changes the
+		// configuration; were it to, the change could not be made
+		// durable here yet, and the batch must not be acted on
+		// (reconfigEnabled=true is refused at start, docs/configuration.md).
+		return ps, fmt.Errorf("configuration %s to persist, but this member cannot store configurations", rd.Config.Active.Version)
+	}
 	return ps, nil
 }
 

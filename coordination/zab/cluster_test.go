@@ -26,6 +26,11 @@ type cluster struct {
 	logs  map[PeerID][]Entry
 	hard  map[PeerID]HardState
 	snaps map[PeerID][]snapshot
+	// confs is each node's persisted configurations (Ready.Config), once
+	// it persisted any; configHook, if set, sees each before it is
+	// persisted.
+	confs      map[PeerID]ConfigState
+	configHook func(id PeerID, old, new ConfigState)
 	// applied is each node's state machine.
 	applied map[PeerID][]Entry
 	queue   []Message
@@ -68,11 +73,17 @@ type snapshot struct {
 }
 
 func newCluster(t testing.TB, voters, observers []PeerID, mutate func(PeerID, *Config)) *cluster {
+	return newClusterOf(t, append(slices.Clone(voters), observers...), voters, observers, mutate)
+}
+
+// newClusterOf runs the nodes ids, configured with voters and observers
+// (which mutate may change per node: a server about to join knows itself).
+func newClusterOf(t testing.TB, ids, voters, observers []PeerID, mutate func(PeerID, *Config)) *cluster {
 	c := &cluster{t: t, cfgs: map[PeerID]Config{}, nodes: map[PeerID]*Node{}, logs: map[PeerID][]Entry{},
 		hard: map[PeerID]HardState{}, applied: map[PeerID][]Entry{}, snaps: map[PeerID][]snapshot{},
 		down: map[PeerID]bool{}, failed: map[PeerID]error{}, cut: map[[2]PeerID]bool{},
-		serving: map[PeerID]bool{}, recorded: map[PeerID]int{}}
-	c.ids = append(slices.Clone(voters), observers...)
+		serving: map[PeerID]bool{}, recorded: map[PeerID]int{}, confs: map[PeerID]ConfigState{}}
+	c.ids = slices.Clone(ids)
 	slices.Sort(c.ids)
 	for _, id := range c.ids {
 		cfg := Config{ID: id, Voters: voters, Observers: observers, InitLimitTicks: 10, SyncLimitTicks: 5,
@@ -97,6 +108,11 @@ func (c *cluster) start(id PeerID) {
 	}
 	cfg := c.cfgs[id]
 	cfg.HardState = c.hard[id]
+	if cs, ok := c.confs[id]; ok {
+		a := cs.Active.clone()
+		cfg.Voters, cfg.Observers, cfg.ConfigVersion, cfg.ConfigText = a.Voters, a.Observers, a.Version, a.Text
+		cfg.NextConfig = cs.Next
+	}
 	// At start-up the state machine is the newest snapshot plus the log
 	// after it, as in ZooKeeper.
 	state, last, recent, err := replayLog(c.snaps[id], c.logs[id])
@@ -273,6 +289,12 @@ func (c *cluster) handle(id PeerID) {
 			}
 			c.hard[id] = *rd.State
 		}
+		if rd.Config != nil {
+			if c.configHook != nil {
+				c.configHook(id, c.confOf(id), *rd.Config)
+			}
+			c.confs[id] = *rd.Config
+		}
 		for _, m := range slices.Concat(rd.Early, rd.Messages) {
 			if m.Type == MsgSnap && slices.Contains(rd.SendSnapshots, m.To) {
 				var buf bytes.Buffer
@@ -302,6 +324,17 @@ func (c *cluster) handle(id PeerID) {
 		}
 		n.Advance(rd)
 	}
+}
+
+// confOf returns the configurations node id persisted, or those it
+// started with.
+func (c *cluster) confOf(id PeerID) ConfigState {
+	if cs, ok := c.confs[id]; ok {
+		return cs
+	}
+	cfg := c.cfgs[id]
+	return ConfigState{Active: Membership{Version: cfg.ConfigVersion, Voters: cfg.Voters, Observers: cfg.Observers,
+		Text: cfg.ConfigText}, Next: cfg.NextConfig}
 }
 
 // step delivers one message, or ticks everyone when nothing is in flight.

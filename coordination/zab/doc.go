@@ -18,7 +18,9 @@
 //     candidate that can win an election without txns a quorum committed
 //     (ZOOKEEPER-3911, -4643, -4646). Nothing needs State before the log:
 //     acceptedEpoch, and a leader's currentEpoch, are promises to peers,
-//     which only Messages make.
+//     which only Messages make. Persist Config (the active and the
+//     last-seen configuration) at the same point: an ACK of a
+//     reconfiguration, or a COMMITANDACTIVATE, promises it is durable.
 //  3. Close the links in Disconnect, then send Messages, in order per
 //     destination: a message may promise the peer that the steps above are
 //     done (an ACK promises the entry is on disk, ACKEPOCH that
@@ -42,4 +44,9 @@
 // reported with a MsgDisconnected step, after which a learner rejoins by
 // running discovery and synchronisation again, as Apache ZooKeeper does.
 // Election notifications may be lost freely: they are retransmitted.
+//
+// The ensemble's configuration changes through reconfiguration txns, which
+// a ReconfigCodec recognises (Membership, docs/zookeeper-protocol.md
+// §10.6): one in flight at a time, committed with a quorum of the old and
+// of the new configuration, activated on commit.
 package zab

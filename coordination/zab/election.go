@@ -34,7 +34,7 @@ func (n *Node) becomeLooking() {
 	n.serving = false
 	e := &n.elect
 	e.round++
-	if n.observer || n.stateLost {
+	if !n.standing() {
 		// No candidacy: a vote for no one with no zxid, which no peer
 		// counts or adopts.
 		e.initial = Vote{Leader: 0, Zxid: zxid.None}
@@ -59,8 +59,10 @@ func (n *Node) becomeLooking() {
 	}
 }
 
-// leaveRole drops the state of the role the node is leaving.
+// leaveRole drops the state of the role the node is leaving; it serves
+// no more until its new role is established.
 func (n *Node) leaveRole() {
+	n.serving = false
 	if n.lead != nil {
 		for _, id := range n.sortedLearners() {
 			n.ready.Disconnect = append(n.ready.Disconnect, id)
@@ -74,8 +76,12 @@ func (n *Node) leaveRole() {
 	n.lead, n.learn = nil, nil
 }
 
+// standing reports whether the node is a candidate and votes: a voter of
+// the active configuration that has a state.
+func (n *Node) standing() bool { return n.conf.IsVoter(n.id) && !n.stateLost }
+
 func (n *Node) recordOwnVote() {
-	if !n.observer && !n.stateLost {
+	if n.standing() {
 		n.elect.votes[n.id] = Message{State: Looking, Round: n.elect.round, Vote: n.elect.vote}
 	}
 }
@@ -83,7 +89,7 @@ func (n *Node) recordOwnVote() {
 // broadcastVote sends the current proposal to every other voter; an
 // observer sends too, to learn who leads.
 func (n *Node) broadcastVote() {
-	for _, p := range n.cfg.Voters {
+	for _, p := range n.conf.Voters {
 		if p != n.id {
 			n.sendVote(p)
 		}
@@ -91,7 +97,34 @@ func (n *Node) broadcastVote() {
 }
 
 func (n *Node) sendVote(to PeerID) {
-	n.send(Message{Type: MsgNotification, To: to, State: Looking, Round: n.elect.round, Vote: n.elect.vote})
+	n.send(Message{Type: MsgNotification, To: to, State: Looking, Round: n.elect.round, Vote: n.elect.vote,
+		Data: n.configText()})
+}
+
+// configText is the active configuration a notification carries, so that
+// a peer that missed a reconfiguration learns it while it looks for a
+// leader (docs/zookeeper-protocol.md §10.2); none without a codec.
+func (n *Node) configText() []byte {
+	if n.codec == nil {
+		return nil
+	}
+	return n.conf.Text
+}
+
+// adoptConfig takes the configuration in a notification when it is newer
+// than the active one, as ZooKeeper's looking peers do: that configuration
+// was committed. It reports whether it did; the election then starts over
+// under it.
+func (n *Node) adoptConfig(m Message) bool {
+	if n.codec == nil || len(m.Data) == 0 {
+		return false
+	}
+	c, err := n.codec.Parse(m.Data)
+	if err != nil || c.Version <= n.conf.Version {
+		return false
+	}
+	n.activate(c.clone())
+	return true
 }
 
 // stepNotification handles a vote from a peer.
@@ -100,16 +133,27 @@ func (n *Node) stepNotification(m Message) {
 	if n.role != Looking {
 		if m.State == Looking {
 			// Tell a looking peer who leads now.
-			n.send(Message{Type: MsgNotification, To: m.From, State: n.role, Round: e.round, Vote: e.decided})
+			n.send(Message{Type: MsgNotification, To: m.From, State: n.role, Round: e.round, Vote: e.decided,
+				Data: n.configText()})
+		}
+		return
+	}
+	if n.adoptConfig(m) {
+		n.becomeLooking()
+		return
+	}
+	if !n.isVoter(m.From) {
+		// Observers and servers outside the configuration never count;
+		// a looking one learns from our answer. One that follows or
+		// leads gets none: it would answer ours, and the two would
+		// trade notifications for ever, holding back our resends.
+		if m.State == Looking {
+			n.sendVote(m.From)
 		}
 		return
 	}
 	e.quietTicks = 0
 	delete(e.absent, m.From)
-	if !n.isVoter(m.From) {
-		n.sendVote(m.From) // observers never count; they learn from our answer
-		return
-	}
 	if m.State == Looking {
 		if n.stateLost || m.Vote.Zxid == zxid.None {
 			// A member that lost its state neither takes votes nor
@@ -183,7 +227,7 @@ func (n *Node) settledVote(m Message) {
 // votes must match exactly; settled ones on leader and epoch.
 func (n *Node) hasQuorum(set map[PeerID]Message, v Vote, looking bool) bool {
 	k := 0
-	for _, p := range n.cfg.Voters {
+	for _, p := range n.conf.Voters {
 		got, ok := set[p]
 		if !ok {
 			continue
@@ -192,7 +236,7 @@ func (n *Node) hasQuorum(set map[PeerID]Message, v Vote, looking bool) bool {
 			k++
 		}
 	}
-	return k > len(n.cfg.Voters)/2
+	return k > len(n.conf.Voters)/2
 }
 
 // heardAll reports whether every voter this node has reason to think
@@ -203,7 +247,7 @@ func (n *Node) hasQuorum(set map[PeerID]Message, v Vote, looking bool) bool {
 // election round only when a voter thought gone was in fact alive.
 func (n *Node) heardAll(v Vote) bool {
 	e := &n.elect
-	for _, p := range n.cfg.Voters {
+	for _, p := range n.conf.Voters {
 		if e.absent[p] {
 			continue
 		}

@@ -33,10 +33,11 @@ type peerState struct {
 	// PROPOSAL with its COMMIT): it gets a COMMIT or INFORM for each txn
 	// above, and never one for a txn below.
 	commitFloor zxid.ID
-	// heldCommits are COMMITs for a ZooKeeper follower between its
-	// NEWLEADER and UPTODATE, sent after UPTODATE (upToDate). They are
-	// as many as the txns committed in one round trip to it.
-	heldCommits []zxid.ID
+	// heldCommits are COMMITs (or a COMMITANDACTIVATE) for a ZooKeeper
+	// follower between its NEWLEADER and UPTODATE, sent after UPTODATE
+	// (upToDate). They are as many as the txns committed in one round
+	// trip to it.
+	heldCommits []Message
 	// received, sent and requests count the messages from and to the
 	// learner and its forwarded requests, for monitoring (Learners).
 	received, sent, requests int64
@@ -54,6 +55,12 @@ type leaderState struct {
 	sorted       []PeerID              // learners' ids in order, nil until asked for again after a change
 	syncs        []zxid.ID             // pending sync requests (local ones: RequestSync), by the zxid they wait for
 	remoteSyncs  []remoteSync
+	// retiring is set once this leader committed a configuration it does
+	// not vote in: it commits nothing more (ZooKeeper's allowedToCommit)
+	// and leaves once the batch numbered retireAfter, which holds the
+	// COMMITANDACTIVATEs, is carried out.
+	retiring    bool
+	retireAfter uint64
 }
 
 type remoteSync struct {
@@ -75,6 +82,9 @@ func (n *Node) stepLeader(m Message) error {
 	p := l.learners[m.From]
 	switch m.Type {
 	case MsgFollowerInfo, MsgObserverInfo:
+		if l.retiring {
+			return nil // it will find the designated leader
+		}
 		n.learnerInfo(m)
 		return nil
 	case MsgDisconnected:
@@ -108,7 +118,18 @@ func (n *Node) learnerInfo(m Message) {
 	if old := l.learners[m.From]; old != nil && old.phase == phaseInfo && old.acceptedEpoch == zxid.Epoch(m.Epoch) {
 		return // a duplicate
 	}
-	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo || !n.isVoter(m.From),
+	if m.ConfigVersion > n.lastSeen().Version {
+		// It activated a configuration this leader never saw: refused,
+		// as ZooKeeper's leader refuses a learner ahead of it.
+		l.dropLearner(m.From)
+		n.ready.Disconnect = append(n.ready.Disconnect, m.From)
+		n.holdLate(m.From)
+		return
+	}
+	// A follower outside the configuration (a server about to join, or
+	// one removed) follows without a vote: it logs and acks, and counts
+	// in a configuration only if it votes there.
+	p := &peerState{id: m.From, observer: m.Type == MsgObserverInfo,
 		acceptedEpoch: zxid.Epoch(m.Epoch), lastZxid: m.LastZxid, dialect: m.Dialect, received: 1}
 	l.addLearner(m.From, p)
 	if l.epochDecided && p.acceptedEpoch > l.newEpoch {
@@ -247,9 +268,26 @@ func (n *Node) syncLearner(p *peerState) {
 		// (docs/zookeeper-protocol.md §10.5).
 		n.send(Message{Type: MsgCommit, To: p.id, Zxid: c})
 	}
-	n.send(Message{Type: MsgNewLeader, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0)})
+	n.send(Message{Type: MsgNewLeader, To: p.id, Zxid: zxid.Make(n.lead.newEpoch, 0), Data: n.newLeaderConfig()})
 	p.phase = phaseSynced
 	p.forward = true
+}
+
+// newLeaderConfig is the configuration NEWLEADER carries, which the
+// learner activates at UPTODATE: before the epoch is established, the
+// last seen (the leader activates it when it establishes the epoch, with
+// the acks of a quorum of both); after, the active one, since a
+// reconfiguration proposed since is not committed yet (the learner sees
+// it in its sync's PROPOSAL). Apache ZooKeeper sends the last seen in
+// both cases.
+func (n *Node) newLeaderConfig() []byte {
+	if n.codec == nil {
+		return nil
+	}
+	if n.lead.established {
+		return n.conf.Text
+	}
+	return n.lastSeen().Text
 }
 
 // sendHistory sends every logged txn after from, with a commit for those
@@ -315,11 +353,31 @@ func (n *Node) tryEstablish() {
 	n.serving = true
 	n.setRole(Leading, n.id)
 	n.commitTo(n.log.last)
+	if n.next != nil && n.next.Version <= n.log.last {
+		// A reconfiguration in the log, now committed with the rest; a
+		// quorum of its voters acked NEWLEADER, which carries it.
+		n.activate(*n.next)
+	}
 	for _, id := range n.sortedLearners() {
 		if p := l.learners[id]; p.phase == phaseSynced && p.acked == zxid.Make(l.newEpoch, 0) {
 			n.upToDate(p)
 		}
 	}
+	if !n.conf.IsVoter(n.id) {
+		// Its learners see at UPTODATE that it does not vote, and look.
+		n.retire()
+	}
+}
+
+// retire stops a leader that does not vote in the configuration it just
+// activated: it commits and proposes nothing more, and leaves on a tick
+// once the batch that tells its learners is carried out.
+func (n *Node) retire() {
+	l := n.lead
+	l.retiring = true
+	l.retireAfter = n.taken + 1
+	n.serving = false
+	n.setRole(Leading, n.id)
 }
 
 // upToDate ends a learner's sync. A ZooKeeper follower then gets the
@@ -327,8 +385,8 @@ func (n *Node) tryEstablish() {
 func (n *Node) upToDate(p *peerState) {
 	p.phase = phaseUpToDate
 	n.send(Message{Type: MsgUpToDate, To: p.id})
-	for _, z := range p.heldCommits {
-		n.send(Message{Type: MsgCommit, To: p.id, Zxid: z})
+	for _, m := range p.heldCommits {
+		n.send(m)
 	}
 	p.heldCommits = nil
 }
@@ -340,7 +398,10 @@ func (n *Node) upToDate(p *peerState) {
 // UPTODATE: Apache ZooKeeper 3.8's learner fails on a COMMIT between
 // NEWLEADER and UPTODATE unless a PROPOSAL came after NEWLEADER
 // (ZOOKEEPER-4394). An observer takes an INFORM in any phase of its sync.
-func (n *Node) commitToLearner(p *peerState, newly []Entry) {
+//
+// The txn activating, when not 0, is a reconfiguration: its COMMIT is a
+// COMMITANDACTIVATE, its INFORM an INFORMANDACTIVATE, naming designated.
+func (n *Node) commitToLearner(p *peerState, newly []Entry, activating zxid.ID, designated PeerID) {
 	for _, e := range newly {
 		if e.Zxid <= p.commitFloor {
 			continue
@@ -348,19 +409,37 @@ func (n *Node) commitToLearner(p *peerState, newly []Entry) {
 		p.commitFloor = e.Zxid
 		switch {
 		case p.observer:
-			n.send(Message{Type: MsgInform, To: p.id, Zxid: e.Zxid, Data: e.Data})
+			n.send(informOf(p.id, e, activating, designated))
 		case p.phase != phaseUpToDate:
-			p.heldCommits = append(p.heldCommits, e.Zxid)
+			p.heldCommits = append(p.heldCommits, commitOf(p.id, e.Zxid, activating, designated))
 		default:
-			n.send(Message{Type: MsgCommit, To: p.id, Zxid: e.Zxid})
+			n.send(commitOf(p.id, e.Zxid, activating, designated))
 		}
 	}
+}
+
+// commitOf is the COMMIT of z to a follower, or its COMMITANDACTIVATE
+// when z is the reconfiguration activating.
+func commitOf(to PeerID, z, activating zxid.ID, designated PeerID) Message {
+	if z == activating {
+		return Message{Type: MsgCommitAndActivate, To: to, Zxid: z, Designated: designated}
+	}
+	return Message{Type: MsgCommit, To: to, Zxid: z}
+}
+
+// informOf is the INFORM of e to an observer, or its INFORMANDACTIVATE.
+func informOf(to PeerID, e Entry, activating zxid.ID, designated PeerID) Message {
+	if e.Zxid == activating {
+		return Message{Type: MsgInformAndActivate, To: to, Zxid: e.Zxid, Data: e.Data, Designated: designated}
+	}
+	return Message{Type: MsgInform, To: to, Zxid: e.Zxid, Data: e.Data}
 }
 
 // leaderPropose logs a new txn and sends it to every follower.
 func (n *Node) leaderPropose(e Entry) {
 	n.log.append(e)
 	n.ready.Entries = append(n.ready.Entries, e)
+	n.seeEntry(e)
 	for _, id := range n.sortedLearners() {
 		if p := n.lead.learners[id]; p.forward && !p.observer {
 			n.send(Message{Type: MsgProposal, To: id, Zxid: e.Zxid, Data: e.Data})
@@ -382,21 +461,27 @@ func (n *Node) leaderAdvanced() {
 // leader's log ended at u is answered after the commit of u and before
 // later ones, so a learner applies exactly what the sync promised before it
 // answers, and no reply that follows the sync carries an older zxid.
+//
+// While a reconfiguration is in flight, it and every txn after it commit
+// only with a quorum of the active configuration and a quorum of the
+// proposed one (ZooKeeper's Proposal with two quorum verifiers); the
+// reconfiguration commits in a step of its own, which activates it.
 func (n *Node) tryCommit() {
 	l := n.lead
-	acks := []zxid.ID{n.durable}
-	for _, p := range l.learners {
-		if !p.observer && p.phase == phaseUpToDate {
-			acks = append(acks, p.acked)
-		}
-	}
-	slices.Sort(acks)
-	slices.Reverse(acks)
-	need := len(n.cfg.Voters)/2 + 1
-	if len(acks) < need {
+	if l.retiring {
 		return
 	}
-	z := min(acks[need-1], n.log.last)
+	acks := map[PeerID]zxid.ID{n.id: n.durable}
+	for id, p := range l.learners {
+		if !p.observer && p.phase == phaseUpToDate {
+			acks[id] = p.acked
+		}
+	}
+	z := n.conf.ackedBy(acks)
+	if nx := n.next; nx != nil && z >= nx.Version {
+		z = max(nx.Version-1, min(z, nx.ackedBy(acks)))
+	}
+	z = min(z, n.log.last)
 	if z <= n.committed {
 		return
 	}
@@ -405,9 +490,12 @@ func (n *Node) tryCommit() {
 		if u, ok := n.nextSyncPoint(); ok && u < z {
 			step = u
 		}
+		if nx := n.next; nx != nil && nx.Version > n.committed && nx.Version < step {
+			step = nx.Version
+		}
 		n.commitStep(step)
 		n.answerSyncs()
-		if step == z {
+		if step == z || l.retiring {
 			return
 		}
 	}
@@ -436,6 +524,12 @@ func (n *Node) commitStep(z zxid.ID) {
 		return
 	}
 	newly := n.log.between(n.committed, z)
+	// tryCommit ends a step at a reconfiguration: it is z or not in it.
+	var activating zxid.ID
+	var designated PeerID
+	if nx := n.next; nx != nil && nx.Version == z {
+		activating, designated = z, n.designatedLeader(*nx)
+	}
 	n.stats.Commits += int64(len(newly))
 	n.commitTo(z)
 	for _, id := range n.sortedLearners() {
@@ -445,14 +539,17 @@ func (n *Node) commitStep(z zxid.ID) {
 		case p.dialect == DialectZooKeeper:
 			// One COMMIT per PROPOSAL, in order; none when the commit point
 			// moved over no txn (a quorum of NEWLEADER acks).
-			n.commitToLearner(p, newly)
+			n.commitToLearner(p, newly, activating, designated)
 		case p.observer:
 			for _, e := range newly {
-				n.send(Message{Type: MsgInform, To: id, Zxid: e.Zxid, Data: e.Data})
+				n.send(informOf(id, e, activating, designated))
 			}
 		default:
-			n.send(Message{Type: MsgCommit, To: id, Zxid: z})
+			n.send(commitOf(id, z, activating, designated))
 		}
+	}
+	if activating != 0 && designated != n.id {
+		n.retire()
 	}
 }
 
@@ -496,6 +593,10 @@ func (n *Node) answerSyncs() {
 // when it cannot establish the epoch in time or loses its quorum.
 func (n *Node) tickLeader() {
 	l := n.lead
+	if l.retiring && n.advanced >= l.retireAfter {
+		n.becomeLooking()
+		return
+	}
 	l.pingIn--
 	ping := l.pingIn <= 0
 	if ping {

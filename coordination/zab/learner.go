@@ -32,6 +32,9 @@ type learnerState struct {
 	// NEWLEADER acks must leave nothing behind (ZOOKEEPER-1549, -2872), and
 	// a sync abandoned half way leaves the node as it was.
 	sync []Message
+	// leaderConf is the configuration NEWLEADER carried, and deferred
+	// the newest one the sync committed: both are activated at UPTODATE.
+	leaderConf, deferred *Membership
 }
 
 // becomeLearner connects to the elected leader: FOLLOWERINFO (or
@@ -45,7 +48,8 @@ func (n *Node) becomeLearner(r Role, leader PeerID) {
 		t = MsgObserverInfo
 	}
 	n.send(Message{Type: t, To: leader, Zxid: zxid.Make(n.hard.AcceptedEpoch, 0),
-		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.reportedLast(), Dialect: DialectKeeper})
+		Epoch: int64(n.hard.AcceptedEpoch), LastZxid: n.reportedLast(), Dialect: DialectKeeper,
+		ConfigVersion: n.conf.Version})
 }
 
 // reportedLast is the last zxid a learner tells its leader in discovery:
@@ -62,7 +66,11 @@ func (n *Node) reportedLast() zxid.ID {
 func (n *Node) stepLearner(m Message) error {
 	if m.From != n.leader {
 		if m.Type == MsgFollowerInfo || m.Type == MsgObserverInfo {
-			return nil // a peer that thinks we lead; it will time out and re-elect
+			// A peer that thinks we lead: the designated leader of a
+			// reconfiguration we are about to learn of, or a mistake that
+			// times out. Kept for the first case (followDesignated).
+			n.elect.early[m.From] = m
+			return nil
 		}
 		return errFromUnknown(m)
 	}
@@ -89,7 +97,7 @@ func (n *Node) stepLearner(m Message) error {
 		return n.leaderInfo(m)
 	case MsgDiff, MsgTrunc, MsgSnap:
 		return n.syncStart(m)
-	case MsgProposal, MsgCommit, MsgInform:
+	case MsgProposal, MsgCommit, MsgInform, MsgCommitAndActivate, MsgInformAndActivate:
 		switch ls.stage {
 		case stageInfo, stageEpoch:
 			// Left over from an earlier link to the same leader: the
@@ -100,6 +108,9 @@ func (n *Node) stepLearner(m Message) error {
 			return nil
 		}
 		n.fromLeader(m)
+		if m.Type == MsgCommitAndActivate || m.Type == MsgInformAndActivate {
+			n.followDesignated(m.Designated)
+		}
 	case MsgNewLeader:
 		return n.newLeader(m)
 	case MsgUpToDate:
@@ -107,6 +118,18 @@ func (n *Node) stepLearner(m Message) error {
 			return errUnexpected(n, m)
 		}
 		ls.stage = stageServing
+		for _, c := range []*Membership{ls.deferred, ls.leaderConf} {
+			if c != nil {
+				n.activate(*c)
+			}
+		}
+		ls.deferred, ls.leaderConf = nil, nil
+		if !n.roleFits() {
+			// The leader's configuration gives this node another role,
+			// or the leader no vote: look again under it.
+			n.becomeLooking()
+			return nil
+		}
 		n.serving = true
 		n.setRole(n.role, n.leader)
 		if n.role == Following {
@@ -182,6 +205,7 @@ func (n *Node) fromLeader(m Message) {
 		n.ready.Truncate = &z
 		n.log.truncate(z)
 		n.committed = z
+		n.forgetNextAbove(z)
 	case MsgSnap:
 		n.ready.InstallSnapshot = true
 		n.ready.SnapshotZxid = m.Zxid
@@ -193,17 +217,18 @@ func (n *Node) fromLeader(m Message) {
 		n.floor = m.Zxid
 		n.fullSync = false
 		n.stateLost = false // the leader's state replaces the one lost
+		n.forgetNextAbove(m.Zxid)
 	case MsgProposal:
 		if n.learn.stage == stageServing {
 			n.stats.ProposalsReceived++
 		}
 		n.learnerProposal(m)
-	case MsgCommit:
+	case MsgCommit, MsgCommitAndActivate:
 		if n.learn.stage == stageServing {
 			n.stats.CommitsReceived++
 		}
 		n.commitTo(min(m.Zxid, n.log.last))
-	case MsgInform:
+	case MsgInform, MsgInformAndActivate:
 		if m.Zxid > n.log.last {
 			n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
 		}
@@ -226,6 +251,38 @@ func (n *Node) learnerProposal(m Message) {
 func (n *Node) appendEntry(e Entry) {
 	n.log.append(e)
 	n.ready.Entries = append(n.ready.Entries, e)
+	n.seeEntry(e)
+}
+
+// followDesignated carries out the end of a COMMITANDACTIVATE or
+// INFORMANDACTIVATE, the configuration active: a node whose leader stays
+// and whose role fits goes on; else it leads, if designated, or follows
+// (observes) the designated leader at once, as ZooKeeper's learners do
+// without an election; a designated leader that does not vote sends it
+// looking.
+func (n *Node) followDesignated(d PeerID) {
+	if d == n.leader && n.roleFits() {
+		return
+	}
+	switch {
+	case d == 0 || !n.conf.IsVoter(d):
+		n.becomeLooking()
+	case d == n.id:
+		early := n.elect.early
+		n.elect.early = map[PeerID]Message{}
+		n.elect.decided = Vote{Leader: d, Zxid: n.log.last, Epoch: n.hard.CurrentEpoch}
+		n.becomeLeading()
+		for _, p := range sortedPeers(early) {
+			_ = n.stepLeader(early[p])
+		}
+	default:
+		n.elect.decided = Vote{Leader: d, Zxid: n.log.last, Epoch: n.hard.CurrentEpoch}
+		r := Following
+		if n.observer {
+			r = Observing
+		}
+		n.becomeLearner(r, d)
+	}
 }
 
 // newLeader completes the sync. Everything the leader sent since DIFF,
@@ -248,6 +305,14 @@ func (n *Node) newLeader(m Message) error {
 		n.fromLeader(sm)
 	}
 	ls.sync = nil
+	if c, ok := n.leaderConfig(m.Data); ok {
+		// Seen before the ACK says so; active at UPTODATE.
+		if c.Version > n.lastSeen().Version {
+			n.next = &c
+			n.persistConfig()
+		}
+		ls.leaderConf = &c
+	}
 	n.hard.CurrentEpoch = ls.newEpoch
 	n.persist()
 	n.settleVote(n.leader, ls.newEpoch)
@@ -263,6 +328,19 @@ func (n *Node) newLeader(m Message) error {
 		}
 	}
 	return nil
+}
+
+// leaderConfig reads the configuration a NEWLEADER carries, if it is
+// newer than the active one.
+func (n *Node) leaderConfig(text []byte) (Membership, bool) {
+	if n.codec == nil || len(text) == 0 {
+		return Membership{}, false
+	}
+	c, err := n.codec.Parse(text)
+	if err != nil || c.Version <= n.conf.Version {
+		return Membership{}, false
+	}
+	return c.clone(), true
 }
 
 // tickLearner gives up on a leader that went silent: initLimit while

@@ -147,6 +147,8 @@ type Stats struct {
 	// sizes of the txns proposed as leader; -1 before the first
 	// (last_proposal_size, min_proposal_size, max_proposal_size).
 	LastProposalBytes, MinProposalBytes, MaxProposalBytes int64
+	// Reconfigs counts the configurations this node activated.
+	Reconfigs int64
 }
 
 // Stats returns the node's counts.

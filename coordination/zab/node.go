@@ -16,9 +16,18 @@ type Config struct {
 	ID PeerID
 	// Voters are the participants (server.N lines without :observer),
 	// this server included if it is one. Observers receive committed
-	// txns and never vote.
-	Voters    []PeerID
-	Observers []PeerID
+	// txns and never vote. They are the active configuration, whose
+	// version is ConfigVersion and Text ConfigText (Membership).
+	Voters        []PeerID
+	Observers     []PeerID
+	ConfigVersion zxid.ID
+	ConfigText    []byte
+	// NextConfig is the configuration last seen proposed and not yet
+	// active, as persisted (Ready.Config), if any.
+	NextConfig *Membership
+	// Reconfigs recognises reconfiguration txns and reads configuration
+	// texts; nil keeps the configuration fixed (ReconfigCodec).
+	Reconfigs ReconfigCodec
 
 	// InitLimitTicks bounds how long a learner may take to connect to and
 	// sync with a new leader; SyncLimitTicks how long either side of an
@@ -81,8 +90,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("zab: id %d must be positive", c.ID)
 	case len(c.Voters) == 0:
 		return errors.New("zab: no voters")
-	case !slices.Contains(c.Voters, c.ID) && !slices.Contains(c.Observers, c.ID):
+	case !slices.Contains(c.Voters, c.ID) && !slices.Contains(c.Observers, c.ID) && c.Reconfigs == nil:
+		// With reconfiguration a server may be outside the configuration:
+		// removed, it follows without a vote.
 		return fmt.Errorf("zab: id %d is neither a voter nor an observer", c.ID)
+	case c.NextConfig != nil && c.NextConfig.Version <= c.ConfigVersion:
+		return fmt.Errorf("zab: next configuration %s not above the active one %s", c.NextConfig.Version, c.ConfigVersion)
 	case c.InitLimitTicks <= 0 || c.SyncLimitTicks <= 0:
 		return errors.New("zab: init and sync limits must be positive")
 	case c.Rand == nil:
@@ -131,6 +144,10 @@ type Node struct {
 
 	hard HardState
 
+	conf  Membership    // the active configuration
+	next  *Membership   // the last seen proposed and not yet active, if any
+	codec ReconfigCodec // nil: the configuration never changes
+
 	log       window  // the tail of the log, for DIFF
 	floor     zxid.ID // the lowest zxid the caller can truncate to (Config.TruncateFloor)
 	fullSync  bool    // ask the next leader for a snapshot: a TRUNC went below floor, or the state was lost
@@ -173,6 +190,13 @@ func New(cfg Config) (*Node, error) {
 		durable:   cfg.LastZxid,
 		lateTo:    make(map[PeerID]uint64),
 		stats:     Stats{LastProposalBytes: -1, MinProposalBytes: -1, MaxProposalBytes: -1},
+		conf: Membership{Version: cfg.ConfigVersion, Voters: cfg.Voters, Observers: cfg.Observers,
+			Text: cfg.ConfigText}.clone(),
+		codec: cfg.Reconfigs,
+	}
+	if cfg.NextConfig != nil {
+		nx := cfg.NextConfig.clone()
+		n.next = &nx
 	}
 	n.log.init(cfg.Recent, cfg.LastZxid, cfg.MaxRecentEntries)
 	n.becomeLooking()
@@ -289,6 +313,9 @@ func (n *Node) Propose(z zxid.ID, data []byte) error {
 	if want := n.NextZxid(); z != want {
 		return fmt.Errorf("zab: proposal %s out of order, want %s", z, want)
 	}
+	if _, ok := n.reconfigOf(Entry{Zxid: z, Data: data}); ok && n.next != nil {
+		return ErrReconfigInProgress
+	}
 	if z.Counter() == 0xffffffff {
 		// The counter would overflow into the epoch: a new election
 		// starts a new epoch (docs/zookeeper-protocol.md §10.3).
@@ -342,7 +369,7 @@ func (n *Node) holdLate(p PeerID) { n.lateTo[p] = n.taken + 1 }
 // mayGoEarly reports whether m promises nothing the open batch makes
 // durable and no message to its peer waits for a batch (Ready.Early).
 func (n *Node) mayGoEarly(m Message) bool {
-	if n.ready.State != nil || !n.serving {
+	if n.ready.State != nil || n.ready.Config != nil || !n.serving {
 		return false
 	}
 	if _, held := n.lateTo[m.To]; held {
@@ -375,27 +402,30 @@ func (n *Node) persist() {
 	n.ready.State = &hs
 }
 
-// commitTo hands every entry up to z to the caller as committed.
+// commitTo hands every entry up to z to the caller as committed, and
+// activates the configuration of any reconfiguration among them.
 func (n *Node) commitTo(z zxid.ID) {
 	if z <= n.committed {
 		return
 	}
-	n.ready.Committed = append(n.ready.Committed, n.log.between(n.committed, z)...)
+	newly := n.log.between(n.committed, z)
+	n.ready.Committed = append(n.ready.Committed, newly...)
 	n.committed = z
-}
-
-// isVoter reports whether p votes.
-func (n *Node) isVoter(p PeerID) bool { return slices.Contains(n.cfg.Voters, p) }
-
-// quorum reports whether the voters in set are a majority.
-func (n *Node) quorum(set map[PeerID]bool) bool {
-	k := 0
-	for _, v := range n.cfg.Voters {
-		if set[v] {
-			k++
+	for _, e := range newly {
+		m, ok := n.reconfigOf(e)
+		switch {
+		case !ok:
+		case n.learn != nil && n.learn.stage == stageSyncing:
+			// A sync's commits may come from a leader not yet
+			// established, which counts its whole log as committed: the
+			// configuration is active once it is (UPTODATE).
+			if d := n.learn.deferred; d == nil || d.Version < m.Version {
+				n.learn.deferred = &m
+			}
+		default:
+			n.activate(m)
 		}
 	}
-	return k > len(n.cfg.Voters)/2
 }
 
 // LeaderStats describes a leader's learners for monitoring.

@@ -49,7 +49,7 @@ const (
 	MsgRevalidate   MsgType = 6  // both ways: is a session alive? (payload opaque: the caller's)
 	MsgSync         MsgType = 7  // leader to learner: everything committed before the sync request is sent
 	MsgInform       MsgType = 8  // leader to observer: a committed txn with its data
-	MsgNewLeader    MsgType = 10 // leader to learner: sync done; Zxid = newEpoch<<32
+	MsgNewLeader    MsgType = 10 // leader to learner: sync done; Zxid = newEpoch<<32; Data: the last-seen configuration's Text
 	MsgFollowerInfo MsgType = 11 // follower to leader: Zxid = acceptedEpoch<<32 (its last zxid comes in ACKEPOCH)
 	MsgUpToDate     MsgType = 12 // leader to learner: start serving
 	MsgDiff         MsgType = 13 // leader to learner: proposals up to Zxid follow
@@ -58,6 +58,15 @@ const (
 	MsgObserverInfo MsgType = 16 // observer to leader: as FollowerInfo
 	MsgLeaderInfo   MsgType = 17 // leader to learner: Zxid = newEpoch<<32
 	MsgAckEpoch     MsgType = 18 // learner to leader: Zxid = lastZxid, Epoch = currentEpoch or -1
+
+	// MsgCommitAndActivate is the COMMIT of a reconfiguration, to a
+	// follower: committed up to Zxid; activate the configuration it made
+	// and follow Designated.
+	MsgCommitAndActivate MsgType = 9
+	// MsgInformAndActivate is the INFORM of a reconfiguration, to an
+	// observer: the txn, committed; activate its configuration and follow
+	// Designated.
+	MsgInformAndActivate MsgType = 19
 
 	// MsgNotification is a fast-leader-election vote (on the election
 	// port in Apache ZooKeeper).
@@ -74,7 +83,8 @@ var msgNames = map[MsgType]string{
 	MsgPing: "PING", MsgRevalidate: "REVALIDATE", MsgSync: "SYNC", MsgInform: "INFORM", MsgNewLeader: "NEWLEADER",
 	MsgFollowerInfo: "FOLLOWERINFO", MsgUpToDate: "UPTODATE", MsgDiff: "DIFF", MsgTrunc: "TRUNC",
 	MsgSnap: "SNAP", MsgObserverInfo: "OBSERVERINFO", MsgLeaderInfo: "LEADERINFO",
-	MsgAckEpoch: "ACKEPOCH", MsgNotification: "NOTIFICATION", MsgDisconnected: "DISCONNECTED",
+	MsgAckEpoch: "ACKEPOCH", MsgCommitAndActivate: "COMMITANDACTIVATE", MsgInformAndActivate: "INFORMANDACTIVATE",
+	MsgNotification: "NOTIFICATION", MsgDisconnected: "DISCONNECTED",
 	MsgSyncRequest: "SYNCREQUEST",
 }
 
@@ -139,9 +149,17 @@ type Message struct {
 	To   PeerID
 	// Zxid is the QuorumPacket zxid field; its meaning depends on Type.
 	Zxid zxid.ID
-	// Data is the QuorumPacket data: a txn for PROPOSAL and INFORM, the
-	// request for REQUEST, session touches in a learner's PING.
+	// Data is the QuorumPacket data: a txn for PROPOSAL, INFORM and
+	// INFORMANDACTIVATE, the request for REQUEST, session touches in a
+	// learner's PING, the configuration's Text in NEWLEADER and in a
+	// notification (empty without a ReconfigCodec).
 	Data []byte
+	// Designated is the leader of the new configuration in
+	// COMMITANDACTIVATE and INFORMANDACTIVATE.
+	Designated PeerID
+	// ConfigVersion is the version of the learner's active configuration
+	// in FOLLOWERINFO and OBSERVERINFO.
+	ConfigVersion zxid.ID
 
 	// Epoch is ACKEPOCH's currentEpoch (-1: the learner had already
 	// accepted the new epoch); for FOLLOWERINFO, the acceptedEpoch.
@@ -191,6 +209,12 @@ type HardState struct {
 type Ready struct {
 	// Role, when not nil, reports a change of role, leader or epoch.
 	Role *RoleChange
+	// Config, when not nil, is the node's configurations, to persist with
+	// State: after the log, before Messages (an ACK of a reconfiguration
+	// promises the peer saw it, a COMMITANDACTIVATE that the leader
+	// activated it). The caller writes them as ZooKeeper does
+	// (zoo.cfg.dynamic.next for Next, the dynamic file for Active).
+	Config *ConfigState
 	// State, when not nil, must be persisted after Truncate,
 	// InstallSnapshot and Entries are durable, and before Messages are
 	// sent (see the package comment for why in that order).
@@ -248,7 +272,7 @@ type RoleChange struct {
 }
 
 func (r *Ready) empty() bool {
-	return r.Role == nil && r.State == nil && r.Truncate == nil && !r.InstallSnapshot &&
+	return r.Role == nil && r.State == nil && r.Config == nil && r.Truncate == nil && !r.InstallSnapshot &&
 		len(r.SendSnapshots) == 0 && len(r.Entries) == 0 && len(r.Messages) == 0 && len(r.Early) == 0 &&
 		len(r.Committed) == 0 && len(r.SyncsDone) == 0 && len(r.Disconnect) == 0
 }
