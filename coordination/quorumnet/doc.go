@@ -28,11 +28,12 @@
 //	+-----------+-------------+-----------+--------------------+----------------+
 //	| int state | long leader | long zxid | long electionEpoch | long peerEpoch |
 //	+-----------+-------------+-----------+--------------------+----------------+
-//	| int version = 2 | int configLength = 0 |
-//	+-----------------+----------------------+
+//	| int version = 2 | int configLength | config text (zab.Message.Data) |
+//	+-----------------+------------------+--------------------------------+
 //
 // The 28-byte (no peer epoch) and 40-byte (peer epoch, version 1) forms of
-// older servers are accepted, as is a configuration, which is ignored. A
+// older servers are accepted. The config text is the sender's active
+// configuration, empty from a member without reconfiguration. A
 // dial that fails is retried, with backoff, when the next notification for
 // the peer is sent; queued notifications are dropped then, since FLE
 // retransmits and only the newest vote matters.
@@ -65,8 +66,9 @@
 //	                                           leader: {long sessionId; boolean valid}
 //	SYNC (7)          0                        null
 //	INFORM (8)        txn zxid                 opaque txn
-//	NEWLEADER (10)    newEpoch<<32             dynamic config text; "" from keeper
-//	FOLLOWERINFO (11) acceptedEpoch<<32        LearnerInfo{long sid; int version; long configVersion 0}
+//	COMMITANDACT. (9) committed zxid           long designated leader (zab.Message.Designated)
+//	NEWLEADER (10)    newEpoch<<32             dynamic config text ("" without reconfiguration)
+//	FOLLOWERINFO (11) acceptedEpoch<<32        LearnerInfo{long sid; int version; long configVersion}
 //	UPTODATE (12)     -1                       null
 //	DIFF (13)         leader's last zxid       null
 //	TRUNC (14)        zxid to truncate to      null
@@ -74,22 +76,24 @@
 //	OBSERVERINFO (16) as FOLLOWERINFO          as FOLLOWERINFO
 //	LEADERINFO (17)   newEpoch<<32             int version
 //	ACKEPOCH (18)     learner's last zxid      int currentEpoch, or -1
+//	INFORMANDACT.(19) txn zxid                 long designated leader; opaque txn
 //
 // The protocol version is ZooKeeper's 0x10000, or 0x14b50 from a keeper
 // server, which announces zab.DialectKeeper (docs/zookeeper-protocol.md
 // §10.5); zab.Message.Dialect carries it both ways, and a link cuts runs of
 // ACKs or COMMITs only to a peer that announced it. zab.Message carries
 // FOLLOWERINFO's acceptedEpoch and ACKEPOCH's epoch in Epoch, the learner's
-// id in From; LearnerInfo's configVersion is ignored on receipt (8-, 12-
-// and 20-byte forms are accepted; the 8-byte one announces no dialect). zab's LastZxid on
+// id in From, its configVersion in ConfigVersion (8-, 12- and 20-byte
+// forms are accepted; the 8-byte one announces no dialect, the shorter
+// ones configVersion 0). zab's LastZxid on
 // FOLLOWERINFO has no place in ZooKeeper's packet and is not sent: the
 // leader learns the learner's last zxid from ACKEPOCH. zab's
 // MsgSyncRequest is sent as ZooKeeper forwards a client's sync: a REQUEST
 // whose op is sync(9) (the data in Message.Data, or session 0, cxid 0 and
 // path "/" when it is nil), and every such REQUEST decodes as
 // MsgSyncRequest, so a MsgRequest must never carry a sync.
-// COMMITANDACTIVATE (9) and INFORMANDACTIVATE (19) have no zab
-// counterpart and close the link.
+// COMMITANDACTIVATE must carry exactly the designated leader's long;
+// anything after it, which ZooKeeper would ignore, closes the link.
 //
 // SNAP is followed on the stream, as ZooKeeper does, by the snapshot body
 // (the snapshot file of docs/zookeeper-protocol.md §9.4 without its header and seals, starting

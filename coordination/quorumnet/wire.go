@@ -50,8 +50,7 @@ var (
 	ErrMalformed = errors.New("quorumnet: malformed message")
 	// ErrTooLarge means a length in the input exceeds a bound above.
 	ErrTooLarge = errors.New("quorumnet: message too large")
-	// ErrUnsupported means a valid ZooKeeper packet or message that keeper
-	// has no counterpart for (COMMITANDACTIVATE, INFORMANDACTIVATE), or
+	// ErrUnsupported means a QuorumPacket type ZooKeeper never sends, or
 	// a zab message that never crosses a link.
 	ErrUnsupported = errors.New("quorumnet: unsupported message type")
 )
@@ -74,6 +73,9 @@ const (
 	// requestHeaderBytes is the part of a forwarded REQUEST's data before
 	// the client request body: long sessionId; int cxid; int type.
 	requestHeaderBytes = 16
+	// designatedBytes is the designated leader's id that starts the data
+	// of COMMITANDACTIVATE and INFORMANDACTIVATE: a long.
+	designatedBytes = 8
 )
 
 // limits are the bounds one connection enforces.
@@ -170,6 +172,12 @@ func packetFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 		return zab.MsgRequest, zxid.None, data, nil
 	case zab.MsgProposal, zab.MsgInform, zab.MsgPing:
 		return m.Type, m.Zxid, m.Data, nil
+	case zab.MsgCommitAndActivate:
+		return m.Type, m.Zxid, binary.BigEndian.AppendUint64(nil, uint64(m.Designated)), nil
+	case zab.MsgInformAndActivate:
+		data := make([]byte, designatedBytes, designatedBytes+len(m.Data))
+		binary.BigEndian.PutUint64(data, uint64(m.Designated))
+		return m.Type, m.Zxid, append(data, m.Data...), nil
 	case zab.MsgRevalidate:
 		if !revalidateSize(len(m.Data)) {
 			return 0, 0, nil, fmt.Errorf("%w: REVALIDATE data of %d bytes", ErrMalformed, len(m.Data))
@@ -184,7 +192,7 @@ func packetFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 	case zab.MsgNewLeader:
 		config := m.Data
 		if config == nil {
-			config = []byte{} // no dynamic configuration
+			config = []byte{} // no dynamic configuration (zab has no ReconfigCodec)
 		}
 		return m.Type, m.Zxid, config, nil
 	case zab.MsgFollowerInfo, zab.MsgObserverInfo:
@@ -201,9 +209,9 @@ func packetFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 }
 
 // learnerInfoFields encodes FOLLOWERINFO/OBSERVERINFO: zxid acceptedEpoch<<32
-// and LearnerInfo{long serverid; int protocolVersion; long configVersion}.
-// keeper has no dynamic configuration, so configVersion is 0, as for a
-// ZooKeeper server with a static config.
+// and LearnerInfo{long serverid; int protocolVersion; long configVersion},
+// the version of the learner's active configuration (0 for a static one,
+// as ZooKeeper sends it).
 func learnerInfoFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 	if m.Epoch < 0 || m.Epoch > math.MaxUint32 {
 		return 0, 0, nil, fmt.Errorf("%w: %s accepted epoch %d out of range", ErrMalformed, m.Type, m.Epoch)
@@ -214,7 +222,7 @@ func learnerInfoFields(m zab.Message) (zab.MsgType, zxid.ID, []byte, error) {
 	e := jute.Encoder{B: make([]byte, 0, learnerInfoV2)}
 	e.Long(int64(m.From))
 	e.Int(versionOf(m.Dialect))
-	e.Long(0)
+	e.Long(int64(m.ConfigVersion))
 	return m.Type, zxid.Make(zxid.Epoch(m.Epoch), 0), e.B, nil
 }
 
@@ -320,6 +328,20 @@ func messageOf(typ zab.MsgType, z zxid.ID, data []byte) (zab.Message, error) {
 		}
 	case zab.MsgProposal, zab.MsgInform, zab.MsgPing:
 		m.Data = data
+	case zab.MsgCommitAndActivate:
+		// ZooKeeper's leader always sends the designated leader; its
+		// followers read the first long and ignore the rest. keeper takes
+		// exactly the long, so that what it accepts re-encodes the same.
+		if len(data) != designatedBytes {
+			return zab.Message{}, fmt.Errorf("%w: COMMITANDACTIVATE data of %d bytes, want %d", ErrMalformed, len(data), designatedBytes)
+		}
+		m.Designated = zab.PeerID(int64(binary.BigEndian.Uint64(data)))
+	case zab.MsgInformAndActivate:
+		if len(data) < designatedBytes {
+			return zab.Message{}, fmt.Errorf("%w: INFORMANDACTIVATE data of %d bytes", ErrMalformed, len(data))
+		}
+		m.Designated = zab.PeerID(int64(binary.BigEndian.Uint64(data)))
+		m.Data = data[designatedBytes:]
 	case zab.MsgRevalidate:
 		if !revalidateSize(len(data)) {
 			return zab.Message{}, fmt.Errorf("%w: REVALIDATE data of %d bytes", ErrMalformed, len(data))
@@ -335,7 +357,7 @@ func messageOf(typ zab.MsgType, z zxid.ID, data []byte) (zab.Message, error) {
 		m.Zxid = zxid.None
 	case zab.MsgNewLeader:
 		if len(data) > 0 {
-			m.Data = data // a dynamic configuration, which keeper ignores
+			m.Data = data // the leader's dynamic configuration text
 		}
 	case zab.MsgFollowerInfo, zab.MsgObserverInfo:
 		return learnerInfoMessage(m, data)
@@ -359,8 +381,9 @@ func messageOf(typ zab.MsgType, z zxid.ID, data []byte) (zab.Message, error) {
 }
 
 // learnerInfoMessage decodes FOLLOWERINFO/OBSERVERINFO. Like ZooKeeper's
-// leader it accepts the three LearnerInfo sizes and ignores the protocol and
-// config versions. The zxid's counter carries nothing and is dropped.
+// leader it accepts the three LearnerInfo sizes; the protocol version
+// names the dialect, and the config version (0 when absent) goes to
+// Message.ConfigVersion. The zxid's counter carries nothing and is dropped.
 func learnerInfoMessage(m zab.Message, data []byte) (zab.Message, error) {
 	switch len(data) {
 	case learnerInfoV0, learnerInfoV1, learnerInfoV2:
@@ -374,6 +397,9 @@ func learnerInfoMessage(m zab.Message, data []byte) (zab.Message, error) {
 	m.From = zab.PeerID(sid)
 	if len(data) >= learnerInfoV1 {
 		m.Dialect = dialectOf(int32(binary.BigEndian.Uint32(data[8:12])))
+	}
+	if len(data) == learnerInfoV2 {
+		m.ConfigVersion = zxid.ID(int64(binary.BigEndian.Uint64(data[12:20])))
 	}
 	m.Epoch = int64(m.Zxid.Epoch())
 	m.Zxid = zxid.Make(m.Zxid.Epoch(), 0)

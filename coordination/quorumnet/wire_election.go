@@ -24,7 +24,7 @@ const (
 	maxHandshakeAddrBytes = 2048
 
 	// notificationVersion is the notification format we send: with peer
-	// epoch, version and (empty) dynamic configuration.
+	// epoch, version and the sender's dynamic configuration.
 	notificationVersion = 2
 	// Notification sizes: 28 bytes before ZooKeeper 3.4 (no peer epoch),
 	// 40 bytes in 3.4 (peer epoch and a version of 1), and 44 bytes plus
@@ -33,11 +33,12 @@ const (
 )
 
 // EncodeNotification returns the payload of an election message for a
-// MsgNotification (docs/zookeeper-protocol.md §10.2, version 2 with an empty configuration):
+// MsgNotification (docs/zookeeper-protocol.md §10.2, version 2):
 //
 //	int state; long leader; long zxid; long electionEpoch; long peerEpoch;
-//	int version = 2; int configLength = 0
+//	int version = 2; int configLength; configLength bytes of m.Data
 //
+// m.Data is the sender's active configuration text (empty without one).
 // The frame length that precedes it on the wire is not included.
 func EncodeNotification(m zab.Message) ([]byte, error) {
 	if m.Type != zab.MsgNotification {
@@ -53,7 +54,12 @@ func EncodeNotification(m zab.Message) ([]byte, error) {
 	e.Long(int64(m.Round))
 	e.Long(int64(m.Vote.Epoch))
 	e.Int(notificationVersion)
-	e.Int(0)
+	if len(e.B)+4+len(m.Data) > MaxElectionFrameBytes {
+		return nil, fmt.Errorf("%w: notification configuration of %d bytes", ErrTooLarge, len(m.Data))
+	}
+	// ZooKeeper writes an empty text, never a null buffer.
+	e.Int(int32(len(m.Data)))
+	e.B = append(e.B, m.Data...)
 	return e.B, nil
 }
 
@@ -65,8 +71,8 @@ const javaNoEpoch = math.MinInt64
 // DecodeNotification decodes an election message payload in any of the
 // three formats ZooKeeper has used: 28 bytes (the peer epoch is then the
 // epoch of the zxid), 40 bytes, or version 2 and later with a configuration,
-// which keeper ignores. From and To are left for the caller, who knows the
-// connection.
+// returned in Data (nil when empty). From and To are left for the caller,
+// who knows the connection.
 func DecodeNotification(b []byte) (zab.Message, error) {
 	d := jute.NewDecoder(b, MaxElectionFrameBytes)
 	state := d.Int()
@@ -91,9 +97,12 @@ func DecodeNotification(b []byte) (zab.Message, error) {
 		if version < notificationVersion {
 			return zab.Message{}, fmt.Errorf("%w: notification of %d bytes with version %d", ErrMalformed, len(b), version)
 		}
-		config := d.Buffer() // the dynamic configuration; keeper has none
+		config := d.Buffer() // the sender's dynamic configuration
 		if config == nil && d.Err() == nil {
 			d.Fail(fmt.Errorf("%w: null configuration", jute.ErrLength))
+		}
+		if len(config) > 0 {
+			m.Data = config
 		}
 	}
 	if err := d.Finish(); err != nil {

@@ -86,6 +86,19 @@ func TestQuorumPacketCodec(t *testing.T) {
 			wire: "00000008 0000000100000003 00000001 74 ffffffff"},
 		{name: "newleader", msg: zab.Message{Type: zab.MsgNewLeader, Zxid: 0x200000000},
 			wire: "0000000a 0000000200000000 00000000 ffffffff", zk: zk38},
+		{name: "newleader with a configuration", msg: zab.Message{Type: zab.MsgNewLeader, Zxid: 0x200000000, Data: []byte("v=1")},
+			wire: "0000000a 0000000200000000 00000003 763d31 ffffffff"},
+		{name: "commitandactivate", msg: zab.Message{Type: zab.MsgCommitAndActivate, Zxid: 0x100000004, Designated: 3},
+			wire: "00000009 0000000100000004 00000008 0000000000000003 ffffffff"},
+		{name: "informandactivate", msg: zab.Message{Type: zab.MsgInformAndActivate, Zxid: 0x100000004, Designated: 2, Data: []byte("t")},
+			wire: "00000013 0000000100000004 00000009 0000000000000002 74 ffffffff"},
+		{name: "informandactivate of an empty txn", msg: zab.Message{Type: zab.MsgInformAndActivate, Zxid: 0x100000004, Designated: 2},
+			wire: "00000013 0000000100000004 00000008 0000000000000002 ffffffff",
+			want: &zab.Message{Type: zab.MsgInformAndActivate, Zxid: 0x100000004, Designated: 2, Data: []byte{}}},
+		{name: "followerinfo with a configuration", msg: zab.Message{Type: zab.MsgFollowerInfo, From: 3, Zxid: 0x100000000, Epoch: 1,
+			ConfigVersion: 0x100000004},
+			wire: "0000000b 0000000100000000 00000014 0000000000000003 00010000 0000000100000004 ffffffff",
+			want: &zab.Message{Type: zab.MsgFollowerInfo, From: 3, Zxid: 0x100000000, Epoch: 1, ConfigVersion: 0x100000004}},
 		{name: "followerinfo", msg: zab.Message{Type: zab.MsgFollowerInfo, From: 3, To: 1, Zxid: 0x100000000, Epoch: 1, LastZxid: 0x100000007},
 			wire: "0000000b 0000000100000000 00000014 0000000000000003 00010000 0000000000000000 ffffffff", zk: zk38,
 			want: &zab.Message{Type: zab.MsgFollowerInfo, From: 3, Zxid: 0x100000000, Epoch: 1}},
@@ -201,7 +214,9 @@ func TestDecodeQuorumPacketErrors(t *testing.T) {
 		{"trailing bytes", "00000003 0000000100000001 ffffffff ffffffff 00", ErrMalformed},
 		{"revalidate of 10 bytes", "00000006 ffffffffffffffff 0000000a 0000000000000001 0000 ffffffff", ErrMalformed},
 		{"null revalidate", "00000006 ffffffffffffffff ffffffff ffffffff", ErrMalformed},
-		{"commitandactivate", "00000009 0000000100000001 00000008 0000000000000001 ffffffff", ErrUnsupported},
+		{"commitandactivate of 9 bytes", "00000009 0000000100000001 00000009 000000000000000100 ffffffff", ErrMalformed},
+		{"null commitandactivate", "00000009 0000000100000001 ffffffff ffffffff", ErrMalformed},
+		{"informandactivate of 7 bytes", "00000013 0000000100000001 00000007 00000000000000 ffffffff", ErrMalformed},
 		{"unknown type", "00000064 0000000000000000 ffffffff ffffffff", ErrUnsupported},
 		{"learnerinfo of 9 bytes", "0000000b 0000000100000000 00000009 000000000000000300 ffffffff", ErrMalformed},
 		{"learnerinfo sid 0", "0000000b 0000000100000000 00000008 0000000000000000 ffffffff", ErrMalformed},
@@ -265,7 +280,9 @@ func TestNotificationCodec(t *testing.T) {
 		t.Fatalf("encode: %x, %v\nwant %x", got, err, wire)
 	}
 	observer := zab.Message{Type: zab.MsgNotification, State: zab.Observing, Round: 1<<63 + 1, Vote: zab.Vote{Zxid: zxid.None}}
-	for _, want := range []zab.Message{m, observer} {
+	withConf := m
+	withConf.Data = []byte("server.1=a:1:2:participant\nversion=100000000")
+	for _, want := range []zab.Message{m, observer, withConf} {
 		b, err := EncodeNotification(want)
 		if err != nil {
 			t.Fatal(err)
@@ -276,6 +293,11 @@ func TestNotificationCodec(t *testing.T) {
 			t.Fatalf("round trip: %#v, %v\nwant %#v", got, err, want)
 		}
 	}
+}
+
+func withConfig(m zab.Message, text string) zab.Message {
+	m.Data = []byte(text)
+	return m
 }
 
 func TestDecodeNotificationForms(t *testing.T) {
@@ -293,7 +315,7 @@ func TestDecodeNotificationForms(t *testing.T) {
 		{"40 bytes", "00000002 0000000000000002 0000000300000004 0000000000000007 0000000000000002 00000001",
 			vote(zab.Leading, 2, 0x300000004, 7, 2), nil},
 		{"with configuration", "00000003 0000000000000002 0000000300000004 0000000000000007 0000000000000002 00000002 00000005 6162636465",
-			vote(zab.Observing, 2, 0x300000004, 7, 2), nil},
+			withConfig(vote(zab.Observing, 2, 0x300000004, 7, 2), "abcde"), nil},
 		{"27 bytes", "00000001 0000000000000002 0000000300000004 00000000000000", zab.Message{}, ErrMalformed},
 		{"36 bytes", "00000001 0000000000000002 0000000300000004 0000000000000007 00000000", zab.Message{}, ErrMalformed},
 		{"state 4", "00000004 0000000000000002 0000000300000004 0000000000000007", zab.Message{}, ErrMalformed},
