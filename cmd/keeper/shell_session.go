@@ -310,11 +310,17 @@ func (s *shell) reconfig(tokens []string) error {
 		return &cliError{msg: "Can't use -file and -members together (conflicting non-incremental modes)"}
 	}
 	req := &zkproto.ReconfigRequest{JoiningServers: strings.ToLower(opts["add"]), LeavingServers: strings.ToLower(opts["remove"]),
-		NewMembers: strings.ToLower(opts["members"]), CurConfigID: version}
-	if file {
-		if req.NewMembers, err = membersFromFile(opts["file"]); err != nil {
+		CurConfigID: version}
+	switch {
+	case members:
+		m := strings.ToLower(opts["members"])
+		req.NewMembers = &m
+	case file:
+		m, err := membersFromFile(opts["file"])
+		if err != nil {
 			return &cliError{msg: fmt.Sprintf("Error processing %s%v", opts["file"], err)}
 		}
+		req.NewMembers = &m
 	}
 	_, rec, err := s.conn.Do(s.ctx, zkproto.OpReconfig, req)
 	if err != nil {

@@ -432,15 +432,23 @@ func (r *GetEphemeralsResponse) Decode(d *jute.Decoder) { r.Ephemerals = d.Strin
 type ReconfigRequest struct {
 	JoiningServers string // comma-separated server specs
 	LeavingServers string // comma-separated server ids
-	NewMembers     string // full replacement, exclusive with the two above
-	CurConfigID    int64  // -1 = any configuration version
+	// NewMembers, when not nil, is the full replacement membership, and
+	// the two above are ignored. Only null (nil) means an incremental
+	// change: ZooKeeper's leader takes an empty newMembers as a
+	// replacement by nothing, which it refuses.
+	NewMembers  *string
+	CurConfigID int64 // -1 = any configuration version
 }
 
 // Encode implements jute.Record.
 func (r *ReconfigRequest) Encode(e *jute.Encoder) {
 	e.String(r.JoiningServers)
 	e.String(r.LeavingServers)
-	e.String(r.NewMembers)
+	if r.NewMembers == nil {
+		e.Buffer(nil)
+	} else {
+		e.String(*r.NewMembers)
+	}
 	e.Long(r.CurConfigID)
 }
 
@@ -448,7 +456,11 @@ func (r *ReconfigRequest) Encode(e *jute.Encoder) {
 func (r *ReconfigRequest) Decode(d *jute.Decoder) {
 	r.JoiningServers = d.String()
 	r.LeavingServers = d.String()
-	r.NewMembers = d.String()
+	r.NewMembers = nil
+	if b := d.Buffer(); b != nil {
+		s := string(b)
+		r.NewMembers = &s
+	}
 	r.CurConfigID = d.Long()
 }
 
