@@ -25,6 +25,10 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 		}
 	case zkproto.OpCloseSession:
 		s.sessions.Remove(sid)
+	case zkproto.OpReconfig:
+		if t.Header.Zxid >= s.reconfigPending {
+			s.reconfigPending = 0
+		}
 	}
 	s.metrics.applied(t, now)
 	s.notify(changes)
@@ -135,6 +139,10 @@ func (s *Server) writeReply(e *entry, t *txn.Txn, res datatree.Result) {
 		body = &zkproto.SetDataResponse{Stat: res.Stat}
 	case zkproto.OpSetACL:
 		body = &zkproto.SetACLResponse{Stat: res.Stat}
+	case zkproto.OpReconfig:
+		// The new configuration and the node's stat, as ZooKeeper answers
+		// (its active configuration, which the commit just made this one).
+		body = &zkproto.GetDataResponse{Data: t.Record.(*txn.SetData).Data, Stat: res.Stat}
 	case zkproto.OpMulti:
 		body = multiReply(e.body.(*zkproto.MultiRequest), t.Record.(*txn.Multi), res)
 	}

@@ -41,6 +41,8 @@ type prep struct {
 	timeMs    int64
 	local     map[string]*change
 	order     []*change
+	// reconfigZxid is set when the txn is a reconfiguration.
+	reconfigZxid zxid.ID
 }
 
 func (s *Server) newPrep(sessionID int64, ids []zkproto.ID, z zxid.ID, timeMs int64) *prep {
@@ -101,7 +103,7 @@ func (p *prep) op(op zkproto.Op, body jute.Record) (jute.Record, error) {
 	case *zkproto.CheckVersionRequest:
 		return p.check(r.Path, r.Version)
 	case *zkproto.ReconfigRequest:
-		return nil, zkproto.ErrReconfigDisabled
+		return p.reconfig(r)
 	}
 	return nil, fmt.Errorf("zkcore: op %v with body %T is not a write: %w", op, body, zkproto.ErrMarshallingError)
 }

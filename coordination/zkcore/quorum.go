@@ -112,6 +112,7 @@ func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 		s.view = newView(s.tree)
 		s.lastProposed = s.tree.LastZxid()
 		s.outbox, s.proposals = nil, nil
+		s.reconfigPending = 0
 	}
 	if m == Leader {
 		s.lastProposed = max(s.lastProposed, zxid.Make(epoch, 0))

@@ -97,6 +97,14 @@ type Config struct {
 	// EnsembleConfigVersion is the version of EnsembleConfig, which
 	// becomes the node's mzxid.
 	EnsembleConfigVersion int64
+	// ReconfigEnabled allows the reconfig operation (reconfigEnabled);
+	// without it every reconfig fails with ReconfigDisabled. Ensemble
+	// answers what a leader needs to prepare one; nil (a standalone
+	// server) answers Unimplemented. StandaloneEnabled is zoo.cfg's: with
+	// it a new configuration needs two voters, else one.
+	ReconfigEnabled   bool
+	Ensemble          Ensemble
+	StandaloneEnabled bool
 	// StartWallMs is the wall clock at start, in ms. It seeds session ids
 	// so that a restarted server does not reuse the ids of its last run.
 	StartWallMs int64
@@ -123,6 +131,7 @@ func DefaultConfig() Config {
 		ContainerMaxPerMinute:   10000,
 		ContainerMaxNeverUsedMs: 0,
 		HoldHandshakeMs:         1000,
+		StandaloneEnabled:       true,
 	}
 }
 
@@ -226,6 +235,9 @@ type Server struct {
 
 	lastProposed zxid.ID // the zxid of the last prepared txn
 	proposals    []*txn.Txn
+	// reconfigPending is the zxid of a reconfiguration this leader
+	// prepared and has not applied, or 0.
+	reconfigPending zxid.ID
 
 	reaper  reaper
 	stats   serverStats

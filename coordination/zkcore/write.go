@@ -85,6 +85,11 @@ func (s *Server) prepare(sessionID int64, ids []zkproto.ID, cxid int32, op zkpro
 	} else {
 		t.Record = rec
 		s.view.add(p.order)
+		if p.reconfigZxid != 0 {
+			// In flight until applied: Zab learns of it only once the
+			// driver proposes it, after this request.
+			s.reconfigPending = p.reconfigZxid
+		}
 	}
 	s.propose(t)
 	return z
