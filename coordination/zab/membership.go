@@ -91,6 +91,10 @@ var ErrReconfigInProgress = errors.New("zab: a reconfiguration is already in pro
 // Membership returns the active configuration.
 func (n *Node) Membership() Membership { return n.conf.clone() }
 
+// LastSeen returns the newest configuration the node knows of: the one
+// proposed and not yet active, or the active one.
+func (n *Node) LastSeen() Membership { return n.lastSeen().clone() }
+
 // ReconfigInProgress reports whether a reconfiguration was proposed or
 // seen and not yet activated.
 func (n *Node) ReconfigInProgress() bool { return n.next != nil }
