@@ -18,9 +18,10 @@ var (
 	// quorum, or a configuration left without enough voters.
 	ErrReconfigArguments = errors.New("zoocfg: bad reconfiguration")
 	// ErrReconfigMarshalling is MarshallingError: a server id, in
-	// leavingServers or in a joining server's key, that is not a number
-	// (ZooKeeper's leader fails there with a NumberFormatException,
-	// which it answers as a request it could not read).
+	// leavingServers or in a joining server's key, that is not a number,
+	// or a replacement parseDynamicConfig refuses with an
+	// IllegalArgumentException (ZooKeeper's leader lets those escape its
+	// checks and answers them as a request it could not read).
 	ErrReconfigMarshalling = errors.New("zoocfg: reconfiguration with an id that is not a number")
 )
 
@@ -58,7 +59,7 @@ func (e *Ensemble) Reconfigure(r Reconfig, version int64, standaloneEnabled bool
 	var next *Ensemble
 	var err error
 	if r.Replace {
-		next, err = replaceMembers(r.NewMembers)
+		next, err = replaceMembers(r.NewMembers, standaloneEnabled)
 	} else {
 		next, err = e.changeMembers(r.Joining, r.Leaving)
 	}
@@ -81,24 +82,41 @@ func (e *Ensemble) Reconfigure(r Reconfig, version int64, standaloneEnabled bool
 	return next, nil
 }
 
-// replaceMembers reads a non-incremental membership.
-func replaceMembers(members string) (*Ensemble, error) {
+// replaceMembers reads a non-incremental membership as ZooKeeper's
+// parseDynamicConfig does: server.N entries and a version (which the
+// reconfig's zxid then replaces); any other key is BadArguments, and so
+// are group and weight (hierarchical quorums, which keeper refuses, where
+// ZooKeeper would take them). parseDynamicConfig's own checks throw an
+// IllegalArgumentException, which ZooKeeper's leader answers as
+// MarshallingError: no voter but observers, no voter without
+// standaloneEnabled, one voter and observers with it.
+func replaceMembers(members string, standaloneEnabled bool) (*Ensemble, error) {
 	text := strings.ReplaceAll(members, ",", "\n")
 	props, err := readDynamic([]byte(text), "newMembers")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrReconfigArguments, err)
 	}
 	for _, p := range props {
-		if _, ok := cutServerKey(p.key); !ok {
-			return nil, fmt.Errorf("%w: newMembers: %s: only server.N entries are supported", ErrReconfigArguments, p.key)
+		if _, ok := cutServerKey(p.key); !ok && p.key != "version" {
+			return nil, fmt.Errorf("%w: newMembers: unrecognised parameter %s", ErrReconfigArguments, p.key)
 		}
 	}
 	next, err := ensembleFrom(props, "newMembers")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrReconfigArguments, err)
 	}
-	if len(next.Servers) == 0 {
-		return nil, fmt.Errorf("%w: newMembers names no server", ErrReconfigArguments)
+	voters, observers := 0, 0
+	for _, s := range next.Servers {
+		if s.Role == Participant {
+			voters++
+		} else {
+			observers++
+		}
+	}
+	switch {
+	case voters == 0 && (observers > 0 || !standaloneEnabled),
+		voters == 1 && standaloneEnabled && observers > 0:
+		return nil, fmt.Errorf("%w: newMembers with %d voters and %d observers", ErrReconfigMarshalling, voters, observers)
 	}
 	return next, nil
 }

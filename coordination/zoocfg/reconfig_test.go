@@ -59,8 +59,16 @@ func TestReconfigure(t *testing.T) {
 		{name: "joining reuses an address", r: Reconfig{Joining: "server.4=127.0.0.1:2001:3004;4004"}, err: ErrReconfigArguments},
 		{name: "joining reuses a client address", r: Reconfig{Joining: "server.4=127.0.0.1:2004:3004;127.0.0.1:4001"}, err: ErrReconfigArguments},
 		{name: "joining id 0", r: Reconfig{Joining: "server.0=h:1:2;3"}, err: ErrReconfigArguments},
-		{name: "replace with nothing", r: Reconfig{Replace: true}, err: ErrReconfigArguments},
-		{name: "replace with a version", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2;3,version=5"}, err: ErrReconfigArguments},
+		{name: "replace with nothing", r: Reconfig{Replace: true}, standalone: true, err: ErrReconfigArguments},
+		{name: "replace with nothing without standalone", r: Reconfig{Replace: true}, err: ErrReconfigMarshalling},
+		{name: "replace with a version", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2;3,server.2=h:4:5;6,version=5"},
+			want: "server.1=h:1:2:participant;0.0.0.0:3\nserver.2=h:4:5:participant;0.0.0.0:6\nversion=100000005"},
+		{name: "replace with another key", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2;3,tickTime=5"}, err: ErrReconfigArguments},
+		{name: "replace with a group", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2;3,group.1=1"}, err: ErrReconfigArguments},
+		{name: "replace with observers only", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2:observer;3"}, err: ErrReconfigMarshalling},
+		{name: "replace with one voter and an observer", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2;3,server.2=h:4:5:observer;6"},
+			standalone: true, err: ErrReconfigMarshalling},
+		{name: "replace with one voter", r: Reconfig{Replace: true, NewMembers: "server.1=h:1:2;3"}, standalone: true, err: ErrReconfigArguments},
 		{name: "replace malformed", r: Reconfig{Replace: true, NewMembers: "server.1=h:1"}, err: ErrReconfigArguments},
 	}
 	for _, tc := range tests {
