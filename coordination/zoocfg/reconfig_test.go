@@ -92,7 +92,8 @@ func TestReconfigure(t *testing.T) {
 
 // The servers come out in the order ZooKeeper's HashMap gives them: ids
 // 17 and 33 share a bin of the 16-entry table with 1, after it, in the
-// order they were put.
+// order they were put (the bytes Apache ZooKeeper 3.8.0's QuorumMaj gave
+// for the same change, run with its jar).
 func TestReconfigureJavaOrder(t *testing.T) {
 	next, err := threeServers(t).Reconfigure(Reconfig{Joining: "server.33=h:1:2;3,server.17=h:4:5;6"}, 7, true)
 	if err != nil {
