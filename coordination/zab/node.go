@@ -198,6 +198,13 @@ func New(cfg Config) (*Node, error) {
 		nx := cfg.NextConfig.clone()
 		n.next = &nx
 	}
+	for _, e := range cfg.Recent {
+		// The log is durable before the configurations (Ready): a crash
+		// between leaves a reconfiguration logged and not noted as seen.
+		if m, ok := n.reconfigOf(e); ok && m.Version > n.lastSeen().Version {
+			n.next = &m
+		}
+	}
 	n.log.init(cfg.Recent, cfg.LastZxid, cfg.MaxRecentEntries)
 	n.becomeLooking()
 	return n, nil

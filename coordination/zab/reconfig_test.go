@@ -498,3 +498,20 @@ func simulateReconfig(t *testing.T, sc reconfigScenario, seed uint64, steps int)
 	}
 	return nil
 }
+
+// A reconfiguration in the log the node starts from is the last seen,
+// even if the configurations were not persisted before a crash: a leader
+// elected with it activates it when it establishes its epoch.
+func TestReconfigSeenInLog(t *testing.T) {
+	text := configText([]PeerID{1}, nil, zxid.Make(1, 2))
+	n, err := New(Config{ID: 1, Voters: []PeerID{1, 2}, ConfigText: configText([]PeerID{1, 2}, nil, 0),
+		HardState: HardState{AcceptedEpoch: 1, CurrentEpoch: 1}, LastZxid: zxid.Make(1, 2),
+		Recent:         []Entry{{Zxid: zxid.Make(1, 1), Data: []byte("a")}, {Zxid: zxid.Make(1, 2), Data: append([]byte("reconfig "), text...)}},
+		InitLimitTicks: 5, SyncLimitTicks: 5, Rand: rand.New(rand.NewPCG(1, 1)), Reconfigs: testCodec{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.ReconfigInProgress() || n.LastSeen().Version != zxid.Make(1, 2) {
+		t.Fatalf("last seen %+v", n.LastSeen())
+	}
+}
