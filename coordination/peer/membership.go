@@ -68,6 +68,17 @@ func (MembershipCodec) Parse(text []byte) (zab.Membership, error) {
 	return m, nil
 }
 
+// Stamp implements zab.ReconfigCodec: the same servers, in the same
+// order, with the version line replaced.
+func (MembershipCodec) Stamp(text []byte, version zxid.ID) ([]byte, error) {
+	e, err := zoocfg.ParseNextDynamic(text, "configuration")
+	if err != nil {
+		return nil, err
+	}
+	e.Version = int64(version)
+	return e.Data(), nil
+}
+
 // Ensemble answers what the leader's core asks to prepare a reconfig
 // (zkcore.Ensemble) from the node.
 func (p *Peer) Ensemble() zkcore.Ensemble { return ensembleView{p.node} }

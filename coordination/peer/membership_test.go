@@ -57,6 +57,10 @@ func TestMembershipCodec(t *testing.T) {
 	if _, err := c.Parse([]byte("version=1")); err == nil {
 		t.Fatal("a configuration without servers parsed")
 	}
+	stamped, err := c.Stamp([]byte(fiveConfig), zxid.Make(2, 0))
+	if want := fiveConfig[:len(fiveConfig)-len("100000007")] + "200000000"; err != nil || string(stamped) != want {
+		t.Fatalf("stamped %q (%v), want %q", stamped, err, want)
+	}
 }
 
 // The core's view of the ensemble comes from the node: its last-seen

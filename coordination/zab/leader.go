@@ -165,6 +165,7 @@ func (n *Node) tryDecideEpoch() {
 	l.epochDecided = true
 	n.hard.AcceptedEpoch = l.newEpoch
 	n.persist()
+	n.stampConfig(l.newEpoch)
 	for _, id := range n.sortedLearners() {
 		n.offerEpoch(l.learners[id])
 	}
@@ -353,10 +354,11 @@ func (n *Node) tryEstablish() {
 	n.serving = true
 	n.setRole(Leading, n.id)
 	n.commitTo(n.log.last)
-	if n.next != nil && n.next.Version <= n.log.last {
-		// A reconfiguration in the log, now committed with the rest; a
-		// quorum of its voters acked NEWLEADER, which carries it.
-		n.activate(*n.next)
+	if nx := n.next; nx != nil && (nx.Version <= n.log.last || nx.Version == zxid.Make(l.newEpoch, 0)) {
+		// A reconfiguration in the log, now committed with the rest, or
+		// the configuration stamped with this NEWLEADER: a quorum of its
+		// voters acked NEWLEADER, which carries it.
+		n.activate(*nx)
 	}
 	for _, id := range n.sortedLearners() {
 		if p := l.learners[id]; p.phase == phaseSynced && p.acked == zxid.Make(l.newEpoch, 0) {

@@ -81,6 +81,8 @@ type ReconfigCodec interface {
 	Reconfig(txn []byte) (m Membership, ok bool)
 	// Parse reads a configuration's Text, version included.
 	Parse(text []byte) (Membership, error)
+	// Stamp returns text with its version replaced.
+	Stamp(text []byte, version zxid.ID) ([]byte, error)
 }
 
 // ErrReconfigInProgress means Propose was given a reconfiguration while
@@ -175,6 +177,25 @@ func (n *Node) activate(m Membership) {
 		n.next = nil
 	}
 	n.observer = m.IsObserver(n.id)
+	n.persistConfig()
+}
+
+// stampConfig gives a configuration no ensemble has numbered yet (version
+// 0, none in flight) the zxid of this leader's NEWLEADER as its version, as
+// ZooKeeper's leader does with reconfigEnabled: it is seen now, sent in
+// NEWLEADER, and active once the epoch is established.
+func (n *Node) stampConfig(newEpoch zxid.Epoch) {
+	if n.codec == nil || n.conf.Version != 0 || n.next != nil || len(n.conf.Text) == 0 {
+		return
+	}
+	v := zxid.Make(newEpoch, 0)
+	text, err := n.codec.Stamp(n.conf.Text, v)
+	if err != nil {
+		return // left unstamped, as ZooKeeper's leader leaves it when its copy fails
+	}
+	m := n.conf.clone()
+	m.Version, m.Text = v, text
+	n.next = &m
 	n.persistConfig()
 }
 

@@ -27,6 +27,14 @@ func (testCodec) Reconfig(txn []byte) (Membership, bool) {
 	return m, err == nil
 }
 
+func (testCodec) Stamp(text []byte, version zxid.ID) ([]byte, error) {
+	m, err := testCodec{}.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return configText(m.Voters, m.Observers, version), nil
+}
+
 func (testCodec) Parse(text []byte) (Membership, error) {
 	m := Membership{Text: slices.Clone(text)}
 	for _, field := range strings.Split(string(text), ";") {
@@ -118,6 +126,15 @@ func (rc *reconfigCluster) checkActivation(id PeerID, m Membership) {
 		if v < m.Version && v >= prev.Version {
 			prev = c
 		}
+	}
+	if m.Version.Counter() == 0 {
+		// A leader's NEWLEADER stamp numbers the configuration it has;
+		// it changes no member.
+		if !slices.Equal(m.Voters, prev.Voters) || !slices.Equal(m.Observers, prev.Observers) {
+			rc.t.Fatalf("node %d activated the stamp %s over %v", id, m.Text, prev.Voters)
+		}
+		rc.chain[m.Version] = m
+		return
 	}
 	holds := map[PeerID]bool{}
 	for _, p := range rc.ids {
@@ -513,5 +530,24 @@ func TestReconfigSeenInLog(t *testing.T) {
 	}
 	if !n.ReconfigInProgress() || n.LastSeen().Version != zxid.Make(1, 2) {
 		t.Fatalf("last seen %+v", n.LastSeen())
+	}
+}
+
+// The first leader of an ensemble whose configuration has no version yet
+// numbers it with its NEWLEADER zxid, and every member activates that; a
+// configuration that has a version keeps it.
+func TestReconfigStamp(t *testing.T) {
+	rc := newReconfigCluster(t, three, three, nil, nil)
+	rc.until(2000, "stable", func() bool { _, ok := rc.stable(); return ok && rc.active(zxid.Make(1, 0)) })
+	if got := string(rc.nodes[1].Membership().Text); got != "v=1,2,3;o=;version=100000000" {
+		t.Fatalf("stamped %q", got)
+	}
+	versioned := newReconfigCluster(t, three, three, nil, func(id PeerID, cfg *Config) {
+		cfg.ConfigVersion = zxid.Make(7, 3)
+		cfg.ConfigText = configText(three, nil, cfg.ConfigVersion)
+	})
+	versioned.until(2000, "stable", func() bool { _, ok := versioned.stable(); return ok })
+	if !versioned.active(zxid.Make(7, 3)) {
+		t.Fatal("a configuration with a version was stamped again")
 	}
 }
