@@ -353,11 +353,22 @@ func (n *Node) tryEstablish() {
 	l.established = true
 	n.serving = true
 	n.setRole(Leading, n.id)
+	if n.log.last > n.committed {
+		// The sync told keeper learners of the commits known then; what
+		// the epoch commits now they would otherwise learn only with the
+		// next COMMIT, and serve reads without it until then.
+		for _, id := range n.sortedLearners() {
+			if p := l.learners[id]; p.forward && p.dialect == DialectKeeper {
+				n.send(Message{Type: MsgCommit, To: id, Zxid: n.log.last})
+			}
+		}
+	}
 	n.commitTo(n.log.last)
-	if nx := n.next; nx != nil && (nx.Version <= n.log.last || nx.Version == zxid.Make(l.newEpoch, 0)) {
-		// A reconfiguration in the log, now committed with the rest, or
-		// the configuration stamped with this NEWLEADER: a quorum of its
-		// voters acked NEWLEADER, which carries it.
+	if nx := n.next; nx != nil && (nx.Version <= n.log.last || nx.Version.Counter() == 0) {
+		// A reconfiguration in the log, now committed with the rest, or a
+		// NEWLEADER's stamp (this one's, or that of a leader that never
+		// established its epoch), which changes no member: a quorum of
+		// its voters acked NEWLEADER, which carries it.
 		n.activate(*nx)
 	}
 	for _, id := range n.sortedLearners() {
