@@ -68,7 +68,20 @@ type Peer struct {
 	// writeErr is the first storage error: the peer stops, since the disk's
 	// state is unknown (STYLE rule 6).
 	writeErr error
+	// configs stores the configurations zab hands out (SetConfigStore).
+	configs ConfigStore
 }
+
+// ConfigStore makes zab's configurations durable (Ready.Config): the
+// server's ConfigFiles, ZooKeeper's files beside zoo.cfg.
+type ConfigStore interface {
+	SaveConfig(zab.ConfigState) error
+}
+
+// SetConfigStore gives the peer where to persist configurations; without
+// one, a batch that carries any fails (a node without a ReconfigCodec
+// never hands one out).
+func (p *Peer) SetConfigStore(cs ConfigStore) { p.configs = cs }
 
 // New returns a peer over a node and a core restored from the log.
 func New(node *zab.Node, zk *zkcore.Server, log Log, tr Transport, clients Clients, logger *slog.Logger) *Peer {
@@ -272,11 +285,14 @@ func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 		}
 	}
 	if rd.Config != nil {
-		// The peer gives zab no ReconfigCodec, so zab never changes the
-		// configuration; were it to, the change could not be made
-		// durable here yet, and the batch must not be acted on
-		// (reconfigEnabled=true is refused at start, docs/configuration.md).
-		return ps, fmt.Errorf("configuration %s to persist, but this member cannot store configurations", rd.Config.Active.Version)
+		if p.configs == nil {
+			// The batch must not be acted on: its messages may promise a
+			// configuration that is not durable.
+			return ps, fmt.Errorf("configuration %s to persist, but this member cannot store configurations", rd.Config.Active.Version)
+		}
+		if err := p.configs.SaveConfig(*rd.Config); err != nil {
+			return ps, err
+		}
 	}
 	return ps, nil
 }
@@ -315,11 +331,27 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 	for range syncs {
 		p.zk.SyncDone(now)
 	}
+	if c := rd.Config; c != nil && c.Active.Version > p.zk.EnsembleConfigVersion() && !committedIn(rd.Committed, c.Active.Version) {
+		// Activated without its txn in this batch (a stamp, a sync, a
+		// notification): the node shows it now. A reconfig txn applied
+		// above has already written it, with the txn's time.
+		p.zk.SetEnsembleConfig(c.Active.Text, int64(c.Active.Version), now)
+	}
 	if rd.Role != nil {
 		p.setMode(*rd.Role, now)
 	}
 	p.node.Advance(rd)
 	return nil
+}
+
+// committedIn reports whether z is among es.
+func committedIn(es []zab.Entry, z zxid.ID) bool {
+	for _, e := range es {
+		if e.Zxid == z {
+			return true
+		}
+	}
+	return false
 }
 
 // handleCore sends client bytes and hands the core's writes to Zab: the

@@ -26,6 +26,10 @@ type ensemble struct {
 	frames map[zab.PeerID]map[zkcore.ConnID][]zkproto.ReplyHeader
 	bodies map[zab.PeerID]map[zkcore.ConnID][][]byte
 	closed map[zab.PeerID]map[zkcore.ConnID]bool
+	// configure, if set, adjusts a peer's core and node configurations
+	// before start creates them; started, if set, sees the new peer.
+	configure func(zab.PeerID, *zkcore.Config, *zab.Config)
+	started   func(zab.PeerID, *Peer)
 }
 
 type netw struct {
@@ -62,8 +66,12 @@ func (c clients) Send(s zkcore.Send) {
 	}
 }
 
-func newEnsemble(t *testing.T, n int) *ensemble {
+func newEnsemble(t *testing.T, n int) *ensemble { return newEnsembleWith(t, n, nil, nil) }
+
+func newEnsembleWith(t *testing.T, n int, configure func(zab.PeerID, *zkcore.Config, *zab.Config),
+	started func(zab.PeerID, *Peer)) *ensemble {
 	e := &ensemble{t: t, peers: map[zab.PeerID]*Peer{}, logs: map[zab.PeerID]*memLog{}, down: map[zab.PeerID]bool{},
+		configure: configure, started: started,
 		now:    zkcore.Now{WallMs: 1_700_000_000_000, MonoMs: 1},
 		frames: map[zab.PeerID]map[zkcore.ConnID][]zkproto.ReplyHeader{},
 		bodies: map[zab.PeerID]map[zkcore.ConnID][][]byte{},
@@ -90,19 +98,26 @@ func (e *ensemble) start(id zab.PeerID) {
 	cfg.TickMs = 100
 	cfg.MinSessionTimeoutMs = 200
 	cfg.StartWallMs = e.now.WallMs + int64(id)
+	zcfg := zab.Config{ID: id, Voters: e.ids, InitLimitTicks: 10, SyncLimitTicks: 5,
+		HardState: log.hard, LastZxid: log.lastZxid(), Recent: slices.Clone(log.entries),
+		Rand: rand.New(rand.NewPCG(uint64(id), 7))}
+	if e.configure != nil {
+		e.configure(id, &cfg, &zcfg)
+	}
 	zk, err := zkcore.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	zk.Restore(tree, sessions, e.now)
 	zk.SetMode(zkcore.NotServing, 0, e.now)
-	node, err := zab.New(zab.Config{ID: id, Voters: e.ids, InitLimitTicks: 10, SyncLimitTicks: 5,
-		HardState: log.hard, LastZxid: log.lastZxid(), Recent: slices.Clone(log.entries),
-		Rand: rand.New(rand.NewPCG(uint64(id), 7))})
+	node, err := zab.New(zcfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.peers[id] = New(node, zk, log, netw{e, id}, clients{e, id}, nil)
+	if e.started != nil {
+		e.started(id, e.peers[id])
+	}
 	e.down[id] = false
 	e.frames[id] = map[zkcore.ConnID][]zkproto.ReplyHeader{}
 	e.bodies[id] = map[zkcore.ConnID][][]byte{}

@@ -34,9 +34,10 @@ type ConfigFiles struct {
 	written int64 // version of the active configuration on disk
 }
 
-// Save makes the configurations durable as ZooKeeper's files; it writes
-// the active one only when its version is newer than the last written.
-func (c *ConfigFiles) Save(cs zab.ConfigState) error {
+// SaveConfig makes the configurations durable as ZooKeeper's files (it
+// is a peer.ConfigStore); it writes the active one only when its version
+// is newer than the last written.
+func (c *ConfigFiles) SaveConfig(cs zab.ConfigState) error {
 	next := c.Static + zoocfg.NextDynamicSuffix
 	if cs.Next != nil {
 		e, err := parseText(cs.Next.Text)

@@ -85,7 +85,7 @@ func TestConfigFiles(t *testing.T) {
 		{"active", zab.ConfigState{Active: membership(zxid.Make(1, 5), five)}, 0x100000005, 5, 0},
 	}
 	for _, st := range steps {
-		if err := cf.Save(st.cs); err != nil {
+		if err := cf.SaveConfig(st.cs); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		c := load(t, m)
@@ -148,13 +148,13 @@ func TestConfigFilesCrash(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		m := staticFS(t)
 		cf := &ConfigFiles{FS: m, Static: cfgStatic, MyID: 1}
-		if err := cf.Save(zab.ConfigState{Active: membership(zxid.Make(1, 0), three),
+		if err := cf.SaveConfig(zab.ConfigState{Active: membership(zxid.Make(1, 0), three),
 			Next: &zab.Membership{Version: zxid.Make(1, 5), Text: []byte(five)}}); err != nil {
 			t.Fatal(err)
 		}
 		cfs := &crashingFS{MemFS: m, rng: rand.New(rand.NewPCG(seed, 3))}
 		cf.FS = cfs
-		if err := cf.Save(zab.ConfigState{Active: membership(zxid.Make(1, 5), five)}); err != nil {
+		if err := cf.SaveConfig(zab.ConfigState{Active: membership(zxid.Make(1, 5), five)}); err != nil {
 			t.Fatal(err)
 		}
 		for i, img := range cfs.images {

@@ -29,6 +29,10 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 		if t.Header.Zxid >= s.reconfigPending {
 			s.reconfigPending = 0
 		}
+		if sd, ok := t.Record.(*txn.SetData); ok {
+			// What Restore writes into a tree from now on.
+			s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion = sd.Data, int64(t.Header.Zxid)
+		}
 	}
 	s.metrics.applied(t, now)
 	s.notify(changes)

@@ -8,6 +8,7 @@ import (
 	"keeper/coordination/txn"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zoocfg"
+	"keeper/coordination/zxid"
 )
 
 // Ensemble is what the leader's core asks of the ensemble to prepare a
@@ -20,6 +21,30 @@ type Ensemble interface {
 	// QuorumSynced reports whether the leader is in sync with a quorum of
 	// the given voters (itself included when it is one of them).
 	QuorumSynced(voters []int64) bool
+}
+
+// EnsembleConfigVersion is the version of the configuration
+// /zookeeper/config holds (Config.EnsembleConfigVersion, or the last
+// SetEnsembleConfig).
+func (s *Server) EnsembleConfigVersion() zxid.ID { return zxid.ID(s.cfg.EnsembleConfigVersion) }
+
+// SetEnsemble gives the core its view of the ensemble (Config.Ensemble),
+// for a driver that builds it after the core.
+func (s *Server) SetEnsemble(e Ensemble) { s.cfg.Ensemble = e }
+
+// SetEnsembleConfig makes a configuration the ensemble activated outside a
+// reconfig txn (a leader's NEWLEADER stamp, a learner's sync, a looking
+// member that heard of it) what /zookeeper/config holds, as ZooKeeper's
+// initConfigInZKDatabase does, and what Restore writes from now on. It is
+// not a txn; a watch on the node fires.
+func (s *Server) SetEnsembleConfig(data []byte, version int64, now Now) {
+	s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion = data, version
+	s.tree.SetEnsembleConfig(data, version, now.WallMs)
+	n := s.tree.Node(datatree.ConfigPath)
+	if n == nil {
+		return
+	}
+	s.notify([]datatree.Change{{Type: zkproto.EventNodeDataChanged, Path: datatree.ConfigPath, ACL: s.tree.ACL(n)}})
 }
 
 // reconfig prepares a reconfig in the order of ZooKeeper 3.8's leader
