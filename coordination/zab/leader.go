@@ -118,9 +118,11 @@ func (n *Node) learnerInfo(m Message) {
 	if old := l.learners[m.From]; old != nil && old.phase == phaseInfo && old.acceptedEpoch == zxid.Epoch(m.Epoch) {
 		return // a duplicate
 	}
-	if m.ConfigVersion > n.lastSeen().Version {
+	if n.codec != nil && m.ConfigVersion > n.lastSeen().Version {
 		// It activated a configuration this leader never saw: refused,
-		// as ZooKeeper's leader refuses a learner ahead of it.
+		// as ZooKeeper's leader refuses a learner ahead of it. A leader
+		// without reconfiguration knows no version (a Java learner's may
+		// come from its dynamic file) and refuses none.
 		l.dropLearner(m.From)
 		n.ready.Disconnect = append(n.ready.Disconnect, m.From)
 		n.holdLate(m.From)

@@ -341,6 +341,20 @@ func TestReconfigLearnerAheadRefused(t *testing.T) {
 	if !slices.Contains(rd.Disconnect, 2) || len(rd.Messages)+len(rd.Early) != 0 {
 		t.Fatalf("learner ahead not refused: %+v", rd)
 	}
+	// Without reconfiguration the leader has no version to compare: a
+	// Java learner whose dynamic file numbers its configuration joins.
+	plain, err := New(Config{ID: 1, Voters: []PeerID{1}, InitLimitTicks: 5, SyncLimitTicks: 5,
+		Rand: rand.New(rand.NewPCG(1, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for plain.HasReady() {
+		plain.Advance(plain.Ready())
+	}
+	_ = plain.Step(Message{Type: MsgFollowerInfo, From: 2, To: 1, Epoch: 0, ConfigVersion: zxid.Make(1, 0)})
+	if rd := plain.Ready(); slices.Contains(rd.Disconnect, 2) {
+		t.Fatal("a leader without reconfiguration refused a learner's configuration version")
+	}
 }
 
 // reconfigScenario is a change the simulation makes under faults.
