@@ -38,6 +38,7 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/clienttls", tier: 3}, // TLS for the client port: key and trust store files
 	{pkg: "coordination/zkclient", tier: 3},  // keeper's own ZooKeeper client: sockets and goroutines
 	{pkg: "ledgerstore/bookie", tier: 3}, {pkg: "ledgerstore/metadata", tier: 3},
+	{pkg: "ledgerstore/bookie/httpadmin", tier: 3}, // the bookie's HTTP admin API (httpServerEnabled)
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
 	{pkg: "ledgerstore/autorecovery", tier: 3}, // auditor and replication workers over metadata and ledgerclient
 	// Tests' ports outside the ephemeral range, and their timescale; tier 3

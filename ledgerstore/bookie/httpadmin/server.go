@@ -1,0 +1,191 @@
+// Package httpadmin serves a bookie's HTTP admin API, BookKeeper's
+// /heartbeat, /metrics and /api/v1/... endpoints, with their paths,
+// methods, status codes and JSON layouts (docs/bookie-http.md). The
+// bookie starts it when httpServerEnabled=true.
+package httpadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"keeper/ledgerstore/metadata"
+)
+
+// Bounds of the server: a client may neither hold a connection open by
+// writing slowly nor send an unbounded body, and no more than
+// maxInFlight requests run at once (the rest are answered 503).
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+	// MaxBodyBytes bounds a request body; BookKeeper's bodies are small
+	// JSON objects.
+	MaxBodyBytes = 1 << 20
+	maxInFlight  = 8
+	// metadataTimeout bounds the metadata store calls of one request.
+	metadataTimeout = 30 * time.Second
+)
+
+// Bookie is what the admin API asks of the bookie it serves.
+type Bookie interface {
+	ID() string
+	// Running is true once the bookie has started and until it begins to
+	// shut down; ShuttingDown from then on.
+	Running() bool
+	ShuttingDown() bool
+	ReadOnly() bool
+	// AvailableForHighPriorityWrites: recovery adds are still taken.
+	AvailableForHighPriorityWrites() bool
+	// DiskSpace sums the free and total bytes of the ledger directories.
+	DiskSpace() (free, total uint64, err error)
+	// ForceGC asks for a garbage collection run now, followed by a major
+	// (or else minor) compaction if asked; it does not wait for the run.
+	ForceGC(major, minor bool) error
+	// InForceGC reports whether a forced run is asked for or running.
+	InForceGC() bool
+	// CompactionSuspended reports which compactions are suspended; a
+	// forced run leaves them out unless asked for by name.
+	CompactionSuspended() (major, minor bool)
+}
+
+// Options configure the API.
+type Options struct {
+	Bookie Bookie
+	// Metadata is the bookie's metadata store; nil without one (the
+	// endpoints that need it answer 500).
+	Metadata *metadata.Store
+	// Metrics serves the Prometheus registry of the bookie.
+	Metrics http.Handler
+	// Properties is the configuration as read from bookkeeper.conf.
+	Properties map[string]string
+	Logger     *slog.Logger
+}
+
+// Server is a listening admin API.
+type Server struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Listen serves the API on addr until Close.
+func Listen(addr string, o Options) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("bookie: httpServerPort: %w", err)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv := &http.Server{
+		Handler:           Handler(o),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Warn("http admin server stopped", "err", err)
+		}
+	}()
+	return &Server{ln: ln, srv: srv}, nil
+}
+
+// Addr is the listening address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops the server and its connections.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// notFoundBody is what BookKeeper's HTTP server (vert.x) answers for a
+// path it does not route.
+const notFoundBody = "<html><body><h1>Resource not found</h1></body></html>"
+
+type api struct {
+	o   Options
+	sem chan struct{}
+}
+
+// Handler returns the API's handler.
+func Handler(o Options) http.Handler {
+	a := &api{o: o, sem: make(chan struct{}, maxInFlight)}
+	return http.HandlerFunc(a.serve)
+}
+
+func (a *api) serve(w http.ResponseWriter, r *http.Request) {
+	select {
+	case a.sem <- struct{}{}:
+		defer func() { <-a.sem }()
+	default:
+		text(w, http.StatusServiceUnavailable, "Too many requests in progress")
+		return
+	}
+	h, ok := a.route(strings.TrimSuffix(r.URL.Path, "/"))
+	if !ok {
+		text(w, http.StatusNotFound, notFoundBody)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete:
+	default:
+		// BookKeeper binds each path for these four methods only.
+		text(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	h(w, r)
+}
+
+func (a *api) route(path string) (http.HandlerFunc, bool) {
+	switch path {
+	case "/heartbeat":
+		return a.heartbeat, true
+	case "/api/v1/config/server_config":
+		return a.serverConfig, true
+	case "/metrics":
+		return a.metrics, true
+	case "/api/v1/bookie/info":
+		return a.info, true
+	case "/api/v1/bookie/state":
+		return a.state, true
+	case "/api/v1/bookie/is_ready":
+		return a.isReady, true
+	case "/api/v1/bookie/list_bookies":
+		return a.listBookies, true
+	case "/api/v1/bookie/gc":
+		return a.gc, true
+	case "/api/v1/ledger/list":
+		return a.listLedgers, true
+	case "/api/v1/ledger/metadata":
+		return a.ledgerMetadata, true
+	}
+	return nil, false
+}
+
+func text(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
+
+func jsonBody(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(pretty(v))
+}
+
+// mdContext bounds one request's metadata calls.
+func mdContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), metadataTimeout)
+}
