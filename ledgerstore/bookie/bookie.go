@@ -14,6 +14,7 @@ import (
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/bookie/httpadmin"
 	"keeper/ledgerstore/bookie/journal"
 	"keeper/ledgerstore/metadata"
 )
@@ -55,6 +56,14 @@ type Bookie struct {
 
 	metricsLn  net.Listener
 	metricsSrv *http.Server
+	httpAdmin  *httpadmin.Server // nil unless HTTPServerAddr is set
+	running    atomic.Bool       // Start has finished
+
+	// Forced garbage collection (the admin API's PUT /api/v1/bookie/gc):
+	// gcForceCh (cap 1) carries the request to the GC loop; gcForced counts
+	// the requests queued or running.
+	gcForceCh chan gcForce
+	gcForced  atomic.Int32
 
 	locks [ledgerLockStripes]sync.Mutex
 	lacs  lacWatch
@@ -108,18 +117,19 @@ func New(cfg Config) (*Bookie, error) {
 	cfg = cfg.withDefaults()
 	life, endLife := context.WithCancel(context.Background())
 	b := &Bookie{
-		life:     life,
-		endLife:  endLife,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		m:        newMetrics(),
-		ckptKick: make(chan struct{}, 1),
-		flushed:  make(chan struct{}),
-		conns:    make(map[*conn]struct{}),
-		stopping: make(chan struct{}),
-		done:     make(chan struct{}),
-		lacs:     lacWatch{waiters: make(map[int64][]*lacWaiter)},
-		mem:      newMemBudget(cfg.MaxPendingBytes),
+		life:      life,
+		endLife:   endLife,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		m:         newMetrics(),
+		ckptKick:  make(chan struct{}, 1),
+		gcForceCh: make(chan gcForce, 1),
+		flushed:   make(chan struct{}),
+		conns:     make(map[*conn]struct{}),
+		stopping:  make(chan struct{}),
+		done:      make(chan struct{}),
+		lacs:      lacWatch{waiters: make(map[int64][]*lacWaiter)},
+		mem:       newMemBudget(cfg.MaxPendingBytes),
 	}
 	b.m.watchConnBytes(b.mem)
 	return b, nil
@@ -178,6 +188,11 @@ func (b *Bookie) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if b.cfg.HTTPServerAddr != "" {
+		if err := b.startHTTPAdmin(); err != nil {
+			return err
+		}
+	}
 	b.startLoops()
 	started = true
 	if b.md != nil {
@@ -185,6 +200,7 @@ func (b *Bookie) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	b.running.Store(true)
 	b.log.Info("bookie started", "addr", ln.Addr().String(), "readOnly", b.readOnly.Load())
 	return nil
 }
@@ -207,6 +223,9 @@ func (b *Bookie) abortStart(loopsStarted bool) {
 	_ = b.closeMetadata()
 	if b.metricsSrv != nil {
 		_ = b.metricsSrv.Close()
+	}
+	if b.httpAdmin != nil {
+		_ = b.httpAdmin.Close()
 	}
 	_ = b.ln.Close()
 	_ = b.unlockDirs() // last: every file of the directories is closed
@@ -252,13 +271,21 @@ func firstIPv4() string {
 	return "127.0.0.1"
 }
 
-// advertisedMetricsAddr is the metrics endpoint's address for the
-// registration data, "" without one.
+// advertisedMetricsAddr is the registration data's http endpoint: the
+// admin API when it is on (BookKeeper publishes its HTTP server there, and
+// the API serves /metrics too), else the metrics listener; "" without
+// either.
 func (b *Bookie) advertisedMetricsAddr() string {
-	if b.metricsLn == nil {
+	var addr net.Addr
+	switch {
+	case b.httpAdmin != nil:
+		addr = b.httpAdmin.Addr()
+	case b.metricsLn != nil:
+		addr = b.metricsLn.Addr()
+	default:
 		return ""
 	}
-	_, port, _ := net.SplitHostPort(b.metricsLn.Addr().String())
+	_, port, _ := net.SplitHostPort(addr.String())
 	host, _, _ := net.SplitHostPort(b.advAddr)
 	return net.JoinHostPort(host, port)
 }
@@ -417,6 +444,10 @@ func (b *Bookie) shutdown() error {
 	close(b.stopping)
 	b.endLife()
 	_ = b.ln.Close()
+	var errs []error
+	if b.httpAdmin != nil {
+		errs = append(errs, b.httpAdmin.Close())
+	}
 	b.connMu.Lock()
 	for c := range b.conns {
 		c.close()
@@ -427,7 +458,6 @@ func (b *Bookie) shutdown() error {
 	for _, jr := range b.journals {
 		jr.stop()
 	}
-	var errs []error
 	if b.failed() == nil {
 		errs = append(errs, b.checkpoint())
 	}

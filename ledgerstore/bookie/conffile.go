@@ -258,6 +258,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	p.compaction(&c)
 	p.limits(&c)
 	p.metadata(&c)
+	p.httpServer(&c)
 	p.refuseProtective()
 	if p.err != nil {
 		return Config{}, nil, p.err
@@ -272,7 +273,31 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	if err := p.typos(ignored); err != nil {
 		return Config{}, nil, err
 	}
+	if c.HTTPServerAddr != "" { // the admin API prints them
+		c.Properties = make(map[string]string, len(props))
+		for k, v := range props {
+			c.Properties[k] = v
+		}
+	}
 	return c, ignored, nil
+}
+
+// httpServer reads httpServerEnabled, httpServerPort (8080) and
+// httpServerHost (0.0.0.0), BookKeeper's keys and defaults for the HTTP
+// admin API. The port and host are read, and checked, even when the API
+// is off.
+func (p *confParser) httpServer(c *Config) {
+	var enabled bool
+	p.bool("httpServerEnabled", &enabled)
+	port := int64(8080)
+	p.int64("httpServerPort", 0, 65535, &port)
+	host := "0.0.0.0"
+	if v, ok := p.get("httpServerHost"); ok && v != "" {
+		host = v
+	}
+	if enabled {
+		c.HTTPServerAddr = net.JoinHostPort(host, strconv.FormatInt(port, 10))
+	}
 }
 
 func (p *confParser) identity(c *Config) {

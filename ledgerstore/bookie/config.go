@@ -270,6 +270,14 @@ type Config struct {
 	// /metrics (prometheusStatsHttpAddress:prometheusStatsHttpPort); ""
 	// disables them.
 	MetricsAddr string
+	// HTTPServerAddr is where the HTTP admin API is served
+	// (httpServerHost:httpServerPort when httpServerEnabled=true;
+	// docs/bookie-http.md); "" disables it.
+	HTTPServerAddr string
+	// Properties is the configuration as read from bookkeeper.conf, which
+	// the admin API's server_config endpoint prints; ConfigFromProperties
+	// sets it when the API is enabled. nil prints none.
+	Properties map[string]string
 	// Logger receives the bookie's logs; nil discards them.
 	Logger *slog.Logger
 }

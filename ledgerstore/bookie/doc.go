@@ -140,7 +140,9 @@
 // Interval, nettyMaxFrameSizeBytes, logSizeLimit,
 // dbStorage_writeCacheMaxSizeMb, dbStorage_readAheadCacheMaxSizeMb,
 // prometheusStatsHttpAddress and prometheusStatsHttpPort (metrics are
-// served only when the port is set), and the connection limits:
+// served only when the port is set), httpServerEnabled, httpServerPort and
+// httpServerHost (the HTTP admin API, package httpadmin,
+// docs/bookie-http.md), and the connection limits:
 // maxPendingAddRequestsPerThread and maxPendingReadRequestsPerThread (per
 // connection), waitTimeoutOnResponseBackpressureMs, and keeper's own
 // maxPendingRequestBytesPerConnection, maxUnsentResponseBytesPerConnection

@@ -41,6 +41,8 @@ func (b *Bookie) gcLoop() {
 			return
 		case <-gcTick:
 			_, err = b.GC()
+		case f := <-b.gcForceCh:
+			err = b.forcedGC(f)
 		case <-minorTick:
 			_, err = b.Compact(false)
 		case <-majorTick:

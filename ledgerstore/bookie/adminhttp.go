@@ -1,0 +1,134 @@
+package bookie
+
+import (
+	"errors"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"keeper/ledgerstore/bookie/httpadmin"
+)
+
+// What the HTTP admin API (httpServerEnabled, package httpadmin) asks of
+// the bookie. The API runs from Start, before the loops, until shutdown.
+
+// errStopping refuses a forced garbage collection during shutdown.
+var errStopping = errors.New("bookie: shutting down")
+
+// gcForce asks the GC loop for a forced run.
+type gcForce struct{ major, minor bool }
+
+// startHTTPAdmin serves the admin API on HTTPServerAddr.
+func (b *Bookie) startHTTPAdmin() error {
+	opts := httpadmin.Options{
+		Bookie:     b,
+		Metrics:    promhttp.HandlerFor(b.m.reg, promhttp.HandlerOpts{}),
+		Properties: b.cfg.Properties,
+		Metadata:   b.md,
+		Logger:     b.log,
+	}
+	srv, err := httpadmin.Listen(b.cfg.HTTPServerAddr, opts)
+	if err != nil {
+		return err
+	}
+	b.httpAdmin = srv
+	return nil
+}
+
+// HTTPAddr returns the admin API's address, nil without one.
+func (b *Bookie) HTTPAddr() net.Addr {
+	if b.httpAdmin == nil {
+		return nil
+	}
+	return b.httpAdmin.Addr()
+}
+
+// Running reports whether the bookie has started and not yet stopped.
+func (b *Bookie) Running() bool {
+	if !b.running.Load() {
+		return false
+	}
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// ShuttingDown reports whether the bookie has begun to stop.
+func (b *Bookie) ShuttingDown() bool {
+	select {
+	case <-b.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// AvailableForHighPriorityWrites reports whether recovery adds are taken:
+// always, unless the bookie is read-only because its storage failed
+// (checkWritable).
+func (b *Bookie) AvailableForHighPriorityWrites() bool {
+	return !b.readOnly.Load() || b.failed() == nil
+}
+
+// DiskSpace sums the free and total bytes of the ledger directories.
+func (b *Bookie) DiskSpace() (free, total uint64, err error) {
+	usage, err := b.store.Usage()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, u := range usage {
+		total += u.TotalBytes
+		free += u.TotalBytes - min(u.UsedBytes, u.TotalBytes)
+	}
+	return free, total, nil
+}
+
+// CompactionSuspended reports which compactions are suspended: major
+// compaction while a ledger directory is above diskUsageWarnThreshold.
+func (b *Bookie) CompactionSuspended() (major, minor bool) {
+	return b.aboveWarn.Load(), false
+}
+
+// ForceGC asks the GC loop for a garbage collection run now, followed by a
+// major compaction if major, or else a minor one if minor (each only if
+// enabled by its threshold and interval); it does not
+// wait for the run. A request made while one is pending joins it.
+func (b *Bookie) ForceGC(major, minor bool) error {
+	if b.md == nil {
+		return errNoMetadata
+	}
+	if b.ShuttingDown() {
+		return errStopping
+	}
+	b.gcForced.Add(1)
+	select {
+	case b.gcForceCh <- gcForce{major: major, minor: minor}:
+	default:
+		b.gcForced.Add(-1) // one is pending already
+	}
+	return nil
+}
+
+// InForceGC reports whether a forced run is pending or running.
+func (b *Bookie) InForceGC() bool { return b.gcForced.Load() > 0 }
+
+// forcedGC runs what ForceGC asked for, on the GC loop.
+func (b *Bookie) forcedGC(f gcForce) error {
+	defer b.gcForced.Add(-1)
+	if _, err := b.GC(); err != nil {
+		return err
+	}
+	var err error
+	// As BookKeeper's forced run: the major compaction if asked and
+	// enabled, or else the minor one if asked and enabled.
+	switch {
+	case f.major && b.cfg.majorEnabled():
+		_, err = b.Compact(true)
+	case f.minor && b.cfg.minorEnabled():
+		_, err = b.Compact(false)
+	}
+	return err
+}
