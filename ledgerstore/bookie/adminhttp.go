@@ -3,6 +3,8 @@ package bookie
 import (
 	"errors"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -131,4 +133,61 @@ func (b *Bookie) forcedGC(f gcForce) error {
 		_, err = b.Compact(false)
 	}
 	return err
+}
+
+// gcStatus is what gc_details reports of the compactions: BookKeeper's
+// collector starts its last-compaction times at its own start, and a major
+// compaction moves the minor one's time too.
+type gcStatus struct {
+	mu                   sync.Mutex
+	started              time.Time
+	lastMajor            time.Time
+	lastMinor            time.Time
+	running              int // 0 none, 1 minor, 2 major; gcMu orders runs
+	majorRuns, minorRuns int64
+}
+
+func (s *gcStatus) init(now time.Time) {
+	s.started, s.lastMajor, s.lastMinor = now, now, now
+}
+
+// begin and end bracket a compaction run (Compact), successful or not.
+func (s *gcStatus) begin(major bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = 1
+	if major {
+		s.running = 2
+	}
+}
+
+func (s *gcStatus) end(major bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = 0
+	now := time.Now()
+	if major {
+		s.lastMajor, s.lastMinor = now, now
+		s.majorRuns++
+	} else {
+		s.lastMinor = now
+		s.minorRuns++
+	}
+}
+
+// GCStatus reports the garbage collector's state (gc_details).
+func (b *Bookie) GCStatus() httpadmin.GCStatus {
+	s := &b.gcStat
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return httpadmin.GCStatus{
+		ForceCompacting:             b.InForceGC(),
+		MajorCompacting:             s.running == 2,
+		MinorCompacting:             s.running == 1,
+		LastMajorCompaction:         s.lastMajor,
+		LastMinorCompaction:         s.lastMinor,
+		LastEntryLocationCompaction: s.started,
+		MajorCompactions:            s.majorRuns,
+		MinorCompactions:            s.minorRuns,
+	}
 }

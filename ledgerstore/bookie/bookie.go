@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
@@ -64,6 +65,7 @@ type Bookie struct {
 	// the requests queued or running.
 	gcForceCh chan gcForce
 	gcForced  atomic.Int32
+	gcStat    gcStatus // compactions, for the admin API's gc_details
 
 	locks [ledgerLockStripes]sync.Mutex
 	lacs  lacWatch
@@ -132,6 +134,7 @@ func New(cfg Config) (*Bookie, error) {
 		mem:       newMemBudget(cfg.MaxPendingBytes),
 	}
 	b.m.watchConnBytes(b.mem)
+	b.gcStat.init(time.Now())
 	return b, nil
 }
 

@@ -121,6 +121,8 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 	}
 	b.gcMu.Lock()
 	defer b.gcMu.Unlock()
+	b.gcStat.begin(major)
+	defer b.gcStat.end(major)
 	var total entrystore.CompactStats
 	for _, u := range b.store.LogUsage() {
 		if !u.Sealed || !u.Known || u.LiveRatio() >= threshold {

@@ -3,6 +3,7 @@ package httpadmin_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -204,7 +205,8 @@ func TestBookieHTTP(t *testing.T) {
 }
 
 // TestBookieHTTPForceGC: PUT /api/v1/bookie/gc asks the bookie's GC loop
-// for a run, and GET reports is_in_force_gc until it is over.
+// for a run, GET reports is_in_force_gc until it is over, and gc_details
+// counts the compaction it ran.
 func TestBookieHTTPForceGC(t *testing.T) {
 	w := newWorld(t)
 	code, body := w.get(t, "PUT", "/api/v1/bookie/gc")
@@ -224,6 +226,19 @@ func TestBookieHTTPForceGC(t *testing.T) {
 			t.Fatal("the forced GC did not end")
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition, with a deadline
+	}
+	// The forced run did a major compaction (enabled by default, not
+	// suspended), which moves the minor compaction's time too.
+	_, body = w.get(t, "GET", "/api/v1/bookie/gc_details")
+	var details []map[string]any
+	if err := json.Unmarshal([]byte(body), &details); err != nil || len(details) != 1 {
+		t.Fatalf("gc_details %q: %v", body, err)
+	}
+	d := details[0]
+	if d["majorCompactionCounter"] != 1.0 || d["minorCompactionCounter"] != 0.0 || d["forceCompacting"] != false ||
+		d["majorCompacting"] != false || d["lastMajorCompactionTime"] != d["lastMinorCompactionTime"] ||
+		d["entryLocationCompactionCounter"] != 0.0 {
+		t.Fatalf("gc_details after a forced run: %s", body)
 	}
 }
 

@@ -187,6 +187,27 @@ func (a *api) gc(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (a *api) gcDetails(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		text(w, http.StatusNotFound, "Only support GET method to retrieve GC details."+
+			" If you want to trigger gc, send a POST to gc endpoint.")
+		return
+	}
+	st := a.o.Bookie.GCStatus()
+	// One status per ledger storage; keeper's bookie has one.
+	jsonBody(w, []any{obj{
+		{"forceCompacting", st.ForceCompacting},
+		{"majorCompacting", st.MajorCompacting},
+		{"minorCompacting", st.MinorCompacting},
+		{"lastMajorCompactionTime", st.LastMajorCompaction.UnixMilli()},
+		{"lastMinorCompactionTime", st.LastMinorCompaction.UnixMilli()},
+		{"lastEntryLocationCompactionTime", st.LastEntryLocationCompaction.UnixMilli()},
+		{"majorCompactionCounter", st.MajorCompactions},
+		{"minorCompactionCounter", st.MinorCompactions},
+		{"entryLocationCompactionCounter", st.EntryLocationCompactions},
+	}})
+}
+
 // gcFlags reads a forced run's body, as BookKeeper does: none forces both
 // compactions; otherwise forceMajor and forceMinor, each true only if its
 // value reads "true" (any case), and when absent true unless that

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeBookie stands for a bookie in the tests that need no metadata; one
@@ -21,6 +22,7 @@ type fakeBookie struct {
 	majorSusp, minorSusp  bool
 	forceErr              error
 	inForce               bool
+	gcStatus              GCStatus
 }
 
 func (f *fakeBookie) ID() string                           { return "bookie-1:3181" }
@@ -31,6 +33,7 @@ func (f *fakeBookie) AvailableForHighPriorityWrites() bool { return f.highPriori
 func (f *fakeBookie) DiskSpace() (uint64, uint64, error)   { return f.free, f.total, f.diskErr }
 func (f *fakeBookie) InForceGC() bool                      { return f.inForce }
 func (f *fakeBookie) CompactionSuspended() (bool, bool)    { return f.majorSusp, f.minorSusp }
+func (f *fakeBookie) GCStatus() GCStatus                   { return f.gcStatus }
 func (f *fakeBookie) ForceGC(major, minor bool) error {
 	if f.forceErr != nil {
 		return f.forceErr
@@ -100,6 +103,22 @@ func TestEndpointsWithoutMetadata(t *testing.T) {
 		{name: "gc PUT bad body", method: "PUT", path: "/api/v1/bookie/gc", body: "[", code: 400},
 		{name: "gc DELETE", method: "DELETE", path: "/api/v1/bookie/gc", code: 405,
 			want: "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state."},
+		{name: "gc details", bookie: fakeBookie{gcStatus: GCStatus{ForceCompacting: true, MajorCompacting: true,
+			LastMajorCompaction: time.UnixMilli(1544578144944), LastMinorCompaction: time.UnixMilli(1544578144944),
+			LastEntryLocationCompaction: time.UnixMilli(1544578000000), MajorCompactions: 1, MinorCompactions: 2}},
+			method: "GET", path: "/api/v1/bookie/gc_details", code: 200, want: `[ {
+  "forceCompacting" : true,
+  "majorCompacting" : true,
+  "minorCompacting" : false,
+  "lastMajorCompactionTime" : 1544578144944,
+  "lastMinorCompactionTime" : 1544578144944,
+  "lastEntryLocationCompactionTime" : 1544578000000,
+  "majorCompactionCounter" : 1,
+  "minorCompactionCounter" : 2,
+  "entryLocationCompactionCounter" : 0
+} ]`},
+		{name: "gc details PUT", method: "PUT", path: "/api/v1/bookie/gc_details", code: 404,
+			want: "Only support GET method to retrieve GC details. If you want to trigger gc, send a POST to gc endpoint."},
 		{name: "list bookies no metadata", method: "GET", path: "/api/v1/bookie/list_bookies?type=rw", code: 500},
 		{name: "list bookies POST", method: "POST", path: "/api/v1/bookie/list_bookies", code: 404, want: "Not found method. Should be GET method"},
 		{name: "ledgers POST", method: "POST", path: "/api/v1/ledger/list", code: 404, want: "Not found method. Should be GET method"},

@@ -54,6 +54,21 @@ type Bookie interface {
 	// CompactionSuspended reports which compactions are suspended; a
 	// forced run leaves them out unless asked for by name.
 	CompactionSuspended() (major, minor bool)
+	// GCStatus reports the garbage collector's state for gc_details.
+	GCStatus() GCStatus
+}
+
+// GCStatus is BookKeeper's garbage collection status: whether a forced run
+// and a compaction are under way, when each kind of compaction last ended
+// (the collector's start before the first), and how many have run.
+// keeper has no entry location compaction: its time is the start and its
+// count 0.
+type GCStatus struct {
+	ForceCompacting, MajorCompacting, MinorCompacting bool
+	LastMajorCompaction, LastMinorCompaction          time.Time
+	LastEntryLocationCompaction                       time.Time
+	MajorCompactions, MinorCompactions                int64
+	EntryLocationCompactions                          int64
 }
 
 // Options configure the API.
@@ -165,6 +180,8 @@ func (a *api) route(path string) (http.HandlerFunc, bool) {
 		return a.listBookies, true
 	case "/api/v1/bookie/gc":
 		return a.gc, true
+	case "/api/v1/bookie/gc_details":
+		return a.gcDetails, true
 	case "/api/v1/ledger/list":
 		return a.listLedgers, true
 	case "/api/v1/ledger/metadata":
