@@ -5,35 +5,6 @@ import (
 	"testing"
 )
 
-func TestOneEditApart(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want bool
-	}{
-		{"tickTIme", "tickTime", true},
-		{"TICKTIME", "tickTime", true},
-		{"tikTime", "tickTime", true},
-		{"tickkTime", "tickTime", true},
-		{"tcikTime", "tickTime", true},
-		{"tickTimx", "tickTime", true},
-		{"tickTime", "tickTime", false},
-		{"tockTimx", "tickTime", false},
-		{"tickTi", "tickTime", false},
-		{"initLimit", "syncLimit", false},
-		{"", "a", true},
-		{"ab", "ba", true},
-		{"abc", "cba", false},
-	}
-	for _, tt := range tests {
-		if got := oneEditApart(tt.a, tt.b); got != tt.want {
-			t.Errorf("oneEditApart(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-		if got := oneEditApart(tt.b, tt.a); got != tt.want {
-			t.Errorf("oneEditApart(%q, %q) = %v, want %v", tt.b, tt.a, got, tt.want)
-		}
-	}
-}
-
 // TestTypo parses files with misspelt and unknown keys: Parse warns about
 // each, and Typo picks out the misspelt ones with the key meant.
 func TestTypo(t *testing.T) {

@@ -20,6 +20,7 @@ var tierTable = []tierEntry{
 	{pkg: "internal/failpoint"}, // named crash points; the binary installs the actions
 	{pkg: "internal/skewclock"}, // a chaos build's skewable clock, pure: real readings passed in
 	{pkg: "internal/metric"},    // counters and summaries; values measured by the callers
+	{pkg: "internal/typo"},      // a mistyped configuration key, one edit from a known one
 	// Tier 1, pure domain: no os/net, no clock or timers, no global rand, no `go`.
 	{pkg: "coordination/zkproto", tier: 1}, {pkg: "coordination/txn", tier: 1},
 	{pkg: "coordination/datatree", tier: 1}, {pkg: "coordination/session", tier: 1},

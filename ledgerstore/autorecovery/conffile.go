@@ -2,6 +2,7 @@ package autorecovery
 
 import (
 	"fmt"
+	"keeper/internal/typo"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +95,7 @@ func FromProperties(props map[string]string) (enabled bool, cfg Config, used []s
 	if ok {
 		cfg.EntryBatchSize = int(n)
 	}
-	if err := typo(props); err != nil {
+	if err := refuseTypo(props); err != nil {
 		return false, Config{}, nil, err
 	}
 	for key, what := range refusedKeys {
@@ -116,10 +117,10 @@ func Keys() []string {
 	return keys
 }
 
-// typo refuses a key one edit away from an autorecovery key that is not
+// refuseTypo refuses a key one edit away from an autorecovery key that is not
 // set: BookKeeper ignores unknown keys, so "autoRecoveryDaemonEnable=true"
 // would leave the bookie without its daemon and nobody told.
-func typo(props map[string]string) error {
+func refuseTypo(props map[string]string) error {
 	keys := Keys()
 	slices.Sort(keys)
 	var set []string
@@ -132,39 +133,10 @@ func typo(props map[string]string) error {
 			continue
 		}
 		for _, known := range keys {
-			if _, ok := props[known]; !ok && oneEditApart(k, known) {
+			if _, ok := props[known]; !ok && typo.OneEditApart(k, known) {
 				return fmt.Errorf("bookkeeper.conf: unknown key %s; did you mean %s?", k, known)
 			}
 		}
 	}
 	return nil
-}
-
-// oneEditApart reports whether a and b differ only in case or by one
-// insertion, deletion, substitution or transposition of adjacent letters.
-func oneEditApart(a, b string) bool {
-	if a == b {
-		return false
-	}
-	a, b = strings.ToLower(a), strings.ToLower(b)
-	if a == b {
-		return true
-	}
-	if len(a) > len(b) {
-		a, b = b, a
-	}
-	i := 0
-	for i < len(a) && a[i] == b[i] {
-		i++
-	}
-	switch len(b) - len(a) {
-	case 0:
-		if a[i+1:] == b[i+1:] {
-			return true
-		}
-		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
-	case 1:
-		return a[i:] == b[i+1:]
-	}
-	return false
 }
