@@ -49,6 +49,6 @@ func TestMixedObservers(t *testing.T) {
 	}
 	// The Java learners lost their keeper leader and synced again from
 	// the Java one.
-	checkAliveTolerating(t, []string{javaShutdownBug, javaLeaderBug}, e.Members...)
+	checkAliveTolerating(t, []string{javaShutdownBug, javaRevalidateBug, javaLeaderBug}, e.Members...)
 	checkTrees(t, e, ack)
 }

@@ -198,9 +198,9 @@ func (mg *migration) roll(tag string, kind Kind, order ...*Member) {
 		// lost its leader when it replaced or killed it.
 		var tolerate []string
 		if slices.Contains(leaders, ZooKeeper) {
-			tolerate = append(tolerate, javaLeaderBug, javaShutdownBug)
+			tolerate = append(tolerate, javaLeaderBug, javaShutdownBug, javaRevalidateBug)
 		} else if before == m || killed != nil {
-			tolerate = append(tolerate, javaShutdownBug)
+			tolerate = append(tolerate, javaShutdownBug, javaRevalidateBug)
 		}
 		checkAliveTolerating(t, tolerate, e.Members...)
 		mg.steps = append(mg.steps, fmt.Sprintf("%s: longest gap %v", what, w.stepGap().Round(time.Millisecond)))

@@ -149,7 +149,7 @@ func rollingUpgrade(t *testing.T, kinds []Kind) {
 	// Every member lives, and no Java log shows a complaint but ZooKeeper's
 	// own bugs: the leader is killed at every restart under constant
 	// writes, and Java followers of a Java leader then hit them.
-	checkAliveTolerating(t, []string{javaLeaderBug, javaShutdownBug}, e.Members...)
+	checkAliveTolerating(t, []string{javaLeaderBug, javaShutdownBug, javaRevalidateBug}, e.Members...)
 	checkTrees(t, e, ack)
 }
 
