@@ -165,9 +165,9 @@ func (t *Transport) serveElection(raw net.Conn) {
 		t.refused("election", raw, 0, err)
 		return
 	}
-	sid, err := t.readHandshake(conn)
+	sid, addr, err := t.readHandshake(conn)
 	t.mu.Lock()
-	if err == nil && !t.knownPeerLocked(sid) {
+	if err == nil && !t.admitPeerLocked(sid, addr) {
 		err = errUnknownPeer
 	}
 	if err != nil {
@@ -187,15 +187,15 @@ func (t *Transport) serveElection(raw net.Conn) {
 	t.readElection(ec)
 }
 
-func (t *Transport) readHandshake(conn net.Conn) (zab.PeerID, error) {
+func (t *Transport) readHandshake(conn net.Conn) (zab.PeerID, string, error) {
 	if err := conn.SetReadDeadline(time.Now().Add(t.cfg.DialTimeout)); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	sid, _, err := readElectionHandshake(conn) // reads exactly the handshake: no buffer to hand on
+	sid, addr, err := readElectionHandshake(conn) // reads exactly the handshake: no buffer to hand on
 	if err != nil {
-		return sid, err
+		return sid, addr, err
 	}
-	return sid, conn.SetReadDeadline(time.Time{})
+	return sid, addr, conn.SetReadDeadline(time.Time{})
 }
 
 // readElection delivers the notifications that arrive on ec until it

@@ -275,7 +275,7 @@ func (t *Transport) readLearnerInfo(conn net.Conn, br *bufio.Reader) (zab.Messag
 		return zab.Message{}, err
 	case m.Type != zab.MsgFollowerInfo && m.Type != zab.MsgObserverInfo:
 		return zab.Message{}, errNotLearnerInfo
-	case !t.knownPeer(m.From):
+	case !t.admitPeer(m.From):
 		return zab.Message{}, errors.New("learner is not a peer")
 	}
 	m.To = t.cfg.ID

@@ -61,7 +61,8 @@ type Config struct {
 	ID zab.PeerID
 	// Peers are the servers of the ensemble, this one included if its
 	// advertised election address should differ from the bound one.
-	// Connections from ids not listed here are refused.
+	// Connections from ids not listed here are refused, unless
+	// AcceptUnknown.
 	Peers map[zab.PeerID]PeerAddrs
 	// ListenQuorum and ListenElection are the host:port to listen on.
 	// Port 0 picks a free port; QuorumAddr and ElectionAddr report it.
@@ -78,6 +79,12 @@ type Config struct {
 	MaxSnapshotBytes   int64
 	// TLS secures both ports (nil: plaintext only).
 	TLS *TLS
+	// AcceptUnknown lets servers that are not in Peers connect, as an
+	// ensemble with reconfigEnabled must (a server joins by connecting
+	// before any configuration names it): an unknown server's election
+	// address is learned from its handshake. At most MaxLearnedPeers
+	// servers are learned so; then unknown ids are refused again.
+	AcceptUnknown bool
 	// Logger receives the transport's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -127,7 +134,13 @@ type Transport struct {
 	lastQuorum    map[zab.PeerID]chan struct{} // see quorumLink.prev
 	noLinkPending map[zab.PeerID]bool          // a "no link" MsgDisconnected is on its way
 	election      map[zab.PeerID]*electionPeer
+	learned       int // peers let in by AcceptUnknown
 }
+
+// MaxLearnedPeers bounds the servers a transport with AcceptUnknown lets
+// in without a configuration naming them, so that a stream of made-up
+// ids costs a bounded amount of memory.
+const MaxLearnedPeers = 64
 
 // New returns a transport; Start makes it listen.
 func New(cfg Config) (*Transport, error) {
@@ -438,10 +451,30 @@ func (t *Transport) knownPeerLocked(id zab.PeerID) bool {
 	return ok && id != t.cfg.ID
 }
 
-func (t *Transport) knownPeer(id zab.PeerID) bool {
+// admitPeerLocked reports whether id may connect to us, learning an
+// unknown one (with its election address, when the connection carries
+// one) if the transport accepts unknown servers and has room.
+func (t *Transport) admitPeerLocked(id zab.PeerID, electionAddr string) bool {
+	switch {
+	case t.knownPeerLocked(id):
+		if a := t.peers[id]; a.Election == "" && electionAddr != "" {
+			a.Election = electionAddr
+			t.peers[id] = a
+		}
+		return true
+	case !t.cfg.AcceptUnknown || id <= 0 || id == t.cfg.ID || t.learned >= MaxLearnedPeers:
+		return false
+	}
+	t.learned++
+	t.peers[id] = PeerAddrs{Election: electionAddr}
+	t.logger.Info("server not in the configuration connected", "peer", id, "election", electionAddr)
+	return true
+}
+
+func (t *Transport) admitPeer(id zab.PeerID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.knownPeerLocked(id)
+	return t.admitPeerLocked(id, "")
 }
 
 // refused closes an accepted connection that failed its handshake, and
