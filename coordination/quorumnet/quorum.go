@@ -18,6 +18,7 @@ var quorumTypes = map[zab.MsgType]bool{
 	zab.MsgPing: true, zab.MsgRevalidate: true, zab.MsgSync: true, zab.MsgInform: true, zab.MsgNewLeader: true,
 	zab.MsgUpToDate: true, zab.MsgDiff: true, zab.MsgTrunc: true, zab.MsgSnap: true,
 	zab.MsgLeaderInfo: true, zab.MsgAckEpoch: true, zab.MsgSyncRequest: true,
+	zab.MsgCommitAndActivate: true, zab.MsgInformAndActivate: true,
 }
 
 // ioBufferBytes sizes each quorum connection's read and write buffers:

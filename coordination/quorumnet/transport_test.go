@@ -577,3 +577,21 @@ func TestSupersedes(t *testing.T) {
 		}
 	}
 }
+
+// A reconfiguration's COMMITANDACTIVATE and INFORMANDACTIVATE go over a
+// quorum link like any COMMIT and INFORM, with the designated leader.
+func TestActivateOverLink(t *testing.T) {
+	trs := startTransports(t, 2, nil)
+	leader, learner := trs[0], trs[1]
+	openLink(t, learner, leader)
+	leader.Send([]zab.Message{
+		{Type: zab.MsgCommitAndActivate, From: 1, To: 2, Zxid: 0x100000005, Designated: 1},
+		{Type: zab.MsgInformAndActivate, From: 1, To: 2, Zxid: 0x100000006, Designated: 2, Data: []byte("txn")},
+	})
+	if m := expect(t, learner, zab.Message{Type: zab.MsgCommitAndActivate, From: 1, Zxid: 0x100000005}); m.Designated != 1 {
+		t.Fatalf("COMMITANDACTIVATE %v", m)
+	}
+	if m := expect(t, learner, zab.Message{Type: zab.MsgInformAndActivate, From: 1, Zxid: 0x100000006}); m.Designated != 2 || string(m.Data) != "txn" {
+		t.Fatalf("INFORMANDACTIVATE %v", m)
+	}
+}
