@@ -49,13 +49,15 @@ explains SASL.`,
 				}
 				defer stop()
 			}
-			var text []byte // the admin server's initial_configuration
+			var static string // the static configuration file
+			var text []byte   // the admin server's initial_configuration
 			if len(args) > 0 {
-				if text, err = os.ReadFile(args[0]); err != nil {
+				static = args[0]
+				if text, err = os.ReadFile(static); err != nil {
 					return err
 				}
 			}
-			return runServer(cmd.Context(), zc, string(text), logger, nil)
+			return runServer(cmd.Context(), zc, static, string(text), logger, nil)
 		},
 	}
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) to this file until shutdown")
@@ -103,13 +105,24 @@ func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
 }
 
 // runServer serves until SIGINT or SIGTERM, then shuts down cleanly.
-// ready, if not nil, is called once the server listens.
-func runServer(ctx context.Context, zc *zoocfg.Config, initialConfig string, logger *slog.Logger,
+// static is the path of zoo.cfg ("" for none). ready, if not nil, is
+// called once the server listens.
+func runServer(ctx context.Context, zc *zoocfg.Config, static, initialConfig string, logger *slog.Logger,
 	ready func(*server.Server)) error {
 	if err := os.MkdirAll(zc.DataDir, 0o755); err != nil {
 		return err
 	}
 	cfg := server.ConfigFromZoo(zc, logger)
+	if q := cfg.Quorum; q != nil && q.Reconfig != nil {
+		// The files ZooKeeper writes as the configuration changes go
+		// beside the static file; an absolute path keeps them found from
+		// any working directory.
+		abs, err := filepath.Abs(static)
+		if err != nil {
+			return err
+		}
+		q.Reconfig.StaticFile = abs
+	}
 	cfg.InitialConfig = initialConfig
 	auth, err := server.AuthFromZoo(zc, os.Getenv, logger)
 	if err != nil {

@@ -282,9 +282,8 @@ func (s *shell) removeWatches(f flagSet, args []string) error {
 const reconfigUsage = "[-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | " +
 	"[-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]"
 
-// reconfig parses zkCli's reconfig options and sends the request. keeper
-// has no dynamic reconfiguration: the server answers ReconfigDisabled, as
-// ZooKeeper does without reconfigEnabled.
+// reconfig parses zkCli's reconfig options and sends the request; a
+// server without reconfigEnabled answers ReconfigDisabled.
 func (s *shell) reconfig(tokens []string) error {
 	opts, err := parseWordFlags(tokens, map[string]bool{"s": false, "v": true, "file": true, "members": true, "add": true, "remove": true})
 	if err != nil {

@@ -83,6 +83,8 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 	if zc.Distributed() {
 		cfg.Core.EnsembleConfig = zc.ConfigData()
 		cfg.Core.EnsembleConfigVersion = zc.ConfigVersion
+		cfg.Core.ReconfigEnabled = zc.ReconfigEnabled
+		cfg.Core.StandaloneEnabled = zc.StandaloneEnabled
 		cfg.Quorum = quorumFromZoo(zc)
 		cfg.ConfLines = nil // the standalone conf lines do not apply
 	}
@@ -99,12 +101,16 @@ func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
 		ReadOnly:       zc.ReadOnlyModeEnabled,
 	}
 	q.TLS = quorumTLSFromZoo(zc)
+	if zc.ReconfigEnabled {
+		// The caller names the static file (QuorumReconfig.StaticFile).
+		q.Reconfig = &QuorumReconfig{Next: zc.NextEnsemble, Backup: zc.DynamicConfigFile == ""}
+		if !q.Reconfig.Backup {
+			q.Reconfig.Written = zc.ConfigVersion
+		}
+	}
 	for _, srv := range zc.Servers {
 		id := zab.PeerID(srv.ID)
-		q.Peers[id] = quorumnet.PeerAddrs{
-			Quorum:   net.JoinHostPort(srv.Host, strconv.Itoa(srv.QuorumPort)),
-			Election: net.JoinHostPort(srv.Host, strconv.Itoa(srv.ElectionPort)),
-		}
+		q.Peers[id] = peerAddrs(srv)
 		if srv.Role == zoocfg.Observer {
 			q.Observers = append(q.Observers, id)
 		} else {

@@ -4,10 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
+	"strconv"
 
+	"keeper/coordination/peer"
+	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
 	"keeper/coordination/zoocfg"
+	"keeper/coordination/zxid"
 	"keeper/internal/vfs"
 )
 
@@ -131,4 +136,77 @@ func parseText(text []byte) (*zoocfg.Ensemble, error) {
 		return nil, fmt.Errorf("server: configuration to write: %w", err)
 	}
 	return e, nil
+}
+
+// reconfigFor sets up dynamic reconfiguration for a member: zab's codec
+// and configurations (the active one from the core's configuration, the
+// next one from rc), the files to persist them in, and the backup of a
+// static file that still holds the servers, as ZooKeeper makes it at
+// start.
+func (s *Server) reconfigFor(rc *QuorumReconfig, zcfg *zab.Config, maxRecord int) (*ConfigFiles, error) {
+	if rc.StaticFile == "" {
+		return nil, errors.New("server: reconfigEnabled needs the path of the static configuration file")
+	}
+	codec := peer.MembershipCodec{MaxBuffer: maxRecord}
+	zcfg.Reconfigs = codec
+	zcfg.ConfigText = s.cfg.Core.EnsembleConfig
+	zcfg.ConfigVersion = zxid.ID(s.cfg.Core.EnsembleConfigVersion)
+	if rc.Next != nil && rc.Next.Version > s.cfg.Core.EnsembleConfigVersion {
+		m, err := codec.Parse(rc.Next.Data())
+		if err != nil {
+			return nil, fmt.Errorf("server: %s%s: %w", rc.StaticFile, zoocfg.NextDynamicSuffix, err)
+		}
+		zcfg.NextConfig = &m
+	}
+	fsys := s.cfg.Storage.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	files := &ConfigFiles{FS: fsys, Static: rc.StaticFile, MyID: int64(zcfg.ID), written: rc.Written}
+	if rc.Backup {
+		if err := files.Backup(); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// configStore persists the configurations zab hands out (peer.ConfigStore)
+// and tells the transport every server's addresses in them, so that a
+// member dials servers a reconfiguration added and finds moved ones. It
+// runs on the persister goroutine.
+type configStore struct {
+	files *ConfigFiles
+	tr    *quorumnet.Transport
+}
+
+func (c configStore) SaveConfig(cs zab.ConfigState) error {
+	if err := c.files.SaveConfig(cs); err != nil {
+		return err
+	}
+	learnAddresses(c.tr, cs.Active.Text)
+	if cs.Next != nil {
+		learnAddresses(c.tr, cs.Next.Text)
+	}
+	return nil
+}
+
+// learnAddresses gives tr the quorum and election addresses of every
+// server in a configuration's text.
+func learnAddresses(tr *quorumnet.Transport, text []byte) {
+	e, err := zoocfg.ParseNextDynamic(text, "configuration")
+	if err != nil {
+		return // a member without a configuration text: nothing to learn
+	}
+	for _, srv := range e.Servers {
+		tr.SetPeer(zab.PeerID(srv.ID), peerAddrs(srv))
+	}
+}
+
+// peerAddrs is a server line's quorum and election addresses.
+func peerAddrs(srv zoocfg.Server) quorumnet.PeerAddrs {
+	return quorumnet.PeerAddrs{
+		Quorum:   net.JoinHostPort(srv.Host, strconv.Itoa(srv.QuorumPort)),
+		Election: net.JoinHostPort(srv.Host, strconv.Itoa(srv.ElectionPort)),
+	}
 }

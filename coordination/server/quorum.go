@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
+	"keeper/coordination/zoocfg"
 	"keeper/coordination/zxid"
 )
 
@@ -40,6 +41,31 @@ type QuorumConfig struct {
 	ReadOnly bool
 	// TLS secures the quorum and election ports; nil: plaintext only.
 	TLS *QuorumTLS
+	// Reconfig turns on dynamic reconfiguration (reconfigEnabled); nil
+	// keeps the membership fixed.
+	Reconfig *QuorumReconfig
+}
+
+// QuorumReconfig is dynamic reconfiguration (docs/configuration.md,
+// Dynamic configuration files): the reconfig operation, the
+// configurations persisted as ZooKeeper's files beside the static one,
+// and servers that no configuration names yet let in to join.
+type QuorumReconfig struct {
+	// StaticFile is the path of the static configuration file (zoo.cfg);
+	// the files ZooKeeper writes as the configuration changes go beside
+	// it. Required.
+	StaticFile string
+	// Written is the version of the active configuration already in the
+	// dynamic file the static file names (dynamicConfigFile).
+	Written int64
+	// Backup copies the static file to <static>.bak at start: its
+	// servers are still in it (no dynamicConfigFile), as ZooKeeper does
+	// before it first rewrites the file.
+	Backup bool
+	// Next is the configuration last seen proposed
+	// (zoo.cfg.dynamic.next), nil when there is none; one not newer than
+	// the active configuration is ignored, as ZooKeeper ignores it.
+	Next *zoocfg.Ensemble
 }
 
 // QuorumTLS is TLS between members (sslQuorum, portUnification,
@@ -180,6 +206,13 @@ func (s *Server) startQuorum() error {
 	// tickTime: syncLimit and initLimit keep their length, and elections
 	// and pings keep Apache ZooKeeper's (docs/zookeeper-protocol.md §10).
 	zab.TimingFor(s.cfg.Core.TickMs, q.InitLimitTicks, q.SyncLimitTicks).Apply(&zcfg)
+	var files *ConfigFiles
+	if rc := q.Reconfig; rc != nil {
+		if files, err = s.reconfigFor(rc, &zcfg, maxRecord); err != nil {
+			lg.Close()
+			return err
+		}
+	}
 	node, err := zab.New(zcfg)
 	if err != nil {
 		lg.Close()
@@ -191,7 +224,8 @@ func (s *Server) startQuorum() error {
 		return err
 	}
 	tr, err := quorumnet.New(quorumnet.Config{ID: q.MyID, Peers: q.Peers,
-		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, TLS: sec, Logger: s.log})
+		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, TLS: sec, Logger: s.log,
+		AcceptUnknown: q.Reconfig != nil})
 	if err != nil {
 		lg.Close()
 		return err
@@ -204,6 +238,13 @@ func (s *Server) startQuorum() error {
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
+	if files != nil {
+		s.core.SetEnsemble(s.quorum.peer.Ensemble())
+		s.quorum.peer.SetConfigStore(configStore{files: files, tr: tr})
+		if zcfg.NextConfig != nil {
+			learnAddresses(tr, zcfg.NextConfig.Text)
+		}
+	}
 	go s.persister()
 	return nil
 }

@@ -83,8 +83,7 @@
 //
 // Load follows dynamicConfigFile to the file that holds the servers and
 // reads zoo.cfg.dynamic.next, by ZooKeeper 3.8's rules (dynamic.go,
-// docs/configuration.md). reconfigEnabled=true is refused until keeper has
-// the reconfig operation.
+// docs/configuration.md).
 //
 // # Stricter than ZooKeeper
 //

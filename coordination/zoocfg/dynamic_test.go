@@ -140,8 +140,8 @@ func TestLoad(t *testing.T) {
 			"dynamicConfigFile: open /z/gone: file does not exist", -1},
 		{"server line in both", map[string]string{"/z/zoo.cfg": static + three + "dynamicConfigFile=/z/dyn\n", "/z/dyn": three},
 			"must be in the dynamic configuration file", -1},
-		{"reconfigEnabled=true refused", map[string]string{"/z/zoo.cfg": static + three + "reconfigEnabled=true\n"},
-			"keeper does not support dynamic reconfiguration", -1},
+		{"reconfigEnabled=true, servers in the static file", map[string]string{"/z/zoo.cfg": static + three + "reconfigEnabled=true\n"},
+			"server.1=a:1:2:participant\nserver.2=b:1:2:participant\nserver.3=c:1:2:participant\nversion=0", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

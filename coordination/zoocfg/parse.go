@@ -216,7 +216,7 @@ var settings = map[string]setter{
 	"minSessionTimeout": millisField(func(c *Config) *time.Duration { return &c.MinSessionTimeout }),
 	"maxSessionTimeout": millisField(func(c *Config) *time.Duration { return &c.MaxSessionTimeout }),
 	"standaloneEnabled": boolField(func(c *Config) *bool { return &c.StandaloneEnabled }),
-	"reconfigEnabled":   setReconfigEnabled,
+	"reconfigEnabled":   boolField(func(c *Config) *bool { return &c.ReconfigEnabled }),
 	"electionAlg":       setElectionAlg,
 	"peerType":          setPeerType,
 	"dynamicConfigFile": stringField(func(c *Config) *string { return &c.DynamicConfigFile }),
@@ -408,20 +408,6 @@ func setSuperDigest(p *parser, v string) error {
 func setElectionAlg(_ *parser, v string) error {
 	if n, err := parseInt(v); err != nil || n != 3 {
 		return errors.New("only 3 is supported")
-	}
-	return nil
-}
-
-// setReconfigEnabled reads reconfigEnabled. keeper does not implement the
-// reconfig operation yet, so true is refused rather than accepted and
-// answered with ReconfigDisabled: an operator who turned it on expects
-// membership changes to work.
-func setReconfigEnabled(p *parser, v string) error {
-	if err := boolField(func(c *Config) *bool { return &c.ReconfigEnabled })(p, v); err != nil {
-		return err
-	}
-	if p.c.ReconfigEnabled {
-		return &UnsupportedError{Source: "zoo.cfg", Line: p.line, Key: p.key, Feature: "dynamic reconfiguration (the reconfig operation)"}
 	}
 	return nil
 }

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"keeper/coordination/zab"
+	"keeper/internal/testhost"
+)
+
+// reconfigEnsemble starts n members with reconfigEnabled, each with a
+// static file holding the servers (as a zoo.cfg ZooKeeper would start
+// from) and the super user super:pw. It returns the members and their
+// static files.
+func reconfigEnsemble(t *testing.T, n int) ([]*Server, []string) {
+	t.Helper()
+	sum := sha1.Sum([]byte("super:pw"))
+	digest := "super:" + base64.StdEncoding.EncodeToString(sum[:])
+	statics := make([]string, n)
+	var lines string
+	servers := startEnsembleWith(t, n, func(id zab.PeerID, cfg *Config) {
+		if lines == "" {
+			for i := 1; i <= n; i++ {
+				a := cfg.Quorum.Peers[zab.PeerID(i)]
+				lines += fmt.Sprintf("server.%d=%s:%s:participant\n", i, a.Quorum, portOf(a.Election))
+			}
+		}
+		static := filepath.Join(t.TempDir(), "zoo.cfg")
+		if err := os.WriteFile(static, []byte("tickTime=100\ndataDir="+cfg.Storage.DataDir+"\nreconfigEnabled=true\n"+lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		statics[id-1] = static
+		cfg.Core.SuperDigest = digest
+		cfg.Core.ReconfigEnabled = true
+		cfg.Core.EnsembleConfig = []byte(lines + "version=0")
+		cfg.Quorum.Reconfig = &QuorumReconfig{StaticFile: static, Backup: true}
+	})
+	return servers, statics
+}
+
+func portOf(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
+
+// waitRoles waits until one member leads and every other one follows.
+func waitRoles(t *testing.T, servers []*Server) (leader *Server, followers []*Server) {
+	t.Helper()
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
+		leader, followers = nil, nil
+		for _, s := range servers {
+			switch s.quorumRole() {
+			case "leader":
+				leader = s
+			case "follower":
+				followers = append(followers, s)
+			}
+		}
+		return leader != nil && len(followers) == len(servers)-1
+	}, "a leader and followers")
+	return leader, followers
+}
+
+// A reconfig sent to a follower is answered there once it commits, and a
+// client's later requests on that connection go on: an observer added,
+// then removed, through the follower; every member's files then name the
+// last configuration.
+func TestReconfigThroughFollower(t *testing.T) {
+	servers, statics := reconfigEnsemble(t, 3)
+	_, followers := waitRoles(t, servers)
+	c := zkOpen(t, followers[0])
+	if err := c.AddAuth("digest", []byte("super:pw")); err != nil {
+		t.Fatal(err)
+	}
+	joining := "server.100=127.0.0.1:1:2:observer;127.0.0.1:3"
+	start := time.Now()
+	if _, err := c.IncrementalReconfig([]string{joining}, nil, -1); err != nil {
+		t.Fatalf("add after %v: %v", time.Since(start), err)
+	}
+	data, _, err := c.Get("/zookeeper/config")
+	if err != nil || !strings.Contains(string(data), joining) {
+		t.Fatalf("configuration %q (%v) lacks %q", data, err, joining)
+	}
+	if _, err := c.IncrementalReconfig(nil, []string{"100"}, -1); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if data, _, err = c.Get("/zookeeper/config"); err != nil || strings.Contains(string(data), "server.100") {
+		t.Fatalf("configuration %q (%v) still has server 100", data, err)
+	}
+	if _, err := c.Create("/after", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	version := string(data[strings.LastIndex(string(data), "version=")+len("version="):])
+	for _, static := range statics {
+		eventually(t, waitTimeout, func() bool {
+			b, _ := os.ReadFile(static)
+			return strings.Contains(string(b), "dynamicConfigFile="+static+".dynamic."+version)
+		}, "the static file names the last configuration")
+		if _, err := os.Stat(static + ".bak"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Removing the leader: once the change commits, the old leader stops
+// leading and a member of the new configuration leads it; the sessions of
+// the remaining members' clients go on and writes succeed.
+func TestReconfigRemoveLeader(t *testing.T) {
+	servers, _ := reconfigEnsemble(t, 3)
+	leader, followers := waitRoles(t, servers)
+	c := zkOpen(t, followers[0])
+	if err := c.AddAuth("digest", []byte("super:pw")); err != nil {
+		t.Fatal(err)
+	}
+	gone := fmt.Sprint(leader.cfg.Quorum.MyID)
+	// The reply may be lost with the follower's link to its old leader, as
+	// with ZooKeeper; the change is then seen in /zookeeper/config.
+	_, err := c.IncrementalReconfig(nil, []string{gone}, -1)
+	t.Logf("reconfig removing leader %s: %v", gone, err)
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
+		data, _, err := c.Get("/zookeeper/config")
+		return err == nil && !strings.Contains(string(data), "server."+gone+"=")
+	}, "the leader removed from the configuration")
+	var newLeader *Server
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
+		newLeader = nil
+		for _, s := range followers {
+			if s.quorumRole() == "leader" {
+				newLeader = s
+			}
+		}
+		return newLeader != nil && leader.quorumRole() != "leader"
+	}, "a leader of the new configuration")
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
+		_, err := c.Create("/after-removal", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	}, "a write with the two members left")
+}
