@@ -14,8 +14,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the test suites use: Apache ZooKeeper (the reference
 # server, verify/compat/zkreal, with the servlet API its admin server needs),
 # its C client (cli_mt), and kazoo with pytest (the
-# Python client suite, with pure-sasl for kazoo's SASL tests).
-APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python3-pytest python3-pure-sasl
+# Python client suite, with pure-sasl for kazoo's SASL tests and mock,
+# which kazoo's test_client.py imports).
+APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python3-pytest python3-pure-sasl python3-mock
 
 .PHONY: test test-loaded deps race check fuzz build invariants chaos
 
@@ -46,6 +47,7 @@ deps:
 	$(PYTHON) -c 'import kazoo' 2>/dev/null || missing="$$missing python3-kazoo"; \
 	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	$(PYTHON) -c 'import puresasl' 2>/dev/null || missing="$$missing python3-pure-sasl"; \
+	$(PYTHON) -c 'import mock' 2>/dev/null || missing="$$missing python3-mock"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \

@@ -1,0 +1,5 @@
+// Package reconfig tests dynamic reconfiguration on real processes with
+// clients nobody here wrote: kazoo's own reconfig tests through kazoo's
+// harness, against Apache ZooKeeper 3.8 and against keeper in the same
+// run (docs/configuration.md, Dynamic configuration files).
+package reconfig
