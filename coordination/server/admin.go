@@ -92,7 +92,7 @@ func (s *Server) confLines() []string {
 		return 0
 	}
 	return []string{
-		fmt.Sprintf("clientPort=%d", port(s.ln)),
+		fmt.Sprintf("clientPort=%d", port(s.clientListener())),
 		fmt.Sprintf("secureClientPort=%d", port(s.secureLn)),
 		"dataDir=" + versionDir(s.cfg.DataDir),
 		"dataDirSize=0",

@@ -210,3 +210,61 @@ func peerAddrs(srv zoocfg.Server) quorumnet.PeerAddrs {
 		Election: net.JoinHostPort(srv.Host, strconv.Itoa(srv.ElectionPort)),
 	}
 }
+
+// followClientAddress moves the plaintext client port when the active
+// configuration gives this member a client address other than the one it
+// listens on, as ZooKeeper rebinds its client port on a reconfiguration:
+// the new address is opened first (if it cannot be, the member keeps the
+// old one and says why), then the old listener is closed; connections
+// already open stay. It runs on the loop after a batch.
+func (s *Server) followClientAddress() {
+	q := s.quorum
+	m := q.peer.Node().Membership()
+	if s.cfg.Quorum.Reconfig == nil || m.Version == q.clientAddrVersion {
+		return
+	}
+	q.clientAddrVersion = m.Version
+	e, err := zoocfg.ParseNextDynamic(m.Text, "configuration")
+	if err != nil {
+		return
+	}
+	want := ""
+	for _, srv := range e.Servers {
+		if srv.ID == int64(s.cfg.Quorum.MyID) && srv.ClientPort != 0 {
+			want = net.JoinHostPort(srv.ClientHost, strconv.Itoa(srv.ClientPort))
+		}
+	}
+	old := s.clientListener()
+	if want == "" || old == nil || sameAddr(old.Addr(), want) {
+		return
+	}
+	ln, err := net.Listen("tcp", want)
+	if err != nil {
+		s.log.Warn("configuration moves the client port; keeping the old one", "from", old.Addr().String(), "to", want, "err", err)
+		return
+	}
+	s.lnMu.Lock()
+	if s.lnClosed {
+		s.lnMu.Unlock()
+		ln.Close()
+		return
+	}
+	s.ln = ln
+	s.lnMu.Unlock()
+	cfg := s.plainConnConfig()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.accept(ln, cfg) }()
+	old.Close()
+	s.log.Info("client port moved by the configuration", "from", old.Addr().String(), "to", ln.Addr().String(), "version", m.Version)
+}
+
+// sameAddr reports whether a bound address is want (host:port), a
+// wildcard host matching a wildcard.
+func sameAddr(bound net.Addr, want string) bool {
+	b, ok := bound.(*net.TCPAddr)
+	w, err := net.ResolveTCPAddr("tcp", want)
+	if !ok || err != nil {
+		return false
+	}
+	return b.Port == w.Port && (b.IP.Equal(w.IP) || (b.IP.IsUnspecified() && (w.IP == nil || w.IP.IsUnspecified())))
+}

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"maps"
 	"net"
 	"slices"
 
 	"keeper/coordination/admin"
+	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
+	"keeper/coordination/zoocfg"
 	"keeper/internal/metric"
 )
 
@@ -53,30 +56,28 @@ func (s *Server) ensembleFacts() (admin.EnsembleFacts, bool) {
 	}
 	q := s.cfg.Quorum
 	n := s.quorum.peer.Node()
+	voters, observers, addrs := s.members()
 	f := admin.EnsembleFacts{
 		MyID:     int64(q.MyID),
 		Leading:  n.Role() == zab.Leading,
 		Phase:    n.Phase().String(),
-		Voting:   slices.Contains(q.Voters, q.MyID),
+		Voting:   slices.Contains(voters, q.MyID),
 		LastZxid: n.LastZxid(),
 	}
-	if s.ln != nil {
-		f.ClientAddr = s.ln.Addr().String()
+	if ln := s.clientListener(); ln != nil {
+		f.ClientAddr = ln.Addr().String()
 	}
 	if n.Role() != zab.Looking {
 		f.LeaderID = int64(n.Leader())
-		if host, _, err := net.SplitHostPort(q.Peers[n.Leader()].Quorum); err == nil {
+		if host, _, err := net.SplitHostPort(addrs[n.Leader()].Quorum); err == nil {
 			f.LeaderHost = host
 		}
 	}
-	ids := make([]zab.PeerID, 0, len(q.Peers))
-	for id := range q.Peers {
-		ids = append(ids, id)
-	}
+	ids := slices.Concat(voters, observers)
 	slices.Sort(ids)
 	for _, id := range ids {
-		m := admin.Member{ID: int64(id), QuorumAddr: q.Peers[id].Quorum, ElectionAddr: q.Peers[id].Election,
-			Observer: slices.Contains(q.Observers, id)}
+		m := admin.Member{ID: int64(id), QuorumAddr: addrs[id].Quorum, ElectionAddr: addrs[id].Election,
+			Observer: slices.Contains(observers, id)}
 		if id == q.MyID {
 			m.ClientAddr = f.ClientAddr
 		}
@@ -95,4 +96,19 @@ func (s *Server) resetObservers() {
 	if s.quorum != nil {
 		s.quorum.peer.Node().ResetObserverStats()
 	}
+}
+
+// members is the active configuration: its voters and observers, and
+// every member's quorum and election addresses (zoo.cfg's, or those of
+// the configuration's text once reconfiguration changed it). It runs on
+// the loop.
+func (s *Server) members() (voters, observers []zab.PeerID, addrs map[zab.PeerID]quorumnet.PeerAddrs) {
+	m := s.quorum.peer.Node().Membership()
+	addrs = maps.Clone(s.cfg.Quorum.Peers)
+	if e, err := zoocfg.ParseNextDynamic(m.Text, "configuration"); err == nil {
+		for _, srv := range e.Servers {
+			addrs[zab.PeerID(srv.ID)] = peerAddrs(srv)
+		}
+	}
+	return m.Voters, m.Observers, addrs
 }

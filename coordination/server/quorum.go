@@ -143,6 +143,9 @@ type quorumState struct {
 	// rollLog asks the persister to start a new log file before the next
 	// batch (a snapshot started).
 	rollLog atomic.Bool
+	// clientAddrVersion is the configuration whose client address the
+	// client port follows (followClientAddress). (loop)
+	clientAddrVersion zxid.ID
 }
 
 // persisted is a batch back from the persister.
@@ -237,6 +240,7 @@ func (s *Server) startQuorum() error {
 	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")
+	s.quorum.clientAddrVersion = zcfg.ConfigVersion
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
 	if files != nil {
 		s.core.SetEnsemble(s.quorum.peer.Ensemble())
@@ -320,6 +324,9 @@ func (s *Server) finishBatch(r persisted) {
 	if err == nil {
 		err = q.peer.Finish(r.rd, r.ps, s.now())
 	}
+	if err == nil && r.rd.Config != nil {
+		s.followClientAddress()
+	}
 	if err != nil {
 		// The member leaves the service for good: the peer drops Zab
 		// traffic and the core closes every client connection
@@ -385,7 +392,7 @@ func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
 		return admin.QuorumFacts{}, false
 	}
 	n := s.quorum.peer.Node()
-	q := admin.QuorumFacts{QuorumSize: len(s.cfg.Quorum.Voters), PeerState: peerState(n.Role(), n.Phase())}
+	q := admin.QuorumFacts{QuorumSize: len(n.Membership().Voters), PeerState: peerState(n.Role(), n.Phase())}
 	if st, ok := n.LeaderStats(); ok {
 		q.Leading, q.Followers, q.SyncedFollowers = true, st.Followers, st.SyncedFollowers
 		q.Observers, q.PendingSyncs = st.Observers, st.PendingSyncs

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,7 @@ func reconfigEnsemble(t *testing.T, n int) ([]*Server, []string) {
 		}
 		statics[id-1] = static
 		cfg.Core.SuperDigest = digest
+		cfg.AdminAddr = "127.0.0.1:0"
 		cfg.Core.ReconfigEnabled = true
 		cfg.Core.EnsembleConfig = []byte(lines + "version=0")
 		cfg.Quorum.Reconfig = &QuorumReconfig{StaticFile: static, Backup: true}
@@ -140,4 +142,60 @@ func TestReconfigRemoveLeader(t *testing.T) {
 		_, err := c.Create("/after-removal", nil, 0, zk.WorldACL(zk.PermAll))
 		return err == nil || err == zk.ErrNodeExists
 	}, "a write with the two members left")
+}
+
+// A reconfiguration that gives a member another client port moves its
+// client port there (the old one stops taking connections; sessions on it
+// go on), and the admin server's view of the ensemble follows the active
+// configuration.
+func TestReconfigMovesClientPort(t *testing.T) {
+	servers, _ := reconfigEnsemble(t, 3)
+	leader, followers := waitRoles(t, servers)
+	mover := followers[0]
+	before := mover.Addr().String()
+	c := zkOpen(t, leader)
+	if err := c.AddAuth("digest", []byte("super:pw")); err != nil {
+		t.Fatal(err)
+	}
+	onMover := zkOpen(t, mover)
+	id := mover.cfg.Quorum.MyID
+	a := mover.cfg.Quorum.Peers[id]
+	newAddr := testhost.Addrs(t, 1)[0]
+	line := fmt.Sprintf("server.%d=%s:%s:participant;%s", id, a.Quorum, portOf(a.Election), newAddr)
+	if _, err := c.IncrementalReconfig([]string{line}, nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitTimeout, func() bool { return mover.Addr().String() == newAddr }, "the client port moved to %s", newAddr)
+	if conn, err := net.DialTimeout("tcp", before, time.Second); err == nil {
+		conn.Close()
+		t.Fatalf("the old client port %s still takes connections", before)
+	}
+	moved, _ := dialZK(t, 10*time.Second, newAddr)
+	if _, err := moved.Create("/moved", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := onMover.Get("/moved"); err != nil {
+		t.Fatalf("a session on the old port: %v", err)
+	}
+}
+
+// Removing a follower: the admin server's quorum commands on the others
+// count the voters of the new configuration.
+func TestReconfigAdminFollowsConfiguration(t *testing.T) {
+	servers, _ := reconfigEnsemble(t, 3)
+	leader, followers := waitRoles(t, servers)
+	c := zkOpen(t, leader)
+	if err := c.AddAuth("digest", []byte("super:pw")); err != nil {
+		t.Fatal(err)
+	}
+	gone := followers[1].cfg.Quorum.MyID
+	if _, err := c.IncrementalReconfig(nil, []string{fmt.Sprint(gone)}, -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Server{leader, followers[0]} {
+		eventually(t, waitTimeout, func() bool {
+			view, _ := adminJSON(t, s, "voting_view")["current_config"].(map[string]any)
+			return len(view) == 2 && view[fmt.Sprint(gone)] == nil
+		}, "member %d's voting view without member %d", s.cfg.Quorum.MyID, gone)
+	}
 }

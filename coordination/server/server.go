@@ -142,7 +142,12 @@ type Server struct {
 	cfg  Config
 	log  *slog.Logger
 	core *zkcore.Server
-	ln   net.Listener // the plaintext client port; nil without one
+	// ln is the plaintext client port; nil without one. A reconfiguration
+	// that moves this member's client address replaces it (lnMu guards
+	// the swap; clientListener reads it).
+	ln       net.Listener
+	lnMu     sync.Mutex
+	lnClosed bool // closeListeners ran: no new client listener (lnMu)
 	// secureLn is the TLS-only client port; nil without one.
 	secureLn net.Listener
 
@@ -316,10 +321,18 @@ func (s *Server) Start() (err error) {
 // Addr returns the address plaintext clients connect to, or without one
 // the TLS-only address (SecureAddr).
 func (s *Server) Addr() net.Addr {
-	if s.ln == nil {
+	ln := s.clientListener()
+	if ln == nil {
 		return s.SecureAddr()
 	}
-	return s.ln.Addr()
+	return ln.Addr()
+}
+
+// clientListener returns the plaintext client listener, nil without one.
+func (s *Server) clientListener() net.Listener {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	return s.ln
 }
 
 // Close stops accepting, closes every connection and stops the loop.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 
+	"keeper/coordination/clientconn"
 	"keeper/coordination/clienttls"
 )
 
@@ -61,14 +62,10 @@ func (s *Server) listen() error {
 // startAccepting starts one accept goroutine per listener, each with the
 // connection configuration of its port.
 func (s *Server) startAccepting() {
-	if s.ln != nil {
-		cfg := s.cfg.Conn
-		if !s.cfg.PortUnification {
-			cfg.TLS = nil
-		}
-		cfg.PlaintextToo = s.cfg.PortUnification
+	if ln := s.clientListener(); ln != nil {
+		cfg := s.plainConnConfig()
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.accept(s.ln, cfg) }()
+		go func() { defer s.wg.Done(); s.accept(ln, cfg) }()
 	}
 	if s.secureLn != nil {
 		cfg := s.cfg.Conn
@@ -78,10 +75,26 @@ func (s *Server) startAccepting() {
 	}
 }
 
-// closeListeners closes the listeners opened so far.
+// plainConnConfig is the connection configuration of the plaintext
+// client port (which takes TLS too with PortUnification).
+func (s *Server) plainConnConfig() clientconn.Config {
+	cfg := s.cfg.Conn
+	if !s.cfg.PortUnification {
+		cfg.TLS = nil
+	}
+	cfg.PlaintextToo = s.cfg.PortUnification
+	return cfg
+}
+
+// closeListeners closes the listeners opened so far; a client address
+// moved by a reconfiguration after this is not opened.
 func (s *Server) closeListeners() error {
 	var errs []error
-	for _, ln := range []net.Listener{s.ln, s.secureLn} {
+	s.lnMu.Lock()
+	s.lnClosed = true
+	plain := s.ln
+	s.lnMu.Unlock()
+	for _, ln := range []net.Listener{plain, s.secureLn} {
 		if ln != nil {
 			errs = append(errs, ln.Close())
 		}
