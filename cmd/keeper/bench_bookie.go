@@ -213,8 +213,13 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 	}
 	stopProgress := func() {}
 	if cfg.Progress != nil {
-		stopProgress = reportBookieProgress(cfg.Progress, loads, start, measureFrom,
-			fmt.Sprintf("%s size %d ledgers %d", protocol, size, ledgers))
+		stopProgress = reportBenchProgress(cfg.Progress, "bench bookie", fmt.Sprintf("%s size %d ledgers %d", protocol, size, ledgers),
+			start, measureFrom, func() (acked, failed int64) {
+				for _, l := range loads {
+					acked, failed = acked+l.acked.Load(), failed+l.failed.Load()
+				}
+				return acked, failed
+			})
 	}
 	wg.Wait()
 	stopProgress()
@@ -254,42 +259,6 @@ func benchBookieRun(ctx context.Context, cfg benchBookieConfig, protocol string,
 	res.P50Us, res.P99Us, res.MaxUs = pct(0.50), pct(0.99), float64(all[len(all)-1].Microseconds())
 	res.ClientCPUUsPerAdd, res.ServerCPUUsPerAdd = cpuUsed.perAdd(res.Adds)
 	return res, interrupted
-}
-
-// reportBookieProgress writes a line a second to out, until the returned
-// function is called: the adds acknowledged so far over every ledger of
-// the run, and in the last second.
-func reportBookieProgress(out io.Writer, loads []*benchLedger, start, from time.Time, what string) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		last, lastAt := int64(0), start
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				var acked, failed int64
-				for _, l := range loads {
-					acked, failed = acked+l.acked.Load(), failed+l.failed.Load()
-				}
-				phase := "measuring"
-				if now.Before(from) {
-					phase = "warmup"
-				}
-				fmt.Fprintf(out, "bench bookie %s: %4.0fs %s: %d adds acknowledged, %.0f/s over the last %v, %d errors\n",
-					what, now.Sub(start).Seconds(), phase, acked, float64(acked-last)/now.Sub(lastAt).Seconds(),
-					now.Sub(lastAt).Round(100*time.Millisecond), failed)
-				last, lastAt = acked, now
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
 }
 
 // benchPending is an add in flight.

@@ -44,18 +44,7 @@ func TestBenchBookieInterrupted(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- runBenchBookie(ctx, cfg, &out) }()
 	acked := regexp.MustCompile(`bench bookie v3 size 100 ledgers 2: +\d+s measuring: ([1-9]\d*) adds acknowledged`)
-	deadline := time.Now().Add(60 * time.Second)
-	for !acked.MatchString(progress.String()) {
-		select {
-		case err := <-done:
-			t.Fatalf("the run ended on its own: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("progress so far:\n%s", progress.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForProgress(t, &progress, acked.MatchString, done, &out)
 	cancel()
 	err := <-done
 	var r benchBookieResult

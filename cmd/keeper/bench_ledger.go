@@ -296,7 +296,14 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 	}
 	stopProgress := func() {}
 	if cfg.Progress != nil {
-		stopProgress = reportLedgerProgress(cfg.Progress, loads, start, from, fmt.Sprintf("%v size %d", q, size))
+		stopProgress = reportBenchProgress(cfg.Progress, "bench ledger", fmt.Sprintf("%v size %d", q, size), start, from,
+			func() (acked, errs int64) {
+				for _, l := range loads {
+					a, e := l.counts()
+					acked, errs = acked+a, errs+e
+				}
+				return acked, errs
+			})
 	}
 	wg.Wait()
 	stopProgress()
@@ -343,43 +350,6 @@ func benchLedgerRun(ctx context.Context, c *ledgerclient.Client, cfg benchLedger
 		return res, interrupted
 	}
 	return res, nil
-}
-
-// reportLedgerProgress writes a line a second to out, until the returned
-// function is called: the adds acknowledged so far over every writer of
-// the run, and in the last second.
-func reportLedgerProgress(out io.Writer, loads []*benchLedgerLoad, start, from time.Time, what string) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		last, lastAt := int64(0), start
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				var acked, errs int64
-				for _, l := range loads {
-					a, e := l.counts()
-					acked, errs = acked+a, errs+e
-				}
-				phase := "measuring"
-				if now.Before(from) {
-					phase = "warmup"
-				}
-				fmt.Fprintf(out, "bench ledger %s: %4.0fs %s: %d adds acknowledged, %.0f/s over the last %v, %d errors\n",
-					what, now.Sub(start).Seconds(), phase, acked, float64(acked-last)/now.Sub(lastAt).Seconds(),
-					now.Sub(lastAt).Round(100*time.Millisecond), errs)
-				last, lastAt = acked, now
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
 }
 
 // benchLedgerLoad keeps adds outstanding on one writer and records their
