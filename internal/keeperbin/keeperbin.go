@@ -6,6 +6,7 @@ package keeperbin
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,4 +53,28 @@ func ForTest(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// RunTests is a test package's TestMain body for tests that run the binary:
+// it parses the flags, takes *override as the binary if it is set (a
+// -keeper-bin flag, say) or else builds it once for the whole run, sets
+// *bin to its path, runs m and removes what it built. It returns m's exit
+// code, or 1 if the build fails.
+func RunTests(m *testing.M, override *string, bin *string) int {
+	flag.Parse()
+	if *override != "" {
+		*bin = *override
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "keeper-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = Build(dir, ""); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }

@@ -22,8 +22,9 @@
 //     the leader): it moves to another member with the same session id and
 //     the ephemeral stays.
 //
-// The package has tests only. The launcher (launcher_test.go) builds the
-// keeper binary once per test run, writes a zoo.cfg and myid file per
+// The package has tests only. Its launcher (launcher_test.go, over
+// verify/compat/internal/launcher, which the mixed ensembles share) builds
+// the keeper binary once per test run, writes a zoo.cfg and myid file per
 // member with free loopback ports, starts, stops, kills and restarts the
 // processes, keeps each run's log, and prints the log tails of every member
 // when a test fails. Every wait polls with a deadline.

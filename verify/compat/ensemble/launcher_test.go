@@ -3,20 +3,15 @@ package ensemble
 import (
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"keeper/internal/keeperbin"
 	"keeper/internal/testhost"
+	"keeper/verify/compat/internal/launcher"
 )
 
 // keeperBin is the keeper binary TestMain builds for the whole run.
@@ -28,27 +23,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	flag.Parse()
-	if *binFlag != "" {
-		keeperBin = *binFlag
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "keeper-ensemble-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	keeperBin, err = keeperbin.Build(dir, "")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(keeperbin.RunTests(m, binFlag, &keeperBin))
 }
 
 // Options shapes an ensemble. Zero fields take the defaults below.
@@ -108,34 +83,7 @@ type Ensemble struct {
 // Member is one server of the ensemble. Its ports and data survive
 // restarts.
 type Member struct {
-	ID                   int
-	Observer             bool
-	ClientPort           int
-	QuorumPort, ElecPort int
-	Addr                 string // client address, 127.0.0.1:ClientPort
-	Dir                  string // zoo.cfg and the logs of every run
-	DataDir              string // dataDir; snapshots and logs in version-2
-
-	mu   sync.Mutex
-	proc *process // the current run, nil before the first start
-	runs int
-}
-
-// process is one run of `keeper server`.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-}
-
-// running reports whether the process has not exited.
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	*launcher.Member
 }
 
 // NewEnsemble writes the configuration of every member, starts them all
@@ -146,31 +94,16 @@ func NewEnsemble(t testing.TB, opts Options) *Ensemble {
 	opts = opts.withDefaults()
 	e := &Ensemble{t: t, dir: t.TempDir(), opts: opts}
 	n := opts.Voters + opts.Observers
-	// Outside the ephemeral range, so that the outgoing connections of
-	// clients and members cannot occupy a killed member's ports before it
-	// restarts.
-	ports := testhost.Ports(t, 3*n)
-	for i := range n {
-		m := &Member{ID: i + 1, Observer: i >= opts.Voters,
-			ClientPort: ports[3*i], QuorumPort: ports[3*i+1], ElecPort: ports[3*i+2]}
-		m.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(m.ClientPort))
-		m.Dir = filepath.Join(e.dir, fmt.Sprintf("m%d", m.ID))
-		m.DataDir = filepath.Join(m.Dir, "data")
-		e.Members = append(e.Members, m)
+	for _, lm := range launcher.Layout(t, e.dir, n, func(id int) string { return fmt.Sprintf("m%d", id) }) {
+		lm.Observer = lm.ID > opts.Voters
+		e.Members = append(e.Members, &Member{lm})
 	}
 	for _, m := range e.Members {
 		if err := e.writeConfig(m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			e.dumpLogs()
-		}
-		for _, m := range e.Members {
-			m.kill()
-		}
-	})
+	launcher.Cleanup(t, e.launched(), roleName)
 	for _, m := range e.Members {
 		e.Start(m)
 	}
@@ -180,38 +113,20 @@ func NewEnsemble(t testing.TB, opts Options) *Ensemble {
 
 // writeConfig writes m's zoo.cfg and myid.
 func (e *Ensemble) writeConfig(m *Member) error {
-	if err := os.MkdirAll(m.DataDir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(m.DataDir, "myid"), []byte(strconv.Itoa(m.ID)+"\n"), 0o644); err != nil {
-		return err
-	}
 	o := e.opts
-	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", o.TickMs, o.InitLimit, o.SyncLimit)
-	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", m.DataDir, m.ClientPort)
-	fmt.Fprintf(&b, "maxClientCnxns=0\nmaxSessionTimeout=%d\n", maxSessionTimeoutMs)
-	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
-	if o.SnapCount > 0 {
-		fmt.Fprintf(&b, "snapCount=%d\n", o.SnapCount)
-	}
-	if m.Observer {
-		b.WriteString("peerType=observer\n")
-	}
-	for _, p := range e.Members {
-		role := ""
-		if p.Observer {
-			role = ":observer"
-		}
-		fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", p.ID, p.QuorumPort, p.ElecPort, role)
-	}
-	for _, l := range o.Extra {
-		b.WriteString(l + "\n")
-	}
-	return os.WriteFile(m.cfgPath(), []byte(b.String()), 0o644)
+	c := launcher.Config{TickMs: o.TickMs, InitLimit: o.InitLimit, SyncLimit: o.SyncLimit,
+		MaxSessionTimeoutMs: maxSessionTimeoutMs, SnapCount: o.SnapCount}
+	return launcher.WriteConfig(m.Member, e.launched(), c, o.Extra)
 }
 
-func (m *Member) cfgPath() string { return filepath.Join(m.Dir, "zoo.cfg") }
+// launched returns the members as the launcher knows them.
+func (e *Ensemble) launched() []*launcher.Member {
+	out := make([]*launcher.Member, len(e.Members))
+	for i, m := range e.Members {
+		out[i] = m.Member
+	}
+	return out
+}
 
 // Addrs returns every member's client address, in id order.
 func (e *Ensemble) Addrs() []string {
@@ -229,73 +144,19 @@ func (e *Ensemble) Member(id int) *Member { return e.Members[id-1] }
 // ruok (keeper listens for clients once it has recovered its data).
 func (e *Ensemble) Start(m *Member) {
 	e.t.Helper()
-	m.mu.Lock()
-	if m.proc != nil && m.proc.running() {
-		m.mu.Unlock()
-		e.t.Fatalf("member %d is already running", m.ID)
-	}
-	m.runs++
-	p := &process{logPath: filepath.Join(m.Dir, fmt.Sprintf("keeper-run%02d.log", m.runs)), exited: make(chan struct{})}
-	logFile, err := os.Create(p.logPath)
-	if err != nil {
-		m.mu.Unlock()
-		e.t.Fatal(err)
-	}
-	p.cmd = exec.Command(keeperBin, "server", m.cfgPath(), "--log-level", *logLevelFlag)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = sysProcAttr()
-	if err := p.cmd.Start(); err != nil {
-		m.mu.Unlock()
-		logFile.Close()
-		e.t.Fatalf("start member %d: %v", m.ID, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
-	m.proc = p
-	m.mu.Unlock()
-	e.waitFor(startTimeout, fmt.Sprintf("member %d answers ruok", m.ID), func() (bool, string) {
-		if !p.running() {
-			e.t.Fatalf("member %d exited during start-up:\n%s", m.ID, m.LogTail(40))
-		}
-		reply, err := FourLetter(m.Addr, "ruok")
-		return err == nil && reply == "imok", fmt.Sprintf("ruok: %q %v", reply, err)
-	})
+	cmd := exec.Command(keeperBin, "server", m.CfgPath(), "--log-level", *logLevelFlag)
+	cmd.SysProcAttr = sysProcAttr()
+	m.Member.Start(e.t, cmd, func(run int) string { return fmt.Sprintf("keeper-run%02d.log", run) }, startTimeout, pollInterval)
 }
 
 // Kill sends SIGKILL to m and waits until it is reaped.
-func (e *Ensemble) Kill(m *Member) { m.kill() }
-
-func (m *Member) kill() {
-	m.mu.Lock()
-	p := m.proc
-	m.mu.Unlock()
-	if p == nil {
-		return
-	}
-	if p.running() {
-		_ = p.cmd.Process.Kill()
-	}
-	<-p.exited
-}
+func (e *Ensemble) Kill(m *Member) { m.Kill() }
 
 // Stop sends SIGTERM to m and waits for it to exit; it kills m if it
 // has not exited within 30 s.
 func (e *Ensemble) Stop(m *Member) {
 	e.t.Helper()
-	m.mu.Lock()
-	p := m.proc
-	m.mu.Unlock()
-	if p == nil || !p.running() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		m.kill()
+	if !m.Member.Stop(30 * time.Second) {
 		e.t.Errorf("member %d ignored SIGTERM for 30 s; killed it:\n%s", m.ID, m.LogTail(30))
 	}
 }
@@ -303,43 +164,11 @@ func (e *Ensemble) Stop(m *Member) {
 // Restart starts m again after Kill or Stop.
 func (e *Ensemble) Restart(m *Member) {
 	e.t.Helper()
-	m.kill()
+	m.Kill()
 	e.Start(m)
 }
 
-// Running reports whether m's process is alive.
-func (m *Member) Running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc != nil && m.proc.running()
-}
-
-// LogPath returns the log of m's current (or last) run.
-func (m *Member) LogPath() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc == nil {
-		return ""
-	}
-	return m.proc.logPath
-}
-
-// LogTail returns the last n lines of m's current (or last) run.
-func (m *Member) LogTail(n int) string {
-	b, _ := os.ReadFile(m.LogPath())
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// dumpLogs prints every member's log tail, for a failed test.
-func (e *Ensemble) dumpLogs() {
-	for _, m := range e.Members {
-		e.t.Logf("---- member %d (%s, running=%v) %s ----\n%s",
-			m.ID, roleName(m), m.Running(), m.LogPath(), m.LogTail(40))
-	}
-}
-
-func roleName(m *Member) string {
+func roleName(m *launcher.Member) string {
 	if m.Observer {
 		return "observer"
 	}
@@ -349,58 +178,9 @@ func roleName(m *Member) string {
 // ---------------------------------------------------------------------------
 // Four-letter words and the state of the ensemble.
 
-// FourLetter sends a four-letter word to addr and reads the reply.
-func FourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, word); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	return string(b), err
-}
-
-// Srvr is what the srvr four-letter word reports.
-type Srvr struct {
-	Mode string // leader, follower, observer; "" when not serving
-	Zxid int64
-}
-
-// Srvr asks m for srvr. A member that is not serving (ZooKeeper answers
-// "This ZooKeeper instance is not currently serving requests") has an
-// empty Mode.
-func (m *Member) Srvr() (Srvr, error) {
-	reply, err := FourLetter(m.Addr, "srvr")
-	if err != nil {
-		return Srvr{}, err
-	}
-	var s Srvr
-	for _, line := range strings.Split(reply, "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "Mode":
-			s.Mode = strings.TrimSpace(v)
-		case "Zxid":
-			z, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(v), "0x"), 16, 64)
-			if err != nil {
-				return s, fmt.Errorf("srvr: bad zxid %q", v)
-			}
-			s.Zxid = z
-		}
-	}
-	return s, nil
-}
-
 // Hash returns m's hash four-letter word reply, "<zxid hex>: <digest>".
 func (m *Member) Hash() (string, error) {
-	reply, err := FourLetter(m.Addr, "hash")
+	reply, err := launcher.FourLetter(m.Addr, "hash")
 	if err != nil {
 		return "", err
 	}
@@ -412,8 +192,8 @@ func (m *Member) Hash() (string, error) {
 }
 
 // modes asks every running member for srvr and describes the result.
-func (e *Ensemble) modes() (map[int]Srvr, string) {
-	out := map[int]Srvr{}
+func (e *Ensemble) modes() (map[int]launcher.Srvr, string) {
+	out := map[int]launcher.Srvr{}
 	var desc []string
 	for _, m := range e.Members {
 		if !m.Running() {
@@ -520,25 +300,7 @@ func (e *Ensemble) WaitConverged(timeout time.Duration) string {
 // test with cond's last description if timeout passes first.
 func (e *Ensemble) waitFor(timeout time.Duration, what string, cond func() (bool, string)) {
 	e.t.Helper()
-	if err := poll(timeout, cond); err != nil {
+	if err := launcher.Poll(timeout, pollInterval, cond); err != nil {
 		e.t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// poll calls cond every pollInterval until it holds or timeout passes;
-// the error carries cond's last description.
-func poll(timeout time.Duration, cond func() (bool, string)) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		ok, desc := cond()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %v; last: %s", timeout, desc)
-		}
-		<-tick.C
 	}
 }

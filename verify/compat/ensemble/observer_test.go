@@ -23,7 +23,7 @@ func TestObservers(t *testing.T) {
 		}
 		voterMode := s.Mode == "leader" || s.Mode == "follower"
 		if m.Observer && s.Mode != "observer" || !m.Observer && !voterMode {
-			t.Fatalf("member %d (%s) reports Mode: %q", m.ID, roleName(m), s.Mode)
+			t.Fatalf("member %d (%s) reports Mode: %q", m.ID, roleName(m.Member), s.Mode)
 		}
 	}
 	setup := dialZK(t, []string{e.Member(4).Addr})
