@@ -1,29 +1,18 @@
 package mixed
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"keeper/verify/compat/zkreal"
+	"keeper/verify/compat/internal/pkitest"
 )
 
 // storePass protects every store the quorum TLS tests make.
 const storePass = "keeper-quorum-tls"
-
-var certSerial atomic.Int64
 
 // quorumPKI is a test CA whose certificates name 127.0.0.1 (both servers
 // check a quorum peer's address against its certificate), and a rogue CA
@@ -31,77 +20,34 @@ var certSerial atomic.Int64
 // (keytool): the same files serve keeper and ZooKeeper members.
 type quorumPKI struct {
 	dir     string
-	ca      *issued
-	rogueCA *issued
+	ca      *pkitest.Cert
+	rogueCA *pkitest.Cert
 	trust   string // JKS trust store holding the CA
-}
-
-// issued is a key and its certificate in PEM files.
-type issued struct {
-	key             *ecdsa.PrivateKey
-	cert            *x509.Certificate
-	certPEM, keyPEM string
 }
 
 func newQuorumPKI(t *testing.T) *quorumPKI {
 	t.Helper()
-	for _, tool := range []string{"openssl", "keytool"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if v := os.Getenv(zkreal.RequireEnv); v != "" && v != "0" {
-				t.Fatalf("%s is required: %v", tool, err)
-			}
-			t.Skipf("%s not available: %v", tool, err)
-		}
-	}
+	pkitest.RequireTools(t, "openssl", "keytool")
 	p := &quorumPKI{dir: t.TempDir()}
 	p.ca = p.issue(t, "ca", "keeper quorum CA", nil)
 	p.rogueCA = p.issue(t, "rogue-ca", "rogue CA", nil)
 	p.trust = filepath.Join(p.dir, "trust.jks")
-	run(t, "keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", p.ca.certPEM,
-		"-keystore", p.trust, "-storetype", "JKS", "-storepass", storePass)
+	pkitest.TrustStore(t, p.ca, p.trust, "JKS", storePass)
 	return p
 }
 
 // issue makes a certificate for cn signed by ca (a CA certificate when ca
 // is nil) and writes its PEM files.
-func (p *quorumPKI) issue(t *testing.T, name, cn string, ca *issued) *issued {
+func (p *quorumPKI) issue(t *testing.T, name, cn string, ca *pkitest.Cert) *pkitest.Cert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(certSerial.Add(1)), Subject: pkix.Name{CommonName: cn, Organization: []string{"keeper tests"}},
+	r := pkitest.Request{Name: name, Subject: pkix.Name{CommonName: cn, Organization: []string{"keeper tests"}}.ToRDNSequence(),
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:              []string{"localhost"},
-	}
-	parent, signer := tmpl, key
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	if ca == nil {
-		tmpl.IsCA, tmpl.KeyUsage, tmpl.ExtKeyUsage = true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature, nil
-	} else {
-		parent, signer = ca.cert, ca.key
+		r.IsCA, r.KeyUsage, r.ExtKeyUsage = true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature, nil
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &issued{key: key}
-	if out.cert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.certPEM = filepath.Join(p.dir, name+".crt")
-	out.keyPEM = filepath.Join(p.dir, name+".key")
-	writeFile(t, out.certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeFile(t, out.keyPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
-	return out
+	return pkitest.Issue(t, p.dir, r, ca)
 }
 
 // keyStore issues a member certificate (by the rogue CA when rogue) and
@@ -114,8 +60,7 @@ func (p *quorumPKI) keyStore(t *testing.T, name string, rogue bool) string {
 	}
 	c := p.issue(t, name, "keeper member "+name, ca)
 	path := filepath.Join(p.dir, name+".p12")
-	run(t, "openssl", "pkcs12", "-export", "-in", c.certPEM, "-inkey", c.keyPEM, "-certfile", ca.certPEM,
-		"-name", name, "-out", path, "-passout", "pass:"+storePass)
+	pkitest.PKCS12(t, c, ca, name, path, storePass)
 	return path
 }
 
@@ -131,19 +76,5 @@ func (p *quorumPKI) tlsLines(keyStore string, sslQuorum, portUnification bool) [
 		"ssl.quorum.trustStore.location=" + p.trust,
 		"ssl.quorum.trustStore.password=" + storePass,
 		"ssl.quorum.trustStore.type=JKS",
-	}
-}
-
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func run(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
 }

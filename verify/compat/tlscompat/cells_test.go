@@ -72,7 +72,7 @@ func TestSideBySide(t *testing.T) {
 // "addauth x509" succeeds with a certificate and fails without one.
 func TestX509IdentitySideBySide(t *testing.T) {
 	p := newPKI(t)
-	other := issue(t, p.dir, "other", rdn("CN", "other client"), p.ca, p.ca.cert.NotAfter, false)
+	other := issue(t, p.dir, "other", rdn("CN", "other client"), p.ca, p.ca.Cert.NotAfter, false)
 	keys := storeKeys(p.p12(t, p.server, "server"), p.trustStore(t, "JKS", ".jks"), "want")
 	servers := []tlsServer{startKeeper(t, keys, nil)}
 	if !testing.Short() {
@@ -113,7 +113,7 @@ func TestX509IdentitySideBySide(t *testing.T) {
 // certificate passes every ACL.
 func TestX509SuperUser(t *testing.T) {
 	p := newPKI(t)
-	other := issue(t, p.dir, "other", rdn("CN", "other client"), p.ca, p.ca.cert.NotAfter, false)
+	other := issue(t, p.dir, "other", rdn("CN", "other client"), p.ca, p.ca.Cert.NotAfter, false)
 	keys := storeKeys(p.p12(t, p.server, "server"), p.trustStore(t, "PKCS12", ".p12"), "need")
 	// zoo.cfg is a properties file: a backslash in a value is doubled.
 	keys["X509AuthenticationProvider.superUser"] = strings.ReplaceAll(clientDN, `\`, `\\`)

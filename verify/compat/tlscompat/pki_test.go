@@ -1,24 +1,15 @@
 package tlscompat
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"keeper/verify/compat/zkreal"
+	"keeper/verify/compat/internal/pkitest"
 )
 
 // storePass protects every store the tests make.
@@ -28,16 +19,8 @@ const storePass = "keeper-tls-test"
 // formats it: several RDNs, a multi-valued one, escaped characters.
 const clientDN = `OU=x509+CN=tls client,O=Keeper\, Inc.,C=US`
 
-var serial atomic.Int64
-
 // cert is a key and its certificate, with their PEM files.
-type cert struct {
-	key      *ecdsa.PrivateKey
-	cert     *x509.Certificate
-	certPEM  string // certificate file
-	keyPEM   string // PKCS#8 key file
-	chainPEM string // key and certificate in one file: a PEM key store
-}
+type cert = pkitest.Cert
 
 // pki is a test CA, certificates it issued, a rogue self-signed client,
 // and the stores made of them.
@@ -84,86 +67,22 @@ func clientSubject(t *testing.T) pkix.RDNSequence {
 // into dir.
 func issue(t *testing.T, dir, name string, subject pkix.RDNSequence, ca *cert, notAfter time.Time, isCA bool) *cert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rawSubject, err := asn1.Marshal(subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial.Add(1)),
-		RawSubject:            rawSubject,
-		NotBefore:             notAfter.Add(-48 * time.Hour),
-		NotAfter:              notAfter,
-		IsCA:                  isCA,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:              []string{"localhost"},
-	}
-	parent, signer := tmpl, key
-	if ca != nil {
-		parent, signer = ca.cert, ca.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cert{key: key}
-	if c.cert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	c.certPEM = write(t, filepath.Join(dir, name+".crt"), certPEM)
-	c.keyPEM = write(t, filepath.Join(dir, name+".key"), keyPEM)
-	c.chainPEM = write(t, filepath.Join(dir, name+".pem"), append(append([]byte{}, keyPEM...), certPEM...))
-	return c
-}
-
-func write(t *testing.T, path string, data []byte) string {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// tool runs openssl or keytool, skipping the test when it is missing (or
-// failing it under KEEPER_REQUIRE_ZK).
-func tool(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if v := os.Getenv(zkreal.RequireEnv); v != "" && v != "0" {
-			t.Fatalf("%s is required: %v", name, err)
-		}
-		t.Skipf("%s not available: %v", name, err)
-	}
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-	}
+	return pkitest.Issue(t, dir, pkitest.Request{Name: name, Subject: subject, NotBefore: notAfter.Add(-48 * time.Hour),
+		NotAfter: notAfter, IsCA: isCA, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign}, ca)
 }
 
 // p12 packs c (and the CA certificate) into a PKCS12 key store with
 // openssl.
 func (p *pki) p12(t *testing.T, c *cert, name string) string {
 	path := p.path(name + ".p12")
-	tool(t, "openssl", "pkcs12", "-export", "-in", c.certPEM, "-inkey", c.keyPEM, "-certfile", p.ca.certPEM,
-		"-name", name, "-out", path, "-passout", "pass:"+storePass)
+	pkitest.PKCS12(t, c, p.ca, name, path, storePass)
 	return path
 }
 
 // jks converts a PKCS12 key store to JKS with keytool.
 func (p *pki) jks(t *testing.T, p12 string, name string) string {
 	path := p.path(name + ".jks")
-	tool(t, "keytool", "-importkeystore", "-noprompt", "-srckeystore", p12, "-srcstoretype", "PKCS12",
+	pkitest.Tool(t, "keytool", "-importkeystore", "-noprompt", "-srckeystore", p12, "-srcstoretype", "PKCS12",
 		"-srcstorepass", storePass, "-destkeystore", path, "-deststoretype", "JKS",
 		"-deststorepass", storePass, "-destkeypass", storePass)
 	return path
@@ -173,8 +92,7 @@ func (p *pki) jks(t *testing.T, p12 string, name string) string {
 // storeType PKCS12 or JKS.
 func (p *pki) trustStore(t *testing.T, storeType, ext string) string {
 	path := p.path("trust-" + storeType + ext)
-	tool(t, "keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", p.ca.certPEM,
-		"-keystore", path, "-storetype", storeType, "-storepass", storePass)
+	pkitest.TrustStore(t, p.ca, path, storeType, storePass)
 	return path
 }
 
@@ -183,10 +101,10 @@ func (p *pki) trustStore(t *testing.T, storeType, ext string) string {
 func (p *pki) clientTLS(t *testing.T, c *cert) *tls.Config {
 	t.Helper()
 	roots := x509.NewCertPool()
-	roots.AddCert(p.ca.cert)
+	roots.AddCert(p.ca.Cert)
 	cfg := &tls.Config{RootCAs: roots, ServerName: "localhost", MaxVersion: tls.VersionTLS12}
 	if c != nil {
-		pair, err := tls.LoadX509KeyPair(c.certPEM, c.keyPEM)
+		pair, err := tls.LoadX509KeyPair(c.CertPEM, c.KeyPEM)
 		if err != nil {
 			t.Fatal(err)
 		}
