@@ -42,6 +42,9 @@ var tierTable = []tierEntry{
 	{pkg: "ledgerstore/bookie/httpadmin", tier: 3}, // the bookie's HTTP admin API (httpServerEnabled)
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
 	{pkg: "ledgerstore/autorecovery", tier: 3}, // auditor and replication workers over metadata and ledgerclient
+	// Tests' in-memory keeper server under the metadata store; it imports
+	// no metadata, so that package's own tests can use it too.
+	{pkg: "ledgerstore/metadata/metadatatest", tier: 3},
 	// Tests' ports outside the ephemeral range, and their timescale; tier 3
 	// so that ledgertest's in-process cluster may take its ports there.
 	{pkg: "internal/testhost", tier: 3},

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"keeper/coordination/server"
-	"keeper/coordination/zkcore"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/metadata"
 )
@@ -14,20 +12,6 @@ import (
 // waitTimeout bounds every wait in these tests; a passing test never waits
 // this long.
 var waitTimeout = testhost.Scale(20 * time.Second)
-
-// startServer runs an in-memory keeper server and returns its address.
-func startServer(t *testing.T) string {
-	t.Helper()
-	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s.Addr().String()
-}
 
 // openStore opens a session of its own on addr and an initialized store.
 func openStore(t *testing.T, addr string) (*metadata.Store, *metadata.Session) {

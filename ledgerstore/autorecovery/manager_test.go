@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"keeper/ledgerstore/metadata"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 func TestManagerTree(t *testing.T) {
-	st, _ := openStore(t, startServer(t))
+	st, _ := openStore(t, metadatatest.KeeperAddr(t))
 	ctx := testContext(t)
 	m, err := NewManager(ctx, st, "worker-1")
 	if err != nil {
@@ -38,7 +39,7 @@ func TestManagerTree(t *testing.T) {
 }
 
 func TestManagerMarkLockUnmark(t *testing.T) {
-	st, _ := openStore(t, startServer(t))
+	st, _ := openStore(t, metadatatest.KeeperAddr(t))
 	ctx := testContext(t)
 	m, err := NewManager(ctx, st, "worker-1")
 	if err != nil {
@@ -109,7 +110,7 @@ func TestManagerMarkLockUnmark(t *testing.T) {
 }
 
 func TestManagerSwitchAndDelay(t *testing.T) {
-	st, _ := openStore(t, startServer(t))
+	st, _ := openStore(t, metadatatest.KeeperAddr(t))
 	ctx := testContext(t)
 	m, err := NewManager(ctx, st, "")
 	if err != nil {

@@ -14,12 +14,12 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zkclient"
-	"keeper/coordination/zkcore"
 	"keeper/internal/testhost"
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookierpc"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 // testPassword is every test ledger's password.
@@ -46,27 +46,10 @@ func newEnv(t *testing.T, withZK bool) *env {
 	e := &env{t: t, fs: vfs.NewMem(), pfs: pvfs.NewCrashableMem(), id: "bookie-1.test:3181"}
 	e.usage.Store(100_000) // 10%
 	if withZK {
-		e.zk = startMetadataServer(t)
+		// A short tick, so that sessions of crashed clients expire quickly.
+		e.zk = metadatatest.Keeper(t, metadatatest.FastTicks())
 	}
 	return e
-}
-
-// startMetadataServer runs an in-memory keeper coordination server with a
-// short tick, so that sessions of crashed clients expire quickly.
-func startMetadataServer(t *testing.T) *server.Server {
-	t.Helper()
-	core := zkcore.DefaultConfig()
-	core.TickMs = 50
-	core.MinSessionTimeoutMs = 100
-	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: core})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // config returns the bookie configuration of the env: every periodic

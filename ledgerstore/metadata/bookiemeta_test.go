@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 func TestCookies(t *testing.T) {
@@ -74,7 +75,7 @@ func TestParseLayoutData(t *testing.T) {
 }
 
 func TestStoredLayout(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	ctx := testContext(t)
 	probe := newTestStore(t, conn, Config{})
 	if l, found, err := probe.StoredLayout(ctx); found || err != nil {
@@ -96,7 +97,7 @@ func TestStoredLayout(t *testing.T) {
 }
 
 func TestExists(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	fc := newFaultConn(conn)
 	s := newTestStore(t, fc, Config{})
 	ctx := testContext(t)

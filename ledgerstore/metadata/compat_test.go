@@ -9,6 +9,7 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 	"keeper/verify/compat/zkreal"
 )
 
@@ -21,7 +22,7 @@ func TestSameTreeAsZooKeeper(t *testing.T) {
 	}
 	real := zkreal.Start(t, zkreal.Options{})
 	onZK, idsZK := metadataWorkload(t, real.Addr())
-	onKeeper, idsKeeper := metadataWorkload(t, startKeeper(t))
+	onKeeper, idsKeeper := metadataWorkload(t, metadatatest.KeeperAddr(t))
 	if !slices.Equal(idsZK, idsKeeper) {
 		t.Errorf("ledger ids: ZooKeeper %v, keeper %v", idsZK, idsKeeper)
 	}

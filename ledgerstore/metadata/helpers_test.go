@@ -9,34 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"keeper/coordination/server"
 	"keeper/coordination/zkclient"
-	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 // waitTimeout bounds every wait in these tests. It is generous because the
 // race detector on two cores slows everything down; a passing test never
 // waits this long.
 var waitTimeout = testhost.Scale(10 * time.Second)
-
-// startKeeper runs an in-memory keeper server on a free loopback port and
-// returns its address.
-func startKeeper(t *testing.T) string {
-	t.Helper()
-	s, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: zkcore.DefaultConfig()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s.Addr().String()
-}
 
 // dial opens a session and waits until it is established.
 func dial(t *testing.T, addr string) *zkclient.Session {
@@ -70,12 +54,34 @@ func newTestStore(t *testing.T, conn zkConn, cfg Config) *Store {
 // it, and the connection.
 func keeperStore(t *testing.T, cfg Config) (*Store, *zkclient.Session) {
 	t.Helper()
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	s := newTestStore(t, conn, cfg)
 	if err := s.Init(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	return s, conn
+}
+
+// dialStore dials a session to addr as production does (Dial, with
+// sessionTimeout) and returns an initialized store on it and the session,
+// both closed when the test ends.
+func dialStore(t *testing.T, addr string, sessionTimeout time.Duration) (*Store, *Session) {
+	t.Helper()
+	ctx := testContext(t)
+	sess, err := Dial(ctx, DialConfig{Servers: []string{addr}, SessionTimeout: sessionTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	s, err := sess.NewStore(Config{RetryBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, sess
 }
 
 // testContext returns a context that ends with the test or after

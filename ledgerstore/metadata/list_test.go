@@ -10,6 +10,7 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 var listIDs = []int64{0, 1, 9999, 10000, math.MaxInt32 - 1, math.MaxInt32, 1 << 31, 1<<32 | 7, 1 << 40, math.MaxInt64}
@@ -77,7 +78,7 @@ func TestListIncomplete(t *testing.T) {
 		{name: "cancelled", cancel: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn := dial(t, startKeeper(t))
+			conn := dial(t, metadatatest.KeeperAddr(t))
 			fc := newFaultConn(conn)
 			s := newTestStore(t, fc, Config{Layout: tc.layout})
 			ctx := testContext(t)

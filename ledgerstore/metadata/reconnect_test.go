@@ -8,6 +8,7 @@ import (
 	"keeper/coordination/zkproto"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 // TestWatchesSurviveReconnect cuts a Dial session's connection, for less
@@ -15,22 +16,10 @@ import (
 // changes: the session is reattached (the same id, its watches set
 // again), and both watches report what changed while it was away.
 func TestWatchesSurviveReconnect(t *testing.T) {
-	addr := startKeeper(t)
+	addr := metadatatest.KeeperAddr(t)
 	px := newCutProxy(t, addr)
 	ctx := testContext(t)
-	sess, err := Dial(ctx, DialConfig{Servers: []string{px.addr()}, SessionTimeout: testhost.Scale(10 * time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sess.Close)
-	s, err := sess.NewStore(Config{RetryBackoff: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if err := s.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, sess := dialStore(t, px.addr(), testhost.Scale(10*time.Second))
 	if _, _, err := s.Create(ctx, 1, sampleMetadata()); err != nil {
 		t.Fatal(err)
 	}

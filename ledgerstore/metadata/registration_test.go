@@ -13,13 +13,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"keeper/coordination/server"
 	"keeper/coordination/zkclient"
-	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 func TestRegistrationData(t *testing.T) {
@@ -168,7 +167,7 @@ func TestRegistration(t *testing.T) {
 // (a crashed process of the same bookie) holds registration up until that
 // session ends, or fails it after StaleWait.
 func TestRegistrationWaitsForStaleZnode(t *testing.T) {
-	addr := startKeeper(t)
+	addr := metadatatest.KeeperAddr(t)
 	s := newTestStore(t, dial(t, addr), Config{})
 	ctx := testContext(t)
 	if err := s.Init(ctx); err != nil {
@@ -233,7 +232,7 @@ func TestRegistrationRestoresDeletedZnode(t *testing.T) {
 // TestRegistrationRetriesFailedMove: a move to read-only that fails is
 // retried by the keeper goroutine, which also removes the old znode.
 func TestRegistrationRetriesFailedMove(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	fc := newFaultConn(conn)
 	s := newTestStore(t, fc, Config{})
 	ctx := testContext(t)
@@ -265,32 +264,10 @@ func TestRegistrationRetriesFailedMove(t *testing.T) {
 // server expires it. When the client is back (on a new session), the
 // registration is made again, in the mode it had.
 func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
-	core := zkcore.DefaultConfig()
-	core.TickMs = 50
-	core.MinSessionTimeoutMs = 100
-	srv, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: core})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	px := newCutProxy(t, srv.Addr().String())
+	addr := metadatatest.Keeper(t, metadatatest.FastTicks()).Addr().String()
+	px := newCutProxy(t, addr)
 	ctx := testContext(t)
-	sess, err := Dial(ctx, DialConfig{Servers: []string{px.addr()}, SessionTimeout: 400 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sess.Close)
-	s, err := sess.NewStore(Config{RetryBackoff: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if err := s.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, sess := dialStore(t, px.addr(), 400*time.Millisecond)
 	r, err := s.NewRegistration(RegistrationConfig{ID: "b4:3181", ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +276,7 @@ func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	observer := dial(t, srv.Addr().String())
+	observer := dial(t, addr)
 	path := r.Path()
 	first := waitZnode(t, observer, path, "the registration", func(owner int64) bool { return owner > 0 })
 

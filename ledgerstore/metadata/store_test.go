@@ -9,10 +9,11 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 func TestInit(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	s := newTestStore(t, conn, Config{Root: "/bk/ledgers"})
 	ctx := testContext(t)
 	if err := s.Init(ctx); err != nil {
@@ -60,7 +61,7 @@ func TestInit(t *testing.T) {
 // TestInitExistingRoot covers a root made by someone else, without
 // INSTANCEID or LAYOUT.
 func TestInitExistingRoot(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	mkdirs(t, conn, "/ledgers")
 	s := newTestStore(t, conn, Config{})
 	ctx := testContext(t)
@@ -198,7 +199,7 @@ func TestCreateIdempotent(t *testing.T) {
 // same version: one wins, the other gets ErrBadVersion, re-reads, and
 // succeeds on top of the winner's change.
 func TestCompareAndSet(t *testing.T) {
-	addr := startKeeper(t)
+	addr := metadatatest.KeeperAddr(t)
 	a := newTestStore(t, dial(t, addr), Config{})
 	b := newTestStore(t, dial(t, addr), Config{})
 	ctx := testContext(t)

@@ -14,6 +14,7 @@ import (
 	"keeper/coordination/zkproto"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 // next receives from ch, failing the test after waitTimeout. ok is false
@@ -135,7 +136,7 @@ func TestWatchLedgerMalformed(t *testing.T) {
 }
 
 func TestWatchEnds(t *testing.T) {
-	addr := startKeeper(t)
+	addr := metadatatest.KeeperAddr(t)
 	conn := dial(t, addr)
 	s := newTestStore(t, conn, Config{})
 	ctx := testContext(t)
@@ -192,7 +193,7 @@ func registerBookie(t *testing.T, addr, id string, readOnly bool) *zkclient.Sess
 // TestWatchBookiesSteps makes one registry change at a time and checks
 // that each is delivered, in order, with nothing in between.
 func TestWatchBookiesSteps(t *testing.T) {
-	addr := startKeeper(t)
+	addr := metadatatest.KeeperAddr(t)
 	conn := dial(t, addr)
 	s := newTestStore(t, conn, Config{})
 	ctx := testContext(t)
@@ -285,7 +286,7 @@ func TestWatchBookiesBurst(t *testing.T) {
 }
 
 func TestWatchBookiesMissingDirectory(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	s := newTestStore(t, conn, Config{})
 	ctx := testContext(t)
 	ch := s.WatchBookies(ctx) // before Init: no /ledgers at all
@@ -304,7 +305,7 @@ func TestWatchBookiesMissingDirectory(t *testing.T) {
 }
 
 func TestWatchBookiesRetries(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	fc := newFaultConn(conn)
 	s := newTestStore(t, fc, Config{})
 	ctx := testContext(t)
@@ -364,7 +365,7 @@ func TestBookieAddress(t *testing.T) {
 // zkclient.Session sends when a session expires (its watches are gone): each must re-arm
 // and keep reporting changes, not end.
 func TestWatchesSurviveSessionExpiry(t *testing.T) {
-	conn := dial(t, startKeeper(t))
+	conn := dial(t, metadatatest.KeeperAddr(t))
 	fc := newFaultConn(conn)
 	s := newTestStore(t, fc, Config{})
 	ctx := testContext(t)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"keeper/coordination/server"
-	"keeper/coordination/zkcore"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 // Cluster is a metadata server and bookies; everything stops when the test
@@ -42,18 +42,8 @@ type Bookie struct {
 // when Start returns.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	core := zkcore.DefaultConfig()
-	core.TickMs = 50
-	core.MinSessionTimeoutMs = 100
-	zk, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", Core: core})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := zk.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &Cluster{t: t, ZK: zk}
-	t.Cleanup(func() { zk.Close() }) // registered first, so it runs after the bookies stop
+	// Its Cleanup is registered first, so it runs after the bookies stop.
+	c := &Cluster{t: t, ZK: metadatatest.Keeper(t, metadatatest.FastTicks())}
 	for range n {
 		c.AddBookie()
 	}
