@@ -109,22 +109,8 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 	if cfg.Inflight < 1 || cfg.Connections < 1 || cfg.Duration <= 0 {
 		return errors.New("bench bookie: --inflight, --connections and --duration must be positive")
 	}
-	if cfg.FsyncDir != "" {
-		res, err := bench.Fsync(ctx, bench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
-		if err != nil {
-			return err
-		}
-		if err := printLine(out, res.MarshalLine); err != nil {
-			return err
-		}
-	}
-	if err := checkProtocols(cfg.Protocols); err != nil {
-		return fmt.Errorf("bench bookie: %w", err)
-	}
-	if len(cfg.CPUPIDs) > 0 {
-		if _, err := bench.CPUTime(cfg.CPUPIDs...); err != nil {
-			return fmt.Errorf("bench bookie: --cpu-pid: %w", err) // better now than after the runs
-		}
+	if err := benchPreflight(ctx, out, "bench bookie", cfg.FsyncDir, cfg.Duration, cfg.Protocols, cfg.CPUPIDs); err != nil {
+		return err
 	}
 	for _, size := range cfg.Sizes {
 		for _, ledgers := range cfg.Ledgers {
@@ -148,6 +134,33 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 						res.DurationSec)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// benchPreflight is what bench bookie and bench ledger do before their
+// runs, in this order: measure fsyncDir's raw fsync rate (if given) and
+// print its line on out, refuse bad --protocols, and check that the
+// --cpu-pid processes can be read (better now than after the runs).
+// name prefixes the errors.
+func benchPreflight(ctx context.Context, out io.Writer, name, fsyncDir string, duration time.Duration, protocols []string,
+	cpuPIDs []int) error {
+	if fsyncDir != "" {
+		res, err := bench.Fsync(ctx, bench.FsyncConfig{Dir: fsyncDir, Duration: min(duration, 5*time.Second)})
+		if err != nil {
+			return err
+		}
+		if err := printLine(out, res.MarshalLine); err != nil {
+			return err
+		}
+	}
+	if err := checkProtocols(protocols); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if len(cpuPIDs) > 0 {
+		if _, err := bench.CPUTime(cpuPIDs...); err != nil {
+			return fmt.Errorf("%s: --cpu-pid: %w", name, err)
 		}
 	}
 	return nil

@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/bench"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
@@ -184,22 +183,8 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 			return fmt.Errorf("bench ledger: size %d out of range 1..%d", size, benchLedgerMaxSize)
 		}
 	}
-	if cfg.FsyncDir != "" {
-		res, err := bench.Fsync(ctx, bench.FsyncConfig{Dir: cfg.FsyncDir, Duration: min(cfg.Duration, 5*time.Second)})
-		if err != nil {
-			return err
-		}
-		if err := printLine(out, res.MarshalLine); err != nil {
-			return err
-		}
-	}
-	if err := checkProtocols(cfg.Protocols); err != nil {
-		return fmt.Errorf("bench ledger: %w", err)
-	}
-	if len(cfg.CPUPIDs) > 0 {
-		if _, err := bench.CPUTime(cfg.CPUPIDs...); err != nil {
-			return fmt.Errorf("bench ledger: --cpu-pid: %w", err) // better now than after the runs
-		}
+	if err := benchPreflight(ctx, out, "bench ledger", cfg.FsyncDir, cfg.Duration, cfg.Protocols, cfg.CPUPIDs); err != nil {
+		return err
 	}
 	for _, n := range cfg.Ledgers {
 		if n < 1 {
