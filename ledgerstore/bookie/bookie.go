@@ -174,6 +174,7 @@ func (b *Bookie) Start(ctx context.Context) (err error) {
 	if b.store, err = entrystore.Open(b.cfg.storeConfig()); err != nil {
 		return fmt.Errorf("bookie: open ledger storage: %w", err)
 	}
+	b.m.watchStore(b.store)
 	if err := b.recover(); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func (b *Bookie) replayRecord(rec journal.Record, st *replayStats) error {
 		st.entries++
 		err := b.store.Add(ledgerID, rec.EntryID(), rec.Body())
 		if errors.Is(err, entrystore.ErrCacheFull) {
-			if err := b.store.Flush(); err != nil {
+			if err := b.flushStore(); err != nil {
 				return err
 			}
 			err = b.store.Add(ledgerID, rec.EntryID(), rec.Body())
@@ -103,12 +103,11 @@ func (b *Bookie) markDirs() []string {
 func (b *Bookie) checkpoint() error {
 	b.ckptMu.Lock()
 	defer b.ckptMu.Unlock()
-	start := time.Now()
 	marks := make([]journal.Position, len(b.journals))
 	for i, jr := range b.journals {
 		marks[i] = jr.durableMark()
 	}
-	err := b.store.Flush()
+	err := b.flushStore()
 	b.signalFlushed()
 	if err != nil {
 		b.fail(err)
@@ -131,7 +130,6 @@ func (b *Bookie) checkpoint() error {
 			b.log.Debug("removed journal files", "dir", jr.dir, "logIds", removed)
 		}
 	}
-	observe(b.m.checkpoint, start, true)
 	b.m.activeLedgers.Set(float64(len(b.store.Ledgers())))
 	return nil
 }

@@ -140,36 +140,6 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	b.lacs.notify(ledgerID, int64(binary.BigEndian.Uint64(r.Body[16:24])))
 }
 
-// storeAdd inserts an entry into ledger storage. When the write cache is
-// full it asks for a checkpoint and waits for one, up to ThrottleWait,
-// then refuses with ETOOMANYREQUESTS (BookKeeper's throttled write).
-func (b *Bookie) storeAdd(ledgerID, entryID int64, body []byte) error {
-	var deadline *time.Timer
-	for {
-		flushed := b.flushedChan()
-		err := b.store.Add(ledgerID, entryID, body)
-		if !errors.Is(err, entrystore.ErrCacheFull) {
-			if err == nil && b.store.NeedsFlush() {
-				b.kickCheckpoint()
-			}
-			return err
-		}
-		b.m.throttled.Inc()
-		b.kickCheckpoint()
-		if deadline == nil {
-			deadline = time.NewTimer(b.cfg.ThrottleWait)
-			defer deadline.Stop()
-		}
-		select {
-		case <-flushed:
-		case <-deadline.C:
-			return bkproto.Errorf(bkproto.StatusCode_ETOOMANYREQUESTS, "write cache full for %v", b.cfg.ThrottleWait)
-		case <-b.stopping:
-			return errJournalClosed
-		}
-	}
-}
-
 func addResponse(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) *bkproto.Response {
 	s := st.Enum()
 	return &bkproto.Response{Header: responseHeader(h), Status: s,

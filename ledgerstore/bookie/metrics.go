@@ -39,11 +39,18 @@ type metrics struct {
 	readBytesOp   *metric.OpStats // bookie_BOOKIE_READ_ENTRY_BYTES
 	writeBytes    prometheus.Counter
 	readBytes     prometheus.Counter
-	throttled     prometheus.Counter
 	serverStatus  prometheus.Gauge
 	writableDirs  prometheus.Gauge
-	checkpoint    *metric.OpStats // bookie_flush
 	activeLedgers prometheus.Gauge
+
+	// Ledger storage, under DbLedgerStorage's names (storage.go).
+	storageAdd     *metric.OpStats // bookie_add_entry: an add into the entry store, throttling included
+	storageRead    *metric.OpStats // bookie_read_entry: a read from the entry store
+	flush          *metric.OpStats // bookie_flush: a flush of the write cache to entry logs and index
+	flushSize      *metric.OpStats // bookie_flush_size: entry bytes per flush
+	throttled      *metric.OpStats // bookie_throttled_write: an add's wait for room in the write cache
+	throttledCount *metric.Counter // bookie_throttled_write_requests
+	rejectedWrites *metric.Counter // bookie_rejected_write_requests
 
 	journalAddEntry     *metric.OpStats // bookie_journal_JOURNAL_ADD_ENTRY: queued to durable
 	journalSync         *metric.OpStats // bookie_journal_JOURNAL_SYNC
@@ -94,10 +101,8 @@ func newMetrics() *metrics {
 	m.readBytesOp = sizes("bookie_BOOKIE_READ_ENTRY_BYTES", "Sizes of the entries read, in bytes.")
 	m.writeBytes = counter("bookie_WRITE_BYTES", "Bytes of entries added.")
 	m.readBytes = counter("bookie_READ_BYTES", "Bytes of entries read.")
-	m.throttled = counter("bookie_throttled_write", "Adds that waited for a checkpoint to free the write cache.")
 	m.serverStatus = gauge("bookie_SERVER_STATUS", "1 while the bookie is writable, 0 while read-only.")
 	m.writableDirs = gauge("bookie_ledger_writable_dirs", "Ledger directories below the disk usage threshold.")
-	m.checkpoint = latency("bookie_flush", "Checkpoints: ledger storage flush and lastMark, in ms.")
 	m.activeLedgers = gauge("bookie_gc_ACTIVE_LEDGER_TOTAL", "Ledgers stored on this bookie.")
 	m.journalAddEntry = latency("bookie_journal_JOURNAL_ADD_ENTRY", "Records from queueing to durable, in ms.")
 	m.journalSync = latency("bookie_journal_JOURNAL_SYNC", "Journal fsyncs, in ms.")
@@ -112,6 +117,17 @@ func newMetrics() *metrics {
 	m.minorCompactions = counter("bookie_gc_MINOR_COMPACTION_TOTAL", "Entry logs removed by minor compaction.")
 	m.majorCompactions = counter("bookie_gc_MAJOR_COMPACTION_TOTAL", "Entry logs removed by major compaction.")
 	m.activeEntryLogs = gauge("bookie_gc_ACTIVE_ENTRY_LOG_TOTAL", "Entry logs on disk.")
+	m.storageAdd = latency("bookie_add_entry", "Adds into ledger storage, waits for the write cache included, in ms.")
+	m.storageRead = latency("bookie_read_entry", "Reads from ledger storage, in ms.")
+	m.flush = latency("bookie_flush", "Flushes of the write cache to entry logs and the index, in ms.")
+	m.flushSize = sizes("bookie_flush_size", "Entry bytes per write cache flush.")
+	m.throttled = latency("bookie_throttled_write", "Adds' waits for room in a full write cache, in ms.")
+	m.throttledCount = new(metric.Counter)
+	m.reg.MustRegister(counterCollector{prometheus.NewDesc("bookie_throttled_write_requests",
+		"Adds that found the write cache full.", nil, nil), m.throttledCount})
+	m.rejectedWrites = new(metric.Counter)
+	m.reg.MustRegister(counterCollector{prometheus.NewDesc("bookie_rejected_write_requests",
+		"Adds refused because the write cache stayed full.", nil, nil), m.rejectedWrites})
 	return m
 }
 

@@ -47,7 +47,7 @@ func readFlag(r *bkproto.ReadRequest, f bkproto.ReadRequest_Flag) bool {
 // read reads one entry (the last one for entryId -1) and returns the
 // response, with the bookie-known LAC as maxLAC.
 func (b *Bookie) read(ledgerID, entryID int64) *bkproto.ReadResponse {
-	body, err := b.store.Get(ledgerID, entryID)
+	body, err := b.storeGet(ledgerID, entryID)
 	st := statusOf(err)
 	if st == bkproto.StatusCode_EIO {
 		b.log.Error("read failed", "ledger", ledgerID, "entry", entryID, "err", err)
@@ -83,7 +83,7 @@ func (b *Bookie) readBatch(ledgerID, first int64, v2 bkproto.V2Request) *bkproto
 	frameBytes := int64(bkproto.V2BatchFixedBytes)
 	var body []byte
 	for i := int64(0); i < count; i++ {
-		entry, err := b.store.Get(ledgerID, first+i)
+		entry, err := b.storeGet(ledgerID, first+i)
 		if err != nil {
 			if i > 0 {
 				break
@@ -282,7 +282,7 @@ func (b *Bookie) longPollAnswer(r *bkproto.ReadRequest) *bkproto.ReadResponse {
 	if lac <= prev {
 		return rr
 	}
-	body, err := b.store.Get(ledgerID, prev+1)
+	body, err := b.storeGet(ledgerID, prev+1)
 	switch {
 	case err == nil:
 		rr.EntryId, rr.Body = proto.Int64(prev+1), body
@@ -307,7 +307,7 @@ func (b *Bookie) readLAC(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadLacR
 	lacBody, err := b.store.ExplicitLAC(ledgerID)
 	st := statusOf(err)
 	if err == nil {
-		last, err := b.store.Get(ledgerID, entrystore.LastEntry)
+		last, err := b.storeGet(ledgerID, entrystore.LastEntry)
 		switch {
 		case err == nil:
 			resp.LastEntryBody = last

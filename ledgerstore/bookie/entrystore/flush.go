@@ -26,6 +26,13 @@ import (
 // the logs and the index once Flush returns. A failed Flush poisons the
 // store: the error is sticky, and the mark must not be persisted.
 func (s *Store) Flush() error {
+	_, err := s.FlushBytes()
+	return err
+}
+
+// FlushBytes is Flush, and also returns the entry bytes it moved from the
+// write cache to the entry logs (0 when the write cache was empty).
+func (s *Store) FlushBytes() (int64, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	s.mu.Lock()
@@ -34,11 +41,12 @@ func (s *Store) Flush() error {
 		rounds = 2 // a half filled up and waits; then the active half
 	}
 	s.mu.Unlock()
+	var flushed int64
 	for range rounds {
 		s.mu.Lock()
 		if err := s.writableLocked(); err != nil {
 			s.mu.Unlock()
-			return err
+			return flushed, err
 		}
 		if s.standby.empty() {
 			s.active, s.standby = s.standby, s.active
@@ -51,13 +59,14 @@ func (s *Store) Flush() error {
 			s.mu.Lock()
 			s.flushing = false
 			s.mu.Unlock()
-			return s.fail(fmt.Errorf("entrystore: flush: %w", err))
+			return flushed, s.fail(fmt.Errorf("entrystore: flush: %w", err))
 		}
 		s.mu.Lock()
+		flushed += half.bytes
 		s.retireLocked(half)
 		s.mu.Unlock()
 	}
-	return nil
+	return flushed, nil
 }
 
 // flushHalf writes half's entries and the ledger records to disk. It reads

@@ -264,7 +264,7 @@ func (s *Store) LAC(ledgerID int64) (int64, error) {
 	if info == nil {
 		return 0, fmt.Errorf("%w: ledger %d", ErrNoLedger, ledgerID)
 	}
-	last, err := s.Get(ledgerID, -1)
+	last, err := s.get(ledgerID, LastEntry, false)
 	if err != nil {
 		return 0, err
 	}

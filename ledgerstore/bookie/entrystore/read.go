@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -34,7 +35,11 @@ type indexed struct {
 // an error (matching ErrCorrupt for damage), never as absence: recovery
 // counts absences, and counting an unreadable entry as absent would let it
 // truncate acknowledged data (docs/bookkeeper-protocol.md Appendix A item 1).
-func (s *Store) Get(ledgerID, entryID int64) ([]byte, error) {
+func (s *Store) Get(ledgerID, entryID int64) ([]byte, error) { return s.get(ledgerID, entryID, true) }
+
+// get is Get; counted says whether the read counts in Stats' cache hits
+// and misses (the store's own lookups do not).
+func (s *Store) get(ledgerID, entryID int64, counted bool) ([]byte, error) {
 	k := entryKey{ledgerID, entryID}
 	s.mu.Lock()
 	if s.closed {
@@ -49,7 +54,7 @@ func (s *Store) Get(ledgerID, entryID int64) ([]byte, error) {
 				cacheLast, inCache = id, true
 			}
 		}
-	} else if b := s.cachedLocked(k); b != nil {
+	} else if b := s.cachedLocked(k, counted); b != nil {
 		s.mu.Unlock()
 		return b, nil
 	}
@@ -64,26 +69,38 @@ func (s *Store) Get(ledgerID, entryID int64) ([]byte, error) {
 	}
 	if entryID == LastEntry {
 		if inCache && (len(found) == 0 || cacheLast >= found[0].entryID) {
-			return s.Get(ledgerID, cacheLast)
+			return s.get(ledgerID, cacheLast, counted) // counts the write cache hit
+		}
+		if counted {
+			s.stats.WriteCacheMisses.Add(1)
 		}
 	}
 	if len(found) == 0 {
 		return nil, s.absent(ledgerID, entryID)
 	}
-	return s.readIndexed(ledgerID, found, epoch)
+	return s.readIndexed(ledgerID, found, epoch, entryID != LastEntry)
 }
 
 // cachedLocked returns a copy of k from the write cache halves or the read
-// cache, or nil. Caller holds mu.
-func (s *Store) cachedLocked(k entryKey) []byte {
+// cache, or nil, counting the hits and misses if counted. Caller holds mu.
+func (s *Store) cachedLocked(k entryKey, counted bool) []byte {
+	count := func(c *atomic.Int64) {
+		if counted {
+			c.Add(1)
+		}
+	}
 	for _, h := range []*cacheHalf{s.active, s.standby} {
 		if b := h.get(k); b != nil {
+			count(&s.stats.WriteCacheHits)
 			return bytes.Clone(b)
 		}
 	}
+	count(&s.stats.WriteCacheMisses)
 	if b := s.rcache.get(k); b != nil {
+		count(&s.stats.ReadCacheHits)
 		return bytes.Clone(b)
 	}
+	count(&s.stats.ReadCacheMisses)
 	return nil
 }
 
@@ -120,7 +137,7 @@ func (s *Store) indexScan(ledgerID, entryID int64) ([]indexed, error) {
 	}
 	var found []indexed
 	limit := 1
-	if s.cfg.ReadAheadBytes > 0 && s.cfg.ReadCacheBytes > 0 && entryID != LastEntry {
+	if s.readAheadOn() && entryID != LastEntry {
 		limit += readAheadEntries
 	}
 	for ; ok && len(found) < limit; ok = iter.Next() {
@@ -151,10 +168,10 @@ func (s *Store) indexScan(ledgerID, entryID int64) ([]indexed, error) {
 // that lie in the same read into the read cache (unless the index changed
 // since epoch). If compaction removed the log after the index was read, it
 // reads the index again.
-func (s *Store) readIndexed(ledgerID int64, found []indexed, epoch uint64) ([]byte, error) {
+func (s *Store) readIndexed(ledgerID int64, found []indexed, epoch uint64, ahead bool) ([]byte, error) {
 	const attempts = 3 // each retry follows a completed compaction step
 	for attempt := 1; ; attempt++ {
-		entry, err := s.readLocation(ledgerID, found, epoch)
+		entry, err := s.readLocation(ledgerID, found, epoch, ahead)
 		if !errors.Is(err, errLogGone) {
 			return entry, err
 		}
@@ -175,7 +192,7 @@ func (s *Store) readIndexed(ledgerID int64, found []indexed, epoch uint64) ([]by
 
 // readLocation reads found[0]'s record and checks it, and caches the
 // entries of found[1:] that the same read covered.
-func (s *Store) readLocation(ledgerID int64, found []indexed, epoch uint64) ([]byte, error) {
+func (s *Store) readLocation(ledgerID int64, found []indexed, epoch uint64, ahead bool) ([]byte, error) {
 	logID, off := splitLocation(found[0].loc)
 	s.logsMu.RLock()
 	defer s.logsMu.RUnlock()
@@ -206,7 +223,9 @@ func (s *Store) readLocation(ledgerID int64, found []indexed, epoch uint64) ([]b
 	if reason != "" {
 		return nil, s.badLocation(lf, ledgerID, found[0], "%s", reason)
 	}
-	s.readAhead(lf.id, ledgerID, span, start, found[1:], epoch)
+	if ahead && s.readAheadOn() {
+		s.readAhead(lf.id, ledgerID, span, start, found[1:], epoch)
+	}
 	return bytes.Clone(entry), nil
 }
 
@@ -233,17 +252,21 @@ func (s *Store) readAhead(logID, ledgerID int64, span []byte, start int64, more 
 		}
 		got = append(got, ahead{entryKey{ledgerID, ix.entryID}, bytes.Clone(entry)})
 	}
-	if len(got) == 0 {
-		return
+	var cachedBytes int64
+	if len(got) > 0 {
+		s.mu.Lock()
+		if s.indexEpoch == epoch {
+			for _, a := range got {
+				s.rcache.put(a.k, a.data)
+				cachedBytes += int64(len(a.data))
+			}
+		} else {
+			got = nil
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.indexEpoch != epoch {
-		return
-	}
-	for _, a := range got {
-		s.rcache.put(a.k, a.data)
-	}
+	s.stats.ReadAheadEntries.Record(int64(len(got)), true)
+	s.stats.ReadAheadBytes.Record(cachedBytes, true)
 }
 
 // checkRecord checks the record at the start of b: its size, that it fits

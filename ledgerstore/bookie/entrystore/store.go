@@ -53,6 +53,8 @@ type Store struct {
 	// returns it; reads go on.
 	err    error
 	closed bool
+
+	stats Stats // atomics, outside mu
 }
 
 // Open opens the store in cfg's directories, creating them if needed. It
