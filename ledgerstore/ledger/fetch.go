@@ -39,26 +39,30 @@ func newFetch(entryID int64, bookies []BookieID) *fetch {
 	}
 }
 
+// emitFunc sends a read of entryID to a bookie; speculative marks a read
+// sent because the earlier ones went unanswered for SpeculativeTicks.
+type emitFunc func(b BookieID, entryID int64, speculative bool)
+
 // askNext asks the next candidate, if any is left.
-func (f *fetch) askNext(emit func(BookieID, int64)) bool {
+func (f *fetch) askNext(emit emitFunc, speculative bool) bool {
 	if f.next >= len(f.bookies) {
 		return false
 	}
 	f.asked[f.next] = true
-	emit(f.bookies[f.next], f.entryID)
+	emit(f.bookies[f.next], f.entryID, speculative)
 	f.next++
 	f.sinceTicks = 0
 	return true
 }
 
 // tick counts one tick and sends the speculative read when it is due.
-func (f *fetch) tick(speculativeTicks int, emit func(BookieID, int64)) {
+func (f *fetch) tick(speculativeTicks int, emit emitFunc) {
 	if f.entry != nil {
 		return
 	}
 	f.sinceTicks++
 	if f.sinceTicks >= speculativeTicks {
-		f.askNext(emit)
+		f.askNext(emit, true)
 	}
 }
 
@@ -74,7 +78,7 @@ func (f *fetch) outstanding(b BookieID) int {
 // reply takes slot i's answer. It reports failed once every candidate has
 // answered without a valid copy.
 func (f *fetch) reply(i int, reply ReadReply, decode func([]byte, int64) (bkproto.Entry, error),
-	emit func(BookieID, int64)) (failed bool) {
+	emit emitFunc) (failed bool) {
 	f.answered[i] = true
 	if reply.Status == bkproto.StatusCode_EOK {
 		if e, err := decode(reply.Body, f.entryID); err == nil {
@@ -82,7 +86,7 @@ func (f *fetch) reply(i int, reply ReadReply, decode func([]byte, int64) (bkprot
 			return false
 		}
 	}
-	if f.askNext(emit) {
+	if f.askNext(emit, false) {
 		return false
 	}
 	for k := range f.bookies {

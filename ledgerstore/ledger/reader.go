@@ -88,8 +88,9 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 // Ready returns the work accumulated since the last call.
 func (r *Reader) Ready() Ready { return r.ready.take() }
 
-func (r *Reader) emit(b BookieID, entryID int64) {
-	r.ready.Reads = append(r.ready.Reads, ReadRequest{Bookie: b, Kind: ReadEntry, LedgerID: r.ledgerID, EntryID: entryID})
+func (r *Reader) emit(b BookieID, entryID int64, speculative bool) {
+	r.ready.Reads = append(r.ready.Reads, ReadRequest{Bookie: b, Kind: ReadEntry, LedgerID: r.ledgerID, EntryID: entryID,
+		Speculative: speculative})
 }
 
 func (r *Reader) startFetches() {
@@ -97,7 +98,7 @@ func (r *Reader) startFetches() {
 		f := newFetch(r.nextStart, r.md.WriteSetBookies(r.nextStart))
 		r.fetches[r.nextStart] = f
 		r.nextStart++
-		f.askNext(r.emit)
+		f.askNext(r.emit, false)
 	}
 }
 

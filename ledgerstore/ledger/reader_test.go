@@ -39,19 +39,32 @@ func TestReaderSpeculativeAndInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := [20]byte{}
-	if got := reads(r.Ready().Reads, key); !slices.Equal(got, []string{"a/0", "b/1", "c/2"}) {
+	first := r.Ready().Reads
+	if got := reads(first, key); !slices.Equal(got, []string{"a/0", "b/1", "c/2"}) {
 		t.Fatalf("first reads %v", got)
+	}
+	for _, rq := range first {
+		if rq.Speculative {
+			t.Fatalf("first read %v marked speculative", rq)
+		}
 	}
 	r.HandleRead(plainRead("c", 2), okReply(entryBody(md, 2, 1, 3, "2")))
 	r.HandleRead(plainRead("b", 1), statusReply(bkproto.StatusCode_EIO)) // moves on at once
-	if got := reads(r.Ready().Reads, key); !slices.Equal(got, []string{"c/1"}) {
+	next := r.Ready().Reads
+	if got := reads(next, key); !slices.Equal(got, []string{"c/1"}) {
 		t.Fatalf("after EIO: %v, want c/1", got)
+	}
+	if next[0].Speculative {
+		t.Fatal("the read after an error is marked speculative")
 	}
 	r.Tick()
 	r.Tick() // entry 0 speculative
 	rd := r.Ready()
 	if got := reads(rd.Reads, key); !slices.Equal(got, []string{"b/0"}) {
 		t.Fatalf("speculative reads %v, want b/0 (entry 1 has no replica left)", got)
+	}
+	if !rd.Reads[0].Speculative {
+		t.Fatal("the read after SpeculativeTicks is not marked speculative")
 	}
 	if len(rd.Entries) != 0 {
 		t.Fatalf("delivered %v before entry 0", entryIDs(rd.Entries))

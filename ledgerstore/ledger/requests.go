@@ -74,6 +74,10 @@ type ReadRequest struct {
 	PreviousLAC   int64
 	TimeoutMillis int64
 	Piggyback     bool
+	// Speculative marks a read sent because the replicas asked before
+	// went unanswered for SpeculativeTicks (the driver counts them as
+	// BookKeeper's SPECULATIVE_READ_COUNT); it changes nothing on the wire.
+	Speculative bool
 }
 
 // Request returns the v3 request for r with the given transaction id.

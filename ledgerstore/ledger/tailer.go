@@ -164,11 +164,12 @@ func (t *Tailer) pump() {
 func (t *Tailer) startFetch(e int64) {
 	f := newFetch(e, t.md.WriteSetBookies(e))
 	t.fetches[e] = f
-	f.askNext(t.emit)
+	f.askNext(t.emit, false)
 }
 
-func (t *Tailer) emit(b BookieID, entryID int64) {
-	t.ready.Reads = append(t.ready.Reads, ReadRequest{Bookie: b, Kind: ReadEntry, LedgerID: t.ledgerID, EntryID: entryID})
+func (t *Tailer) emit(b BookieID, entryID int64, speculative bool) {
+	t.ready.Reads = append(t.ready.Reads, ReadRequest{Bookie: b, Kind: ReadEntry, LedgerID: t.ledgerID, EntryID: entryID,
+		Speculative: speculative})
 }
 
 // startPoll sends one long poll to every bookie of the last ensemble.

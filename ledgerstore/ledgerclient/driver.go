@@ -216,14 +216,21 @@ func (d *driver) sendRead(req ledger.ReadRequest) {
 	if req.LongPoll {
 		timeout += time.Duration(req.TimeoutMillis) * time.Millisecond
 	}
+	if req.Speculative {
+		d.c.count(speculativeReads)
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(d.life, timeout)
 		defer cancel()
+		start := time.Now()
 		var reply ledger.ReadReply
 		if d.c.cfg.UseV2WireProtocol {
 			reply = d.readV2(ctx, req)
 		} else {
 			reply = d.read(ctx, req.Bookie, req.Request(0))
+		}
+		if req.LongPoll {
+			d.c.observe(readLACAndEntry, start, reply.Status == bkproto.StatusCode_EOK)
 		}
 		d.post(func() { h.HandleRead(req, reply) })
 	}()

@@ -24,6 +24,20 @@ type Metrics struct {
 	// EnsembleChanges counts the new ensembles the writers stored
 	// (NUM_ENSEMBLE_CHANGE).
 	EnsembleChanges metric.Counter
+	// ReadLAC times each ReadHandle.ReadLAC call (READ_LAC).
+	ReadLAC metric.OpStats
+	// ReadLACAndEntry times each long-poll read sent to a bookie, from
+	// the send to its answer: a success when the bookie answered EOK
+	// (READ_LAST_CONFIRMED_AND_ENTRY).
+	ReadLACAndEntry metric.OpStats
+	// SpeculativeReads counts the reads sent to a further replica because
+	// the ones asked went unanswered for SpeculativeReadTimeout
+	// (SPECULATIVE_READ_COUNT).
+	SpeculativeReads metric.Counter
+	// LACUpdateHits and LACUpdateMisses count the LACs a read handle
+	// learned that moved its LAC forward, and those that did not
+	// (LAC_UPDATE_HITS, LAC_UPDATE_MISSES).
+	LACUpdateHits, LACUpdateMisses metric.Counter
 }
 
 // ClientScope is the prefix BookKeeper gives its client metrics.
@@ -38,23 +52,49 @@ func (m *Metrics) OpStats() map[string]*metric.OpStats {
 		ClientScope + "_LEDGER_OPEN":    &m.LedgerOpen,
 		ClientScope + "_LEDGER_DELETE":  &m.LedgerDelete,
 		ClientScope + "_LEDGER_RECOVER": &m.LedgerRecover,
+		ClientScope + "_READ_LAC":       &m.ReadLAC,
+
+		ClientScope + "_READ_LAST_CONFIRMED_AND_ENTRY": &m.ReadLACAndEntry,
 	}
 }
 
 // Counters returns the counts by their BookKeeper names.
 func (m *Metrics) Counters() map[string]*metric.Counter {
-	return map[string]*metric.Counter{ClientScope + "_NUM_ENSEMBLE_CHANGE": &m.EnsembleChanges}
+	return map[string]*metric.Counter{
+		ClientScope + "_NUM_ENSEMBLE_CHANGE":    &m.EnsembleChanges,
+		ClientScope + "_SPECULATIVE_READ_COUNT": &m.SpeculativeReads,
+		ClientScope + "_LAC_UPDATE_HITS":        &m.LACUpdateHits,
+		ClientScope + "_LAC_UPDATE_MISSES":      &m.LACUpdateMisses,
+	}
 }
 
 // record notes the time since start in o, if the client keeps metrics.
 func (c *Client) record(o func(*Metrics) *metric.OpStats, start time.Time, err error) {
+	c.observe(o, start, err == nil)
+}
+
+// observe notes the time since start in o as a success or a failure, if
+// the client keeps metrics.
+func (c *Client) observe(o func(*Metrics) *metric.OpStats, start time.Time, ok bool) {
 	if c.cfg.Metrics != nil {
-		o(c.cfg.Metrics).Record(time.Since(start).Microseconds(), err == nil)
+		o(c.cfg.Metrics).Record(time.Since(start).Microseconds(), ok)
 	}
 }
 
-func readEntry(m *Metrics) *metric.OpStats     { return &m.ReadEntry }
-func ledgerCreate(m *Metrics) *metric.OpStats  { return &m.LedgerCreate }
-func ledgerOpen(m *Metrics) *metric.OpStats    { return &m.LedgerOpen }
-func ledgerDelete(m *Metrics) *metric.OpStats  { return &m.LedgerDelete }
-func ledgerRecover(m *Metrics) *metric.OpStats { return &m.LedgerRecover }
+// count adds 1 to a counter, if the client keeps metrics.
+func (c *Client) count(o func(*Metrics) *metric.Counter) {
+	if c.cfg.Metrics != nil {
+		o(c.cfg.Metrics).Inc()
+	}
+}
+
+func readEntry(m *Metrics) *metric.OpStats        { return &m.ReadEntry }
+func readLAC(m *Metrics) *metric.OpStats          { return &m.ReadLAC }
+func readLACAndEntry(m *Metrics) *metric.OpStats  { return &m.ReadLACAndEntry }
+func speculativeReads(m *Metrics) *metric.Counter { return &m.SpeculativeReads }
+func lacUpdateHits(m *Metrics) *metric.Counter    { return &m.LACUpdateHits }
+func lacUpdateMisses(m *Metrics) *metric.Counter  { return &m.LACUpdateMisses }
+func ledgerCreate(m *Metrics) *metric.OpStats     { return &m.LedgerCreate }
+func ledgerOpen(m *Metrics) *metric.OpStats       { return &m.LedgerOpen }
+func ledgerDelete(m *Metrics) *metric.OpStats     { return &m.LedgerDelete }
+func ledgerRecover(m *Metrics) *metric.OpStats    { return &m.LedgerRecover }

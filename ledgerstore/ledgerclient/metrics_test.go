@@ -61,7 +61,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %d successes and %d failures, want %d and %d", tt.name, ok, failed, tt.ok, tt.failed)
 		}
 	}
-	if len(m.OpStats()) != 6 || len(m.Counters()) != 1 {
+	if len(m.OpStats()) != 8 || len(m.Counters()) != 4 {
 		t.Errorf("exported names: %d op stats, %d counters", len(m.OpStats()), len(m.Counters()))
 	}
 }

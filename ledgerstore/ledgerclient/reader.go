@@ -124,11 +124,19 @@ func (h *ReadHandle) learn(md ledger.Metadata, smd ledger.Metadata) {
 	h.lac = max(h.lac, md.LastSegment().FirstEntryID-1)
 }
 
+// learnLAC raises the handle's LAC to lac, counting a LAC update hit
+// when it moved and a miss when it did not.
 func (h *ReadHandle) learnLAC(lac int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.md.State != ledger.StateClosed {
-		h.lac = max(h.lac, lac)
+	if h.md.State == ledger.StateClosed {
+		return
+	}
+	if lac > h.lac {
+		h.lac = lac
+		h.c.count(lacUpdateHits)
+	} else {
+		h.c.count(lacUpdateMisses)
 	}
 }
 
@@ -176,7 +184,9 @@ func (h *ReadHandle) refresh(ctx context.Context) error {
 // header LACs of their last entries, once they cover the ensemble). For a
 // closed ledger it is the last entry. It re-reads the metadata first, so
 // an ensemble change or a close is seen.
-func (h *ReadHandle) ReadLAC(ctx context.Context) (int64, error) {
+func (h *ReadHandle) ReadLAC(ctx context.Context) (_ int64, err error) {
+	start := time.Now()
+	defer func() { h.c.record(readLAC, start, err) }()
 	if h.Closed() {
 		return h.LAC(), nil
 	}
