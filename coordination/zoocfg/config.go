@@ -153,6 +153,9 @@ type Config struct {
 	// SASL is SASL for clients, the sasl ACL scheme and enforced
 	// authentication (sasl.go).
 	SASL SASL
+	// QuorumSASL is SASL between ensemble members: quorum.auth.*
+	// (quorumsasl.go).
+	QuorumSASL QuorumSASL
 	// Servers is the ensemble (server.N lines, of the static file or of the
 	// file DynamicConfigFile names), sorted by ID.
 	Servers []Server
@@ -335,6 +338,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.TLS.validate()...)
 	errs = append(errs, c.QuorumTLS.validate()...)
 	errs = append(errs, c.SASL.validate()...)
+	errs = append(errs, c.QuorumSASL.validate()...)
 	check(c.TLS.SecurePort >= 0 && c.TLS.SecurePort <= 65535, "secureClientPort %d out of range 0-65535", c.TLS.SecurePort)
 	check(c.ClientAddress() != "" || c.SecureClientAddress() != "",
 		"no client port: set clientPort, secureClientPort or a client address in this server's server.N")

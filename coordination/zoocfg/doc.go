@@ -64,9 +64,9 @@
 //
 // Keys that ask for a protection of data or access keeper does not give
 // yet are refused with an *UnsupportedError naming the key and its line:
-// TLS (secureClientPort, sslQuorum, portUnification, ssl.*, ...), SASL and
-// Kerberos (quorum.auth.*, sessionRequireClientSASLAuth, authProvider.N
-// other than digest and ip, superUser, kerberos.*, ...), enforce.auth.*,
+// the TLS settings tls.go and quorumtls.go do not implement, Kerberos
+// (quorum.auth.kerberos.servicePrincipal, kerberos.canonicalizeHostNames,
+// ...), authProvider.N other than digest, ip, x509 and sasl,
 // skipACL=yes, audit.enable=true, datadir.autocreate=false and the like
 // (the list is protections in protect.go, under both spellings). The value
 // that asks for nothing (sslQuorum=false, skipACL=no, an empty ssl.* value)

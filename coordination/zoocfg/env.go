@@ -47,6 +47,9 @@ func CheckServerEnv(getenv func(string) string) error {
 			if _, ok := tlsSetting(prop.name); ok || isX509Provider(prop.name, prop.value) {
 				return fmt.Errorf("%s: %s: keeper reads its settings only from zoo.cfg; set it there", env, prop.name)
 			}
+			if _, ok := quorumSASLSetting(prop.name); ok {
+				return fmt.Errorf("%s: %s: keeper reads its settings only from zoo.cfg; set it there", env, prop.name)
+			}
 			if p, ok := protectionOf(prop.name); ok {
 				if err := p.check(env, 0, prop.name, prop.value); err != nil {
 					return envError(env, prop, err)

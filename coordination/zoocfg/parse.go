@@ -131,6 +131,9 @@ func (p *parser) apply(key, value string) error {
 		p.c.SASL.Provider = true
 		return nil
 	}
+	if set, ok := quorumSASLSetting(key); ok {
+		return set(p, value)
+	}
 	if prot, ok := protectionOf(key); ok {
 		return prot.check("zoo.cfg", p.line, key, value)
 	}
