@@ -50,6 +50,13 @@ func skipLWS(buf []byte, i int) int {
 // such.
 func parseDirectives(buf []byte) ([numDirectives][]byte, error) {
 	var out [numDirectives][]byte
+	err := parseKeyValues(buf, directiveNames[:], out[:])
+	return out, err
+}
+
+// parseKeyValues parses buf as parseDirectives does, into out, which holds
+// the value of names[i] at i (nil when absent).
+func parseKeyValues(buf []byte, names []string, out [][]byte) error {
 	var key, value []byte
 	gettingKey, quoted, expectSep := true, false, false
 	i := skipLWS(buf, 0)
@@ -60,17 +67,17 @@ func parseDirectives(buf []byte) ([numDirectives][]byte, error) {
 			switch {
 			case b == ',':
 				if len(key) != 0 {
-					return out, fail("directive key contains a ','")
+					return fail("directive key contains a ','")
 				}
 				i = skipLWS(buf, i+1)
 			case b == '=':
 				if len(key) == 0 {
-					return out, fail("empty directive key")
+					return fail("empty directive key")
 				}
 				gettingKey = false
 				i = skipLWS(buf, i+1)
 				if i >= len(buf) {
-					return out, fail("valueless directive found: %s", key)
+					return fail("valueless directive found: %s", key)
 				}
 				if buf[i] == '"' {
 					quoted = true
@@ -79,7 +86,7 @@ func parseDirectives(buf []byte) ([numDirectives][]byte, error) {
 			case isLWS(b):
 				i = skipLWS(buf, i+1)
 				if i >= len(buf) || buf[i] != '=' {
-					return out, fail("'=' expected after key: %s", key)
+					return fail("'=' expected after key: %s", key)
 				}
 			default:
 				key = append(key, b)
@@ -90,7 +97,7 @@ func parseDirectives(buf []byte) ([numDirectives][]byte, error) {
 			case '\\':
 				i++
 				if i >= len(buf) {
-					return out, fail("unmatched quote found for directive: %s", key)
+					return fail("unmatched quote found for directive: %s", key)
 				}
 				value = append(value, buf[i])
 				i++
@@ -102,32 +109,32 @@ func parseDirectives(buf []byte) ([numDirectives][]byte, error) {
 				i++
 			}
 		case isLWS(b) || b == ',':
-			if err := extractDirective(&out, key, value); err != nil {
-				return out, err
+			if err := extractDirective(out, names, key, value); err != nil {
+				return err
 			}
 			key, value = nil, nil
 			gettingKey, quoted, expectSep = true, false, false
 			i = skipLWS(buf, i+1)
 		case expectSep:
-			return out, fail("expecting comma or linear whitespace after quoted string")
+			return fail("expecting comma or linear whitespace after quoted string")
 		default:
 			value = append(value, b)
 			i++
 		}
 	}
 	if quoted {
-		return out, fail("unmatched quote found for directive: %s", key)
+		return fail("unmatched quote found for directive: %s", key)
 	}
 	if len(key) > 0 {
-		if err := extractDirective(&out, key, value); err != nil {
-			return out, err
+		if err := extractDirective(out, names, key, value); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
-func extractDirective(out *[numDirectives][]byte, key, value []byte) error {
-	for i, name := range directiveNames {
+func extractDirective(out [][]byte, names []string, key, value []byte) error {
+	for i, name := range names {
 		if !strings.EqualFold(string(key), name) {
 			continue
 		}
