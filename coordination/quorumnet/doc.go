@@ -119,6 +119,29 @@
 // the trust store and, with TLS.HostnameVerification, against the address
 // of the far end. A refused handshake closes that connection only.
 //
+// # SASL
+//
+// With Config.SASL (zoo.cfg quorum.auth.*; docs/sasl.md) the side that
+// opens a connection authenticates to the side that accepts it, after any
+// TLS handshake: a learner right after its dial of the quorum port, an
+// election dialler right after its handshake (whichever id is larger).
+// Both send QuorumAuthPackets with no length prefix:
+//
+//	+-------------------------------+------------+--------------+
+//	| long magic 0x5f2435013501edcc | int status | buffer token |
+//	+-------------------------------+------------+--------------+
+//
+// status is 0 in progress, 1 success, -1 error. The learner (only with
+// SASL.LearnerRequire) sends an empty token, gets the DIGEST-MD5 challenge
+// (status 0), sends its response, and is in when the answer is status 1
+// with an rspauth that proves the server knows its password; anything else
+// closes the connection. The accepting side peeks at the first long: the
+// magic starts the exchange, anything else is the connection's own traffic,
+// let in only without SASL.ServerRequire. A failed exchange gets status -1
+// and, with ServerRequire, the close; without it the connection is served
+// (the learner, which requires its own authentication, closes it). Only
+// peers of the configuration are let in, authenticated or not.
+//
 // # Limits
 //
 // A received packet's data may not exceed Config.MaxPacketDataBytes

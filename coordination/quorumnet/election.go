@@ -28,6 +28,7 @@ type electionPeer struct {
 type electionConn struct {
 	peer *electionPeer
 	c    net.Conn
+	br   *bufio.Reader // the connection's reader (read by readElection only)
 	done chan struct{} // closed when the connection is closed
 }
 
@@ -75,6 +76,13 @@ func (t *Transport) dialElection(ep *electionPeer, addr string) {
 	if err == nil {
 		err = t.writeHandshake(conn)
 	}
+	if err == nil {
+		if err = t.learnerAuth(conn); err != nil {
+			// A refused password is a misconfiguration an operator must
+			// see; the backoff bounds how often it is logged.
+			t.logger.Warn("quorum sasl on the election port failed", "peer", ep.id, "err", err)
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ep.dialing = false
@@ -91,7 +99,7 @@ func (t *Transport) dialElection(ep *electionPeer, addr string) {
 		}
 		return
 	}
-	t.installElectionLocked(ep, conn, true)
+	t.installElectionLocked(ep, conn, nil)
 }
 
 func (t *Transport) writeHandshake(conn net.Conn) error {
@@ -116,12 +124,18 @@ func (t *Transport) writeHandshake(conn net.Conn) error {
 }
 
 // installElectionLocked makes conn the peer's election connection, closing
-// the one it replaces, and starts its writer (and reader, if startReader).
-func (t *Transport) installElectionLocked(ep *electionPeer, conn net.Conn, startReader bool) *electionConn {
+// the one it replaces, and starts its writer (and, on a connection this
+// server dialled, which has no reader yet (br nil), its reader).
+func (t *Transport) installElectionLocked(ep *electionPeer, conn net.Conn, br *bufio.Reader) *electionConn {
 	if ep.conn != nil {
 		t.closeElectionLocked(ep.conn)
 	}
 	ec := &electionConn{peer: ep, c: conn, done: make(chan struct{})}
+	startReader := br == nil
+	if startReader {
+		br = bufio.NewReader(conn)
+	}
+	ec.br = br
 	ep.conn = ec
 	ep.backoff, ep.retryAt = electionBackoffMin, time.Time{}
 	t.spawnLocked(func() { t.writeElection(ec) })
@@ -166,6 +180,17 @@ func (t *Transport) serveElection(raw net.Conn) {
 		return
 	}
 	sid, addr, err := t.readHandshake(conn)
+	if err == nil && !t.mayAdmit(sid) {
+		err = errUnknownPeer
+	}
+	// Authenticate before a server the configuration does not name is
+	// learned (AcceptUnknown): one that fails costs no slot. A valid user
+	// name and password alone never let in an id the transport would
+	// refuse without SASL.
+	br := bufio.NewReader(conn)
+	if err == nil {
+		err = t.serverAuth("election", conn, br)
+	}
 	t.mu.Lock()
 	if err == nil && !t.admitPeerLocked(sid, addr) {
 		err = errUnknownPeer
@@ -182,7 +207,7 @@ func (t *Transport) serveElection(raw net.Conn) {
 		t.mu.Unlock()
 		return
 	}
-	ec := t.installElectionLocked(ep, conn, false)
+	ec := t.installElectionLocked(ep, conn, br)
 	t.mu.Unlock()
 	t.readElection(ec)
 }
@@ -201,7 +226,7 @@ func (t *Transport) readHandshake(conn net.Conn) (zab.PeerID, string, error) {
 // readElection delivers the notifications that arrive on ec until it
 // fails or carries something malformed; only ec is closed then.
 func (t *Transport) readElection(ec *electionConn) {
-	br := bufio.NewReader(ec.c)
+	br := ec.br
 	var buf []byte
 	for {
 		payload, err := readElectionFrame(br, buf)

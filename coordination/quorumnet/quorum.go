@@ -184,6 +184,12 @@ func (l *quorumLink) runLearner(addr string) {
 		conn, err = l.dialLeader(addr)
 	}
 	if err == nil {
+		if err = l.t.learnerAuth(conn); err != nil {
+			l.t.closeConn(conn)
+			l.t.logger.Warn("quorum sasl to the leader failed", "peer", l.peer, "err", err)
+		}
+	}
+	if err == nil {
 		err = l.attach(conn)
 	}
 	if err != nil {
@@ -247,6 +253,13 @@ func (t *Transport) serveQuorum(raw net.Conn) {
 		return
 	}
 	br := bufio.NewReaderSize(conn, ioBufferBytes)
+	err = t.serverAuth("quorum", conn, br)
+	if err != nil {
+		t.refused("quorum", conn, 0, err)
+		return
+	}
+	// The learner's id comes after its authentication, in FOLLOWERINFO:
+	// readLearnerInfo refuses an id outside the configuration.
 	first, err := t.readLearnerInfo(conn, br)
 	if err != nil {
 		t.refused("quorum", conn, 0, err)

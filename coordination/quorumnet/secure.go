@@ -65,8 +65,8 @@ func (s *TLS) mode() string {
 
 // tlsRecordHandshake is the first byte of a TLS connection: a handshake
 // record. A plaintext peer opens with a QuorumPacket's type (0 for the
-// packets that open a link) or the election handshake's protocol version
-// (0xff), never 0x16.
+// packets that open a link), the election handshake's protocol version
+// (0xff) or a QuorumAuthPacket's magic (0x5f), never 0x16.
 const tlsRecordHandshake = 0x16
 
 // reverseLookupTimeout bounds the reverse DNS lookup of a host name check.

@@ -85,6 +85,10 @@ type Config struct {
 	// address is learned from its handshake. At most MaxLearnedPeers
 	// servers are learned so; then unknown ids are refused again.
 	AcceptUnknown bool
+	// SASL authenticates members to each other on both ports, after any
+	// TLS handshake (nil: no authentication; quorum.auth.*). An unknown
+	// server (AcceptUnknown) is learned only once it passed.
+	SASL *SASL
 	// Logger receives the transport's logs (nil: discard).
 	Logger *slog.Logger
 }
@@ -100,6 +104,11 @@ func (c *Config) Validate() error {
 		return errors.New("quorumnet: negative limit")
 	case c.TLS != nil && c.TLS.Certificates == nil:
 		return errors.New("quorumnet: TLS without certificates")
+	}
+	if c.SASL != nil {
+		if err := c.SASL.validate(); err != nil {
+			return err
+		}
 	}
 	for id := range c.Peers {
 		if id <= 0 {
@@ -204,7 +213,7 @@ func (t *Transport) Start() error {
 	t.started, t.quorumLn, t.electionLn = true, qln, eln
 	t.spawnLocked(func() { t.accept(qln, t.serveQuorum) })
 	t.spawnLocked(func() { t.accept(eln, t.serveElection) })
-	t.logger.Info("transport listening", "quorum", qln.Addr().String(), "election", eln.Addr().String(), "tls", t.cfg.TLS.mode())
+	t.logger.Info("transport listening", "quorum", qln.Addr().String(), "election", eln.Addr().String(), "tls", t.cfg.TLS.mode(), "sasl", t.cfg.SASL.mode())
 	return nil
 }
 

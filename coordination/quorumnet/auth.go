@@ -1,0 +1,212 @@
+package quorumnet
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"keeper/coordination/sasl"
+	"keeper/coordination/zab"
+)
+
+// SASL authenticates members to each other with DIGEST-MD5 on both ports,
+// as Apache ZooKeeper 3.8 does with quorum.auth.enableSasl (docs/sasl.md):
+// the side that opens a connection (the learner, on the quorum port; the
+// dialler, on the election port) authenticates to the side that accepts
+// it, before the connection's own traffic.
+type SASL struct {
+	// LearnerRequire makes this server authenticate, with Username and
+	// Password, on every connection it opens
+	// (quorum.auth.learnerRequireSasl). Without it it sends no
+	// authentication, as ZooKeeper's learner then does.
+	LearnerRequire     bool
+	Username, Password string
+	// ServerRequire closes an accepted connection that does not
+	// authenticate, or fails to (quorum.auth.serverRequireSasl). Without
+	// it such a connection is served: the rolling change to SASL.
+	ServerRequire bool
+	// Users are the user names and passwords accepted (the JAAS
+	// QuorumServer section). A peer authenticates as itself: the
+	// authorization id it asks for must be its user name.
+	Users map[string]string
+	// Entropy supplies nonces (nil: crypto/rand.Reader).
+	Entropy io.Reader
+}
+
+// mode names the SASL mode for the log: off; optional (this server sends
+// no authentication and lets every peer in); learner (it authenticates,
+// and lets every peer in); required (both).
+func (s *SASL) mode() string {
+	switch {
+	case s == nil:
+		return "off"
+	case s.ServerRequire:
+		return "required"
+	case s.LearnerRequire:
+		return "learner"
+	}
+	return "optional"
+}
+
+func (s *SASL) validate() error {
+	if s.LearnerRequire && s.Username == "" {
+		return errors.New("quorumnet: SASL.LearnerRequire without a user name")
+	}
+	return nil
+}
+
+// maxAuthRounds bounds the server's challenges in one exchange, as
+// ZooKeeper's does (DIGEST-MD5 needs two).
+const maxAuthRounds = 5
+
+var (
+	errAuthRequired = errors.New("sasl: peer did not authenticate and quorum.auth.serverRequireSasl is true")
+	errAuthRefused  = errors.New("sasl: the server refused our authentication")
+)
+
+// learnerAuth authenticates this server on a connection it opened, within
+// DialTimeout, reading exactly the server's replies. Without
+// SASL.LearnerRequire it does nothing.
+func (t *Transport) learnerAuth(conn net.Conn) error {
+	s := t.cfg.SASL
+	if s == nil || !s.LearnerRequire {
+		return nil
+	}
+	if err := conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout)); err != nil {
+		return err
+	}
+	cl := sasl.NewDigestMD5Client(&sasl.DigestMD5ClientConfig{Protocol: sasl.QuorumProtocol, ServerName: sasl.QuorumServerName,
+		Username: s.Username, Password: s.Password, Entropy: t.entropy()})
+	// DIGEST-MD5 has no initial response: an empty token opens.
+	if _, err := conn.Write(EncodeAuthPacket(AuthInProgress, []byte{})); err != nil {
+		return err
+	}
+	p, err := readAuthPacket(conn, MaxAuthTokenBytes)
+	for err == nil && !cl.Complete() {
+		var resp []byte
+		switch p.Status {
+		case AuthSuccess:
+			if resp, err = cl.Evaluate(p.Token); err == nil && resp != nil {
+				err = errors.New("sasl: protocol error: the server ended the exchange before us")
+			}
+		case AuthInProgress:
+			if resp, err = cl.Evaluate(p.Token); err == nil {
+				if _, err = conn.Write(EncodeAuthPacket(AuthInProgress, resp)); err == nil {
+					p, err = readAuthPacket(conn, MaxAuthTokenBytes)
+				}
+			}
+		default:
+			err = errAuthRefused
+		}
+	}
+	if err == nil && p.Status != AuthSuccess {
+		err = errAuthRefused
+	}
+	if err != nil {
+		return fmt.Errorf("quorum sasl as %q: %w", s.Username, err)
+	}
+	return conn.SetDeadline(time.Time{})
+}
+
+// serverAuth authenticates the peer on a connection this server accepted,
+// reading from br, the connection's reader from then on. An error means
+// the connection must be closed: the peer failed, or did not try, while
+// SASL.ServerRequire. Otherwise the connection goes on; without
+// ServerRequire a peer that failed is logged and served, as ZooKeeper
+// serves it.
+func (t *Transport) serverAuth(port string, conn net.Conn, br *bufio.Reader) error {
+	s := t.cfg.SASL
+	if s == nil {
+		return nil
+	}
+	if err := conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout)); err != nil {
+		return err
+	}
+	head, err := br.Peek(8)
+	if err != nil || int64(binary.BigEndian.Uint64(head)) != AuthMagic {
+		if s.ServerRequire {
+			if err != nil {
+				return fmt.Errorf("%w: %w", errAuthRequired, err)
+			}
+			return errAuthRequired
+		}
+		// Not authenticating: the bytes (or the error) are the
+		// connection's own, left to its reader.
+		return conn.SetDeadline(time.Time{})
+	}
+	user, err := t.runServerAuth(conn, br)
+	if err != nil {
+		if s.ServerRequire {
+			return fmt.Errorf("quorum sasl: %w", err)
+		}
+		t.logger.Warn("quorum sasl failed; serving the peer, since quorum.auth.serverRequireSasl is false",
+			"port", port, "remote", conn.RemoteAddr().String(), "err", err)
+	} else {
+		t.logger.Info("quorum sasl: peer authenticated", "port", port, "remote", conn.RemoteAddr().String(), "user", user)
+	}
+	return conn.SetDeadline(time.Time{})
+}
+
+// runServerAuth runs the server's side of the exchange whose first packet
+// br holds, and returns the authenticated user. A failed exchange sends
+// AuthError to the peer.
+func (t *Transport) runServerAuth(conn net.Conn, br *bufio.Reader) (string, error) {
+	s := t.cfg.SASL
+	mech := sasl.NewDigestMD5(&sasl.DigestMD5Config{
+		Protocol: sasl.QuorumProtocol, ServerName: sasl.QuorumServerName,
+		Password: func(user string) (string, bool) { p, ok := s.Users[user]; return p, ok },
+		Authorize: func(authn, authz string) (string, error) {
+			if authn != authz {
+				return "", fmt.Errorf("authorization id %q is not the user", authz)
+			}
+			return authz, nil
+		},
+		Entropy: t.entropy(),
+	})
+	p, err := readAuthPacket(br, MaxAuthTokenBytes)
+	for round := 1; err == nil; round++ {
+		var reply []byte
+		if reply, err = mech.Evaluate(p.Token); err != nil {
+			break
+		}
+		if mech.Complete() {
+			if _, err = conn.Write(EncodeAuthPacket(AuthSuccess, reply)); err != nil {
+				return "", err
+			}
+			return mech.AuthorizationID(), nil
+		}
+		if round >= maxAuthRounds {
+			err = errors.New("sasl: too many rounds")
+			break
+		}
+		if _, err = conn.Write(EncodeAuthPacket(AuthInProgress, reply)); err != nil {
+			return "", err
+		}
+		p, err = readAuthPacket(br, MaxAuthTokenBytes)
+	}
+	conn.Write(EncodeAuthPacket(AuthError, []byte{})) // best effort: the peer may be gone
+	return "", err
+}
+
+func (t *Transport) entropy() io.Reader {
+	if t.cfg.SASL != nil && t.cfg.SASL.Entropy != nil {
+		return t.cfg.SASL.Entropy
+	}
+	return rand.Reader
+}
+
+// mayAdmit reports whether admitPeerLocked would let id in, without
+// learning it: a cheap check before the exchange.
+func (t *Transport) mayAdmit(id zab.PeerID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.knownPeerLocked(id) {
+		return true
+	}
+	return t.cfg.AcceptUnknown && id > 0 && id != t.cfg.ID && t.learned < MaxLearnedPeers
+}
