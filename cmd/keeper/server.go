@@ -129,6 +129,11 @@ func runServer(ctx context.Context, zc *zoocfg.Config, static, initialConfig str
 		return err
 	}
 	cfg.Core.Auth = auth
+	if cfg.Quorum != nil {
+		if cfg.Quorum.SASL, err = server.QuorumSASLFromZoo(zc, os.Getenv, logger); err != nil {
+			return err
+		}
+	}
 	cfg.Storage.FS = storageFS(logger)
 	cfg.Clock = serverClock()
 	srv, err := server.New(cfg)

@@ -101,3 +101,35 @@ func TestServerUsersRefusesOtherModules(t *testing.T) {
 		t.Fatalf("ServerUsers = %v, %v; want an error naming Krb5LoginModule on line 2", ok, err)
 	}
 }
+
+func TestCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name, file       string
+		user, password   string
+		ok, found, isErr bool
+	}{
+		{"zookeeper's quorum example", `QuorumLearner { org.apache.zookeeper.server.auth.DigestLoginModule required username="test" password="test"; };`,
+			"test", "test", true, true, false},
+		{"no section", `QuorumServer { org.apache.zookeeper.server.auth.DigestLoginModule required user_test="test"; };`, "", "", false, false, false},
+		{"no username", `QuorumLearner { org.apache.zookeeper.server.auth.DigestLoginModule required password="test"; };`, "", "", true, false, false},
+		{"no password", `QuorumLearner { org.apache.zookeeper.server.auth.DigestLoginModule required username="test"; };`, "test", "", true, true, false},
+		{"first module with a user", `QuorumLearner { org.apache.zookeeper.server.auth.DigestLoginModule optional; org.apache.zookeeper.server.auth.DigestLoginModule required username="b" password="c"; };`,
+			"b", "c", true, true, false},
+		{"kerberos", `QuorumLearner { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k" principal="zkquorum/h@R"; };`,
+			"", "", true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.file), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			user, password, ok, found, err := cfg.Credentials("QuorumLearner")
+			if user != tc.user || password != tc.password || ok != tc.ok || found != tc.found || (err != nil) != tc.isErr {
+				t.Fatalf("got %q %q %v %v %v", user, password, ok, found, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "zkquorum") {
+				t.Fatalf("error %v names an option value", err)
+			}
+		})
+	}
+}

@@ -44,6 +44,9 @@ type QuorumConfig struct {
 	// Reconfig turns on dynamic reconfiguration (reconfigEnabled); nil
 	// keeps the membership fixed.
 	Reconfig *QuorumReconfig
+	// SASL authenticates members to each other (QuorumSASLFromZoo); nil:
+	// no authentication.
+	SASL *quorumnet.SASL
 }
 
 // QuorumReconfig is dynamic reconfiguration (docs/configuration.md,
@@ -227,7 +230,7 @@ func (s *Server) startQuorum() error {
 		return err
 	}
 	tr, err := quorumnet.New(quorumnet.Config{ID: q.MyID, Peers: q.Peers,
-		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, TLS: sec, Logger: s.log,
+		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, TLS: sec, SASL: q.SASL, Logger: s.log,
 		AcceptUnknown: q.Reconfig != nil})
 	if err != nil {
 		lg.Close()

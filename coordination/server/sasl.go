@@ -36,12 +36,9 @@ func AuthFromZoo(zc *zoocfg.Config, getenv func(string) string, logger *slog.Log
 	props := zoocfg.ServerJVMProperties(getenv)
 	auth.KerberosRealm = kerberosDefaultRealm(props)
 
-	file := zoocfg.ServerLoginConfig(getenv)
-	if s.LoginConfig != "" {
-		if file != "" && file != s.LoginConfig {
-			return auth, fmt.Errorf("sasl: the environment names JAAS file %s and zoo.cfg names %s", file, s.LoginConfig)
-		}
-		file = s.LoginConfig
+	file, err := loginConfigFile(s, getenv)
+	if err != nil {
+		return auth, err
 	}
 	if file == "" {
 		if len(auth.EnforceSchemes) > 0 && s.RequireClientAuth {
@@ -50,11 +47,7 @@ func AuthFromZoo(zc *zoocfg.Config, getenv func(string) string, logger *slog.Log
 		return auth, nil
 	}
 	section := s.Section()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return auth, fmt.Errorf("sasl: no JAAS configuration section named %q was found in %s: %w", section, file, err)
-	}
-	cfg, err := jaas.Parse(data, javaProperty(props))
+	cfg, err := readJAAS(file, props)
 	if err != nil {
 		return auth, fmt.Errorf("sasl: no JAAS configuration section named %q was found in %s: %w", section, file, err)
 	}
@@ -73,6 +66,28 @@ func AuthFromZoo(zc *zoocfg.Config, getenv func(string) string, logger *slog.Log
 	auth.Entropy = rand.Reader
 	logger.Info("sasl: DIGEST-MD5 for clients", "file", file, "section", section, "users", len(users), "saslProvider", s.Provider)
 	return auth, nil
+}
+
+// loginConfigFile is the JAAS file the environment (or zoo.cfg) names; ""
+// when none.
+func loginConfigFile(s *zoocfg.SASL, getenv func(string) string) (string, error) {
+	file := zoocfg.ServerLoginConfig(getenv)
+	if s.LoginConfig != "" {
+		if file != "" && file != s.LoginConfig {
+			return "", fmt.Errorf("sasl: the environment names JAAS file %s and zoo.cfg names %s", file, s.LoginConfig)
+		}
+		file = s.LoginConfig
+	}
+	return file, nil
+}
+
+// readJAAS reads and parses a JAAS file.
+func readJAAS(file string, props map[string]string) (*jaas.Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return jaas.Parse(data, javaProperty(props))
 }
 
 // javaProperty resolves ${name} in a JAAS file as the JVM would: the -D
