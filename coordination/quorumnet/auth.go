@@ -110,6 +110,7 @@ func (t *Transport) learnerAuth(conn net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("quorum sasl as %q: %w", s.Username, err)
 	}
+	t.logger.Info("quorum sasl: authenticated to peer", "remote", conn.RemoteAddr().String(), "user", s.Username)
 	return conn.SetDeadline(time.Time{})
 }
 

@@ -76,6 +76,10 @@ type Member struct {
 	// Extra are zoo.cfg lines of this member's own (TLS settings, say);
 	// SetExtra rewrites the file.
 	Extra []string
+	// JVMFlags are java's -D flags for this member from its next start
+	// on (the JAAS file, say): on java's command line for ZooKeeper, in
+	// SERVER_JVMFLAGS, where zkServer.sh puts them, for keeper.
+	JVMFlags []string
 
 	mu   sync.Mutex   // guards runs and their checked
 	runs []*memberRun // every run, the current (or last) one at the end
@@ -160,11 +164,14 @@ func (e *Ensemble) Start(m *Member) {
 	e.t.Helper()
 	var cmd *exec.Cmd
 	if m.Kind == ZooKeeper {
-		cmd = zkreal.QuorumPeerCommand(e.t, m.CfgPath(), zkreal.Options{})
+		cmd = zkreal.QuorumPeerCommand(e.t, m.CfgPath(), zkreal.Options{JVMFlags: m.JVMFlags})
 		cmd.Dir = m.Dir
 	} else {
 		cmd = exec.Command(keeperBin, "server", m.CfgPath())
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if len(m.JVMFlags) > 0 {
+			cmd.Env = append(os.Environ(), "SERVER_JVMFLAGS="+strings.Join(m.JVMFlags, " "))
+		}
 	}
 	kind := m.Kind
 	m.Member.Start(e.t, cmd, func(n int) string {
