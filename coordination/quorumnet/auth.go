@@ -194,6 +194,16 @@ func (t *Transport) runServerAuth(conn net.Conn, br *bufio.Reader) (string, erro
 	return "", err
 }
 
+// closing reports whether Close has begun: failures then are expected.
+func (t *Transport) closing() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (t *Transport) entropy() io.Reader {
 	if t.cfg.SASL != nil && t.cfg.SASL.Entropy != nil {
 		return t.cfg.SASL.Entropy

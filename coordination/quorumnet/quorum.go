@@ -186,7 +186,9 @@ func (l *quorumLink) runLearner(addr string) {
 	if err == nil {
 		if err = l.t.learnerAuth(conn); err != nil {
 			l.t.closeConn(conn)
-			l.t.logger.Warn("quorum sasl to the leader failed", "peer", l.peer, "err", err)
+			if !l.t.closing() {
+				l.t.logger.Warn("quorum sasl to the leader failed", "peer", l.peer, "err", err)
+			}
 		}
 	}
 	if err == nil {
