@@ -280,3 +280,40 @@ func FuzzDecodeAuthPacket(f *testing.F) {
 		}
 	})
 }
+
+// TestSASLUnknownServerLearnedAfterAuth: with AcceptUnknown (reconfig) and
+// SASL required, a server no configuration names is learned only once it
+// authenticated: one with the wrong password is refused and takes no slot,
+// one with the right password joins.
+func TestSASLUnknownServerLearnedAfterAuth(t *testing.T) {
+	a := startTransports(t, 1, func(c *Config) { c.AcceptUnknown, c.SASL = true, saslRequired() })[0]
+	join := func(id zab.PeerID, s *SASL) *Transport {
+		j, err := New(Config{ID: id, ListenQuorum: "127.0.0.1:0", ListenElection: "127.0.0.1:0", Logger: testLogger(t), SASL: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Close() })
+		j.SetPeer(1, PeerAddrs{Quorum: a.QuorumAddr(), Election: a.ElectionAddr()})
+		return j
+	}
+	learned := func() int {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.learned
+	}
+	bad := join(7, saslWrongPassword())
+	bad.Send([]zab.Message{followerInfo(7, 1)})
+	expect(t, bad, zab.Message{Type: zab.MsgDisconnected, From: 1})
+	if n := learned(); n != 0 {
+		t.Fatalf("%d servers learned after a wrong password", n)
+	}
+	good := join(8, saslRequired())
+	good.Send([]zab.Message{notification(8, 1)})
+	expect(t, a, zab.Message{Type: zab.MsgNotification, From: 8})
+	if n := learned(); n != 1 {
+		t.Fatalf("%d servers learned", n)
+	}
+}
