@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -204,11 +205,26 @@ func checkTrees(t *testing.T, e *Ensemble, ack acked, skip ...string) {
 	t.Helper()
 	var first map[string]node
 	var firstID int
+	checked := 0
 	for _, m := range e.Members {
 		if !m.Running() {
 			continue
 		}
 		got := tree(t, m, skip...)
+		if line := syncThreadDied(m); line != "" {
+			// ZooKeeper's own data loss, not keeper's: left out of the
+			// comparison, and said.
+			missing := 0
+			for p, want := range ack {
+				if _, ok := got[p]; want != nil && !ok {
+					missing++
+				}
+			}
+			t.Logf("member %d (%s) hit Apache ZooKeeper's own bug: %s; %d acknowledged writes missing there, not compared",
+				m.ID, m.Kind, line, missing)
+			continue
+		}
+		checked++
 		for p, want := range ack {
 			n, ok := got[p]
 			switch {
@@ -239,10 +255,41 @@ func checkTrees(t *testing.T, e *Ensemble, ack acked, skip ...string) {
 			t.Errorf("member %d and member %d (%s) differ:\n%s", firstID, m.ID, m.Kind, strings.Join(diff, "\n"))
 		}
 	}
+	if checked == 0 {
+		t.Errorf("no member's tree could be compared")
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
-	t.Logf("%d nodes equal on every running member, %d acknowledged writes present", len(first), len(ack))
+	t.Logf("%d nodes equal on every running member compared (%d), %d acknowledged writes present", len(first), checked, len(ack))
+}
+
+// javaSyncThreadDied is what a Java member of Apache ZooKeeper 3.8.0 logs
+// when its SyncThread dies, as it can after javaShutdownBug: the JVM goes
+// on following the next leader from memory with txns it never wrote to its
+// log, and its next start loads a log with a hole (it logs "First digest
+// mismatch" and serves without those writes). A member that logged it has
+// lost data by ZooKeeper's own fault.
+var javaSyncThreadDied = regexp.MustCompile(`Thread SyncThread:\d+ exits, error code`)
+
+// syncThreadDied returns the line of any run of a Java member that shows
+// javaSyncThreadDied, or "".
+func syncThreadDied(m *Member) string {
+	m.mu.Lock()
+	runs := slices.Clone(m.runs)
+	m.mu.Unlock()
+	for _, r := range runs {
+		if r.kind != ZooKeeper {
+			continue
+		}
+		b, _ := os.ReadFile(r.logPath)
+		if loc := javaSyncThreadDied.FindIndex(b); loc != nil {
+			start := bytes.LastIndexByte(b[:loc[0]], '\n') + 1
+			end := loc[1] + max(bytes.IndexByte(b[loc[1]:], '\n'), 0)
+			return string(b[start:end])
+		}
+	}
+	return ""
 }
 
 // javaComplaints are what Apache ZooKeeper 3.8 logs when a peer sends it
