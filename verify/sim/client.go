@@ -7,6 +7,7 @@ import (
 	"keeper/coordination/session"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zoocfg"
 )
 
 // client is a ZooKeeper client: one session at a time, on one connection
@@ -39,6 +40,11 @@ type client struct {
 
 	versions map[string]int32 // last data version seen per path, for CAS
 	values   int              // counter for unique payloads
+
+	// operator marks the client that changes the membership (operator.go);
+	// config is the configuration its last successful reconfig returned.
+	operator bool
+	config   *zoocfg.Ensemble
 }
 
 // conn is one client connection.
@@ -52,6 +58,7 @@ type conn struct {
 	lastSend  int64 // ms of the last request sent
 	pending   []*op // sent and not answered, in order (pings too)
 	rec       *connRecord
+	authed    bool // the operator sent its credentials on this connection
 }
 
 func newClient(c *Cluster, id int) *client {
@@ -79,6 +86,8 @@ func (c *Cluster) clientWake(cl *client) {
 			c.connect(cl)
 		}
 	case cn.handshake:
+	case cl.operator && !cn.authed:
+		c.authenticate(cl)
 	case !cl.draining && !cl.closing && len(cn.pending) < cl.pipeline && c.rng.IntN(3) == 0:
 		c.issue(cl, c.nextOp(cl))
 	case int64(c.nowMs-cn.lastSend) > int64(cl.negotiated()/3):
@@ -309,8 +318,11 @@ func (c *Cluster) complete(cl *client, o *op, p []byte) {
 	case *zkproto.ExistsResponse:
 		o.stat = r.Stat
 	}
-	if o.kind == zkproto.OpPing {
+	if o.kind == zkproto.OpPing || o.kind == zkproto.OpAuth {
 		return
+	}
+	if o.kind == zkproto.OpReconfig {
+		c.reconfigAnswered(cl, o, rec)
 	}
 	c.stats.Ops++
 	if o.isWrite() && h.Err == zkproto.CodeOK {

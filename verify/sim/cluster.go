@@ -33,6 +33,14 @@ type Options struct {
 	// is off by default while a known bug (a new leader expires sessions
 	// at once) fails it in most runs.
 	CheckEarlyExpiry bool
+	// Reconfig runs the members with dynamic reconfiguration on, as a
+	// server with reconfigEnabled does (reconfig.go), and adds an operator
+	// client that changes the membership at random.
+	Reconfig bool
+	// Voters is how many servers (the lowest ids) the first configuration
+	// names; the others start outside it, as servers about to join are
+	// started. 0 means every server; below Servers only with Reconfig.
+	Voters int
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 	// Trace, when set, receives every notable event as it happens, and
@@ -51,6 +59,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("sim: tick %d ms must be positive", o.TickMs)
 	case o.MaxRecentEntries < 0:
 		return errors.New("sim: negative MaxRecentEntries")
+	case o.Voters < 0 || o.Voters > o.Servers:
+		return fmt.Errorf("sim: %d voters of %d servers", o.Voters, o.Servers)
+	case o.Voters < o.Servers && !o.Reconfig:
+		return fmt.Errorf("sim: %d voters of %d servers needs Reconfig", o.Voters, o.Servers)
 	}
 	return nil
 }
@@ -64,6 +76,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.TickMs == 0 {
 		o.TickMs = 100
+	}
+	if o.Voters == 0 {
+		o.Voters = o.Servers
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -84,6 +99,13 @@ type Stats struct {
 	// DoubleCloses counts closeSession txns for sessions already closed:
 	// harmless in the tree, but a sign that a server kept a closed session.
 	DoubleCloses int
+	// ReconfigsSent counts the operator's reconfig requests, ReconfigsOK
+	// those answered OK, and Reconfigs the configurations made by a
+	// reconfig txn that some member activated (its reply may have been
+	// lost).
+	ReconfigsSent int
+	ReconfigsOK   int
+	Reconfigs     int
 }
 
 // Cluster is an ensemble, its network and its clients, in virtual time.
@@ -111,6 +133,9 @@ type Cluster struct {
 	hist     history
 	oracle   oracle
 	stats    Stats
+	// chain is every configuration some member activated, by version
+	// (reconfig.go); nil without Options.Reconfig.
+	chain map[zxid.ID]zab.Membership
 
 	// violations are the broken invariants found so far, each with its
 	// context; Check reports them.
@@ -142,12 +167,20 @@ func NewCluster(opts Options) *Cluster {
 	for i := 1; i <= opts.Servers; i++ {
 		c.ids = append(c.ids, zab.PeerID(i))
 	}
+	if opts.Reconfig {
+		c.chain = map[zxid.ID]zab.Membership{0: {Voters: c.ids[:opts.Voters], Observers: []zab.PeerID{}}}
+	}
 	for i := 1; i <= opts.Servers; i++ {
 		c.servers[i] = newServer(c, zab.PeerID(i))
 		c.start(c.servers[i])
 	}
 	for i := range opts.Clients {
 		c.clients = append(c.clients, newClient(c, i))
+	}
+	if opts.Reconfig {
+		op := newClient(c, opts.Clients)
+		op.operator = true
+		c.clients = append(c.clients, op)
 	}
 	c.faults = newFaultPlan(c.rng, opts.NoFaults)
 	return c
@@ -184,6 +217,9 @@ func (c *Cluster) runCheckers() {
 	c.checkWatches()
 	c.checkWriteOrder()
 	c.checkLinearizable()
+	if c.opts.Reconfig {
+		c.checkConfigs()
+	}
 }
 
 // Check heals the cluster (restarts every server, ends partitions and

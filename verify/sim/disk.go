@@ -76,7 +76,12 @@ type disk struct {
 	// set (start, TRUNC, SNAP), in order: what account adds to it as the
 	// core applies them.
 	tail []zxid.ID
-	hard zab.HardState // the epochs the last start read, for traces
+	// synced holds the zxids appended and synced after the replica's
+	// history was last set, and pending those appended and not yet
+	// synced: what the server holds durably beyond its history
+	// (server.holds). A crash keeps synced.
+	synced, pending []zxid.ID
+	hard            zab.HardState // the epochs the last start read, for traces
 
 	armed failpoint // crash at the next operation of this kind
 }
@@ -183,7 +188,7 @@ func (d *disk) resetHistory(last zxid.ID) error {
 		return fmt.Errorf("sim: server %d's state ends at %s, but its snapshot at %s and log reach only %s", d.srv.id, last, base, prev)
 	}
 	d.srv.setHistory(hist, last)
-	d.tail = nil
+	d.tail, d.synced, d.pending = nil, nil, nil
 	return nil
 }
 
@@ -208,12 +213,20 @@ func (d *disk) Append(es []zab.Entry) error {
 	}
 	for _, e := range es {
 		d.tail = append(d.tail, e.Zxid)
+		d.pending = append(d.pending, e.Zxid)
 	}
 	return d.hit(fpSync)
 }
 
 // Sync makes every appended txn durable.
-func (d *disk) Sync() error { return d.log.Sync() }
+func (d *disk) Sync() error {
+	if err := d.log.Sync(); err != nil {
+		return err
+	}
+	d.synced = append(d.synced, d.pending...)
+	d.pending = d.pending[:0]
+	return nil
+}
 
 // Truncate removes every txn after z, durably.
 func (d *disk) Truncate(z zxid.ID) error {
@@ -224,7 +237,11 @@ func (d *disk) Truncate(z zxid.ID) error {
 	d.srv.c.oracle.truncating(d.srv.c, d.srv.id, z, d.logged())
 	d.srv.c.stats.Truncates++
 	d.srv.c.tracef("server %d truncates its log after %s", d.srv.id, z)
-	return d.log.Truncate(z)
+	if err := d.log.Truncate(z); err != nil {
+		return err
+	}
+	d.synced = slices.DeleteFunc(d.synced, func(l zxid.ID) bool { return l > z })
+	return nil
 }
 
 // InstallSnapshot makes the leader's snapshot, taken at z, the durable
@@ -240,7 +257,7 @@ func (d *disk) InstallSnapshot(z zxid.ID, tree *datatree.Tree, sessions []zkcore
 		return err
 	}
 	d.srv.setHistory(slices.Clone(hist), z)
-	d.tail = nil
+	d.tail, d.synced = nil, nil
 	d.srv.c.stats.Snapshots++
 	d.srv.c.tracef("server %d installs a snapshot at %s", d.srv.id, z)
 	return nil
@@ -264,7 +281,7 @@ func (d *disk) Reload() (*datatree.Tree, []zkcore.SessionState, error) {
 func (d *disk) crash(rng *rand.Rand) {
 	d.fs = &crashFS{mem: d.fs.mem.CrashClone(rng)}
 	d.log = nil
-	d.tail = nil
+	d.tail, d.pending = nil, nil
 	d.armed = fpNone
 }
 
@@ -292,5 +309,6 @@ func (d *disk) takeApplied(from, to zxid.ID) []zxid.ID {
 		}
 	}
 	d.tail = d.tail[i:]
+	d.synced = slices.DeleteFunc(d.synced, func(z zxid.ID) bool { return z <= to }) // in the history now
 	return out
 }

@@ -60,6 +60,28 @@
 // restarts, partitions (the leader alone, random halves, single links),
 // link resets, slow links, paused processes, and client connection resets.
 //
+// # Reconfiguration
+//
+// With Options.Reconfig (TestReconfigSimulation) the members run as
+// servers with reconfigEnabled=true do (reconfig.go): each reads its
+// configuration at every start from ZooKeeper's files on its own disk (a
+// static zoo.cfg, the dynamic file it comes to name, zoo.cfg.dynamic.next)
+// with zoocfg.Load, and persists every configuration zab hands out through
+// coordination/server's ConfigFiles on the same crash-prone filesystem as
+// its log; the core gets /zookeeper/config's text and version and the
+// node's view of the ensemble; zab gets peer.MembershipCodec. Some servers
+// start outside the first configuration, configured as a server about to
+// be added is (the ensemble and itself). An operator client
+// (operator.go) authenticates as the super user and issues reconfigs at
+// random — add, remove (the leader too), voter to observer and back,
+// replace the member list — whose every refusal is legal. A reconfig is a
+// write to the checkers below; reconfig.go adds that no configuration
+// becomes active anywhere unless a quorum of the voters before it and a
+// quorum of its own hold its txn durably, that one version names one
+// configuration, and that after healing every member of the final
+// configuration has it active and shows it in /zookeeper/config. Every
+// run also checks that no two servers serve as leader of one epoch.
+//
 // # The checks
 //
 // While the run goes on, the oracle (oracle.go) records every logged txn

@@ -20,6 +20,8 @@ type op struct {
 	version int32  // the expected version of a setData or delete
 	flags   int32  // create flags
 	watch   bool
+	// reconfig is the request of an operator's reconfig.
+	reconfig *zkproto.ReconfigRequest
 
 	// callSeq and retSeq order calls and returns across the whole run;
 	// retSeq is 0 while no reply came (the outcome is unknown).
@@ -36,7 +38,7 @@ type op struct {
 // txn is committed and durable).
 func (o *op) isWrite() bool {
 	switch o.kind {
-	case zkproto.OpCreate, zkproto.OpDelete, zkproto.OpSetData, zkproto.OpCloseSession:
+	case zkproto.OpCreate, zkproto.OpDelete, zkproto.OpSetData, zkproto.OpCloseSession, zkproto.OpReconfig:
 		return true
 	}
 	return false

@@ -45,6 +45,10 @@ type server struct {
 	hist     []zxid.ID
 	histZxid zxid.ID
 
+	// confVersion is the version of the configuration the process has
+	// active as far as its store says (reconfig.go).
+	confVersion zxid.ID
+
 	// What the role looked like at the last observation, to trace changes.
 	role    zab.Role
 	leader  zab.PeerID
@@ -82,6 +86,15 @@ func (c *Cluster) start(s *server) {
 	cfg.MaxSessionTimeoutMs = int32(100 * c.opts.TickMs)
 	cfg.StartWallMs = now.WallMs
 	cfg.Logger = c.opts.Logger.With("server", s.id)
+	var rs *reconfigStart
+	if c.opts.Reconfig {
+		var err error
+		if rs, err = c.loadConfig(s, &cfg); err != nil {
+			c.violate("recovery", "server %d cannot load its configuration files: %v", s.id, err)
+			c.halted = "recovery"
+			return
+		}
+	}
 	zk, err := zkcore.New(cfg)
 	if err != nil {
 		panic(err) // the configuration above is a constant
@@ -106,6 +119,9 @@ func (c *Cluster) start(s *server) {
 	// As the server does: initLimit 10 and syncLimit 5 in ticks of TickMs,
 	// and the node ticked a few times per tick (zabTickMs).
 	zab.TimingFor(c.opts.TickMs, 10, 5).Apply(&zcfg)
+	if rs != nil {
+		rs.apply(&zcfg)
+	}
 	node, err := zab.New(zcfg)
 	if err != nil {
 		c.violate("recovery", "server %d: zab refuses its disk: %v", s.id, err)
@@ -113,6 +129,14 @@ func (c *Cluster) start(s *server) {
 		return
 	}
 	s.peer = peer.New(node, zk, s.disk, transport{c, s.id, s.inc}, clientSink{c, s.id, s.inc}, cfg.Logger)
+	if rs != nil {
+		// As the server wires a member with reconfigEnabled: the core
+		// prepares reconfigs against the node's view, and the peer
+		// persists every configuration zab hands out.
+		zk.SetEnsemble(s.peer.Ensemble())
+		s.peer.SetConfigStore(configStore{s: s, files: rs.files})
+		s.confVersion = rs.version
+	}
 	s.role, s.leader, s.serving = node.Role(), 0, false
 	c.schedule(c.nowMs+1+c.rng.Int64N(c.zabTickMs()), event{kind: evTick, server: int(s.id), inc: s.inc})
 	c.tracef("server %d starts: epochs %d/%d, state at %s", s.id, rec.HardState.AcceptedEpoch, rec.HardState.CurrentEpoch, zk.LastZxid())
@@ -222,6 +246,9 @@ func (c *Cluster) observe(s *server) {
 		c.tracef("server %d: %s leader=%d serving=%v epoch=%d last=%s", s.id, s.role, s.leader, s.serving, n.Epoch(), n.LastZxid())
 		if s.role == zab.Leading && s.serving {
 			c.stats.Elections++
+			if l, ok := c.oracle.leaders[n.Epoch()]; ok && l != s.id {
+				c.violate("zab", "servers %d and %d both served as leader of epoch %d", l, s.id, n.Epoch())
+			}
 			c.oracle.leaders[n.Epoch()] = s.id
 		}
 	}

@@ -30,6 +30,9 @@ func isRegister(path string) bool {
 
 // nextOp draws the client's next request.
 func (c *Cluster) nextOp(cl *client) *op {
+	if cl.operator && c.rng.IntN(4) == 0 {
+		return c.reconfigOp(cl)
+	}
 	r := c.rng.IntN(100)
 	reg := registerPaths[c.rng.IntN(len(registerPaths))]
 	eph := ephemeralPaths[c.rng.IntN(len(ephemeralPaths))]
@@ -94,6 +97,10 @@ func requestBody(o *op) jute.Record {
 		return &zkproto.ExistsRequest{Path: o.path, Watch: o.watch}
 	case zkproto.OpSync:
 		return &zkproto.SyncRequest{Path: o.path}
+	case zkproto.OpReconfig:
+		return o.reconfig
+	case zkproto.OpAuth:
+		return &zkproto.AuthPacket{Scheme: "digest", Auth: []byte(superAuth)}
 	}
 	return nil // ping, closeSession
 }
