@@ -23,14 +23,14 @@ APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python
 # test is what CI runs: prerequisites, static checks, then every test under
 # the race detector, then the full seed sweep of the simulator (the race
 # detector slows it five times, so under -race it runs a quarter of the
-# seeds). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
+# seeds, and a tenth of the runs with reconfiguration). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
 # skip, when ZooKeeper is missing. The per-package timeout is 30 minutes,
 # not go test's 10: on a busy machine the longest packages (the bookie,
 # chaos) take more than 10 without anything being wrong.
 test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
 	$(GO) test -race -timeout 30m ./...
-	$(GO) test -count=1 -run 'TestSimulation$$' ./verify/sim
+	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$' ./verify/sim
 
 # test-loaded is make test on a busy machine: a busy loop per core and an
 # fdatasync-heavy writer on the same disk run until it ends. The suite's

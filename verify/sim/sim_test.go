@@ -76,11 +76,20 @@ func TestSimulation(t *testing.T) {
 	case *seedFlag != 0:
 		seeds = []uint64{*seedFlag}
 	case !testing.Short():
-		seeds = append(seeds, sweepSeeds(sweepCount())...)
+		seeds = append(seeds, sweepSeeds(sweepCount(), knownBugSeeds)...)
 	}
 	var mu sync.Mutex
 	var total Stats
-	t.Run("seeds", func(t *testing.T) {
+	runSeeds(t, "seeds", seeds, optionsFor, "TestSimulation", &mu, &total)
+	if !t.Failed() {
+		t.Logf("sim: seeds=%d ops=%d violations=0 (%+v)", len(seeds), total.Ops, total)
+	}
+}
+
+// runSeeds runs one subtest per seed, in parallel, with the options opts
+// derives from it, and adds their stats to total.
+func runSeeds(t *testing.T, name string, seeds []uint64, optionsFor func(uint64) (Options, int), test string, mu *sync.Mutex, total *Stats) {
+	t.Run(name, func(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 				t.Parallel()
@@ -98,17 +107,14 @@ func TestSimulation(t *testing.T) {
 					}
 				}
 				mu.Lock()
-				total = add(total, c.Stats())
+				*total = add(*total, c.Stats())
 				mu.Unlock()
 				if err != nil {
-					t.Fatalf("%v\nreplay: go test ./verify/sim -run TestSimulation -seed=%d (add -sim.trace=FILE for every event)", err, seed)
+					t.Fatalf("%v\nreplay: go test ./verify/sim -run '%s$' -seed=%d (add -sim.trace=FILE for every event)", err, test, seed)
 				}
 			})
 		}
 	})
-	if !t.Failed() {
-		t.Logf("sim: seeds=%d ops=%d violations=0 (%+v)", len(seeds), total.Ops, total)
-	}
 }
 
 // sweepCount is how many seeds the sweep runs: 1000 (about 20 s on two
@@ -126,7 +132,7 @@ func sweepCount() int {
 }
 
 // sweepSeeds returns n seeds to sweep, leaving out the known-bug ones.
-func sweepSeeds(n int) []uint64 {
+func sweepSeeds(n int, knownBugSeeds map[uint64]string) []uint64 {
 	var out []uint64
 	next := uint64(1)
 	for len(out) < n {
@@ -153,6 +159,9 @@ func add(a, b Stats) Stats {
 	a.Truncates += b.Truncates
 	a.Expired += b.Expired
 	a.DoubleCloses += b.DoubleCloses
+	a.ReconfigsSent += b.ReconfigsSent
+	a.ReconfigsOK += b.ReconfigsOK
+	a.Reconfigs += b.Reconfigs
 	return a
 }
 
