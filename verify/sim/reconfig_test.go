@@ -14,8 +14,8 @@ var reconfigRegressionSeeds = []uint64{}
 // bugs in zab, zkcore or peer that are not fixed yet; the sweep skips
 // them (run one with -seed=N, or all with -sim.knownbugs).
 var reconfigKnownBugSeeds = bySeed(map[string][]uint64{
-	bugStaleConfigNode: {28, 99, 116, 138, 171, 237, 711, 832, 855, 880, 929},
-	bugObserverQuorum:  {142, 283, 355, 410, 474, 504, 512, 612, 758, 954, 1003},
+	bugStaleConfigNode: {28, 29, 99, 116, 138, 171, 237, 711, 832, 855, 880, 929},
+	bugObserverQuorum:  {142, 283, 355, 410, 474, 504, 512, 612, 758, 954, 1003, 1019},
 	bugNotActivated:    {227},
 })
 
