@@ -246,6 +246,11 @@ func (s *Server) startQuorum() error {
 	s.quorum.clientAddrVersion = zcfg.ConfigVersion
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
 	if files != nil {
+		// /zookeeper/config shows the active configuration (the files'),
+		// whatever reconfig txns the replay applied: one logged but not
+		// committed is only the last seen, as ZooKeeper's
+		// initConfigInZKDatabase makes it after loading.
+		s.core.SetEnsembleConfig(zcfg.ConfigText, int64(zcfg.ConfigVersion), s.now())
 		s.core.SetEnsemble(s.quorum.peer.Ensemble())
 		s.quorum.peer.SetConfigStore(configStore{files: files, tr: tr})
 		if zcfg.NextConfig != nil {

@@ -30,8 +30,18 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 			s.reconfigPending = 0
 		}
 		if sd, ok := t.Record.(*txn.SetData); ok {
-			// What Restore writes into a tree from now on.
-			s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion = sd.Data, int64(t.Header.Zxid)
+			if int64(t.Header.Zxid) > s.cfg.EnsembleConfigVersion {
+				// What Restore writes into a tree from now on.
+				s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion = sd.Data, int64(t.Header.Zxid)
+			} else {
+				// An older reconfiguration, replayed from the log at start
+				// or met in a sync, behind a configuration the member has
+				// already activated (saved to its files, heard of while
+				// looking): the node goes on showing the active one, as
+				// ZooKeeper rewrites it from its active configuration
+				// after loading its database.
+				s.tree.SetEnsembleConfig(s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion, now.WallMs)
+			}
 		}
 	}
 	s.metrics.applied(t, now)

@@ -135,6 +135,9 @@ func (c *Cluster) start(s *server) {
 		// persists every configuration zab hands out.
 		zk.SetEnsemble(s.peer.Ensemble())
 		s.peer.SetConfigStore(configStore{s: s, files: rs.files})
+		// The node shows the active configuration, whatever reconfig
+		// txns the replay applied (coordination/server's startQuorum).
+		zk.SetEnsembleConfig(rs.text, int64(rs.version), now)
 		s.confVersion = rs.version
 	}
 	s.role, s.leader, s.serving = node.Role(), 0, false
