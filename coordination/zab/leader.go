@@ -155,10 +155,12 @@ func (n *Node) tryDecideEpoch() {
 	present := map[PeerID]bool{n.id: true}
 	epoch := n.hard.AcceptedEpoch
 	for id, p := range l.learners {
-		if !p.observer {
-			present[id] = true
-			epoch = max(epoch, p.acceptedEpoch)
-		}
+		// A learner connected as an observer counts where it votes: a
+		// reconfiguration in flight may make it a voter (quorum counts
+		// only the voters of each configuration), as ZooKeeper counts an
+		// ack towards every configuration its server votes in.
+		present[id] = true
+		epoch = max(epoch, p.acceptedEpoch)
 	}
 	if !n.quorum(present) {
 		return
@@ -345,7 +347,10 @@ func (n *Node) tryEstablish() {
 	l := n.lead
 	acked := map[PeerID]bool{n.id: true}
 	for id, p := range l.learners {
-		if p.phase == phaseSynced && p.acked == zxid.Make(l.newEpoch, 0) && !p.observer {
+		// An observer's NEWLEADER ack counts where it votes (a
+		// reconfiguration in flight that promotes it), as in
+		// tryDecideEpoch: it acks only once the sync is durable.
+		if p.phase == phaseSynced && p.acked == zxid.Make(l.newEpoch, 0) {
 			acked[id] = true
 		}
 	}
