@@ -228,11 +228,17 @@ func (n *Node) fromLeader(m Message) {
 			n.stats.CommitsReceived++
 		}
 		n.commitTo(min(m.Zxid, n.log.last))
+		if m.Type == MsgCommitAndActivate {
+			n.activateLogged(m.Zxid)
+		}
 	case MsgInform, MsgInformAndActivate:
 		if m.Zxid > n.log.last {
 			n.appendEntry(Entry{Zxid: m.Zxid, Data: m.Data})
 		}
 		n.commitTo(m.Zxid)
+		if m.Type == MsgInformAndActivate {
+			n.activateLogged(m.Zxid)
+		}
 	}
 }
 
@@ -423,4 +429,24 @@ func errFromUnknown(m Message) error {
 
 func errUnexpected(n *Node, m Message) error {
 	return fmt.Errorf("zab: node %d (%s) did not expect %s", n.id, n.role, m)
+}
+
+// activateLogged activates the reconfiguration z that the leader says is
+// committed when commitTo did not: a node restarted with it logged but not
+// committed counts its whole log as applied (as ZooKeeper replays every
+// logged txn), so the commit finds nothing new to commit; the
+// configuration is its last seen, and activates now (at UPTODATE if the
+// sync is still going on).
+func (n *Node) activateLogged(z zxid.ID) {
+	if n.next == nil || n.next.Version != z || n.conf.Version >= z {
+		return
+	}
+	m := n.next.clone()
+	if n.learn != nil && n.learn.stage == stageSyncing {
+		if d := n.learn.deferred; d == nil || d.Version < m.Version {
+			n.learn.deferred = &m
+		}
+		return
+	}
+	n.activate(m)
 }
