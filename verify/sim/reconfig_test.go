@@ -8,41 +8,23 @@ import (
 
 // reconfigRegressionSeeds once found bugs in runs with reconfiguration,
 // and run on every go test.
-var reconfigRegressionSeeds = []uint64{}
+var reconfigRegressionSeeds = []uint64{
+	// R1, fixed: zkcore keeps the active configuration in /zookeeper/config
+	// when it applies an older reconfig txn, and a member shows its active
+	// configuration after the replay at start.
+	28, 29, 99, 116, 138, 171, 237, 711, 832, 855, 880, 929,
+	// R2, fixed: a learner connected as an observer counts towards the
+	// epoch and NEWLEADER quorums of a configuration it votes in.
+	142, 283, 355, 410, 474, 504, 512, 612, 758, 954, 1003, 1019,
+	// R3, fixed: a member restarted with a reconfiguration logged but not
+	// committed activates it when the leader's COMMITANDACTIVATE comes.
+	227,
+}
 
 // reconfigKnownBugSeeds fail, in runs with reconfiguration, because of
 // bugs in zab, zkcore or peer that are not fixed yet; the sweep skips
 // them (run one with -seed=N, or all with -sim.knownbugs).
-var reconfigKnownBugSeeds = bySeed(map[string][]uint64{
-	bugStaleConfigNode: {28, 29, 99, 116, 138, 171, 237, 711, 832, 855, 880, 929},
-	bugObserverQuorum:  {142, 283, 355, 410, 474, 504, 512, 612, 758, 954, 1003, 1019},
-	bugNotActivated:    {227},
-})
-
-// The known bugs of runs with reconfiguration, found by this simulator.
-const (
-	// A member whose configuration files are newer than its log (it
-	// activated a configuration it heard of while looking, then crashed)
-	// replays at start an older reconfig txn, which sets the core's
-	// configuration back (zkcore's Apply of a reconfig txn sets
-	// EnsembleConfig whatever its version); a snapshot from its leader is
-	// then restored with that stale text (zkcore's Restore), and its
-	// /zookeeper/config shows an older configuration than the one its
-	// node has active, until the next reconfiguration.
-	bugStaleConfigNode = "R1: a restarted member shows an older configuration in /zookeeper/config than the one it has active"
-	// A reconfiguration in flight whose new voters are learners connected
-	// as observers (observers of the active configuration, or followers
-	// it turned into observers after the leader checked QuorumSynced) has
-	// no quorum of its new voters: zab's leader counts no ACK from a
-	// learner connected as an observer (tryEstablish, tryCommit), where
-	// ZooKeeper counts a NEWLEADER ack towards every configuration the
-	// learner votes in. No leader establishes again; the ensemble stalls.
-	bugObserverQuorum = "R2: a reconfiguration whose new voters are connected as observers never commits, and no leader can establish"
-	// Not yet diagnosed: a member restarted with a reconfig txn in its
-	// log, not yet committed, follows the leader that later commits it,
-	// and never activates it.
-	bugNotActivated = "R3: a member of the final configuration keeps an older configuration active"
-)
+var reconfigKnownBugSeeds = bySeed(map[string][]uint64{})
 
 // reconfigOptionsFor derives a reconfiguration run's options from its
 // seed: five servers, three of them voters at first (every fourth run
