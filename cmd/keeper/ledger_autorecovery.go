@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,9 +119,8 @@ func bookieRecoveryCmd(f *ledgerFlags, use, short, long string, decommission boo
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "bookie %s: %d ledgers re-replicated\n", b, n)
 				if decommission {
-					if err := st.DeleteNode(ctx, st.CookiePath(b), metadata.AnyVersion); err != nil &&
-						!errors.Is(err, metadata.ErrNoNode) {
-						return fmt.Errorf("delete the cookie of %s: %w", b, err)
+					if err := autorecovery.DeleteCookie(ctx, st, b); err != nil {
+						return err
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "bookie %s: decommissioned\n", b)
 				}
@@ -141,42 +138,9 @@ func bookieRecoveryCmd(f *ledgerFlags, use, short, long string, decommission boo
 // recoverBookie marks b's ledgers and runs a worker until none names b.
 func recoverBookie(ctx context.Context, st *metadata.Store, c *ledgerclient.Client, b ledger.BookieID,
 	rf *recoverFlags, cmd *cobra.Command) (int, error) {
-	reg, err := st.Bookies(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if slices.Contains(reg.Writable, b) || slices.Contains(reg.ReadOnly, b) {
-		return 0, fmt.Errorf("bookie %s is registered (running): stop it first", b)
-	}
-	mgr, err := autorecovery.NewManager(ctx, st, "")
-	if err != nil {
-		return 0, err
-	}
-	ids, err := autorecovery.LedgersOn(ctx, st, b)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := autorecovery.MarkBookies(ctx, st, mgr, []ledger.BookieID{b}); err != nil {
-		return 0, err
-	}
-	d, err := autorecovery.Start(ctx, autorecovery.Config{Store: st, Client: c, ID: "keeper-ledger-" + strconv.Itoa(os.Getpid()),
-		NoAuditor: true, OpenLedgerRereplicationGracePeriod: rf.grace, PollInterval: 100 * time.Millisecond,
-		Logger: quietLogger(cmd)})
-	if err != nil {
-		return 0, err
-	}
-	defer d.Close()
-	for {
-		left, err := autorecovery.LedgersOn(ctx, st, b)
-		if err == nil && len(left) == 0 {
-			return len(ids), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("bookie %s: %d ledgers still name it: %w", b, len(left), ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return autorecovery.RecoverBookies(ctx, autorecovery.RecoverConfig{Store: st, Client: c,
+		WorkerID: "keeper-ledger-" + strconv.Itoa(os.Getpid()), OpenLedgerRereplicationGracePeriod: rf.grace,
+		Logger: quietLogger(cmd)}, []ledger.BookieID{b})
 }
 
 // quietLogger logs warnings and errors only, unless --log-level was given:

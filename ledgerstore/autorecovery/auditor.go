@@ -77,8 +77,14 @@ func (a *auditor) run(ctx context.Context) {
 				}
 			}
 		case <-delayChanged:
+			prev := delay
 			delay, delayChanged = a.delay(ctx)
 			a.log.Info("lostBookieRecoveryDelay changed", "delay", delay)
+			if delay == 0 || delay == prev {
+				// Written back unchanged (or set to 0): BookKeeper's
+				// signal to audit every lost bookie now (triggeraudit).
+				a.audit(ctx, lost, func(*lostBookie) bool { return true })
+			}
 		case <-timer.C:
 			a.audit(ctx, lost, func(l *lostBookie) bool { return !l.audited && !time.Now().Before(l.since.Add(delay)) })
 		case <-tickerC(bookieCheck):
