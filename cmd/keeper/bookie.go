@@ -219,6 +219,10 @@ func runBookie(ctx context.Context, cfg bookie.Config, logger *slog.Logger, read
 			cfg.StoreConfig = entrystore.IndexOnOS // the wrapped FS is the OS's; so is pebble's
 		}
 	}
+	// The admin API's autorecovery endpoints make the calls `keeper
+	// ledger` makes.
+	closeAdmin := wireHTTPAdmin(&cfg, logger)
+	defer closeAdmin()
 	b, err := bookie.New(cfg)
 	if err != nil {
 		return err

@@ -78,7 +78,9 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
   keeper ledger read 7                              entries up to the last (or the LAC)
   keeper ledger tail -f 7                           follow a ledger being written
   keeper ledger ls | stat 7 | delete 7 | recover 7
-  keeper ledger underreplicated | recover-bookie <id> | decommission <id>`,
+  keeper ledger underreplicated | recover-bookie <id> | decommission <id>
+  keeper ledger triggeraudit | whoisauditor | lostbookierecoverydelay --get
+  keeper ledger autorecovery [--enable | --disable]`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.zk, "zk", "127.0.0.1:2181", "metadata servers, host:port, comma-separated")
@@ -92,7 +94,9 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 		"speak BookKeeper's v2 protocol to the bookies, as Pulsar does (useV2WireProtocol)")
 	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),
 		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
-	cmd.AddCommand(newLedgerUnderreplicatedCmd(f), newLedgerRecoverBookieCmd(f), newLedgerDecommissionCmd(f))
+	cmd.AddCommand(newLedgerUnderreplicatedCmd(f), newLedgerRecoverBookieCmd(f), newLedgerDecommissionCmd(f),
+		newLedgerTriggerAuditCmd(f), newLedgerWhoIsAuditorCmd(f), newLedgerLostBookieRecoveryDelayCmd(f),
+		newLedgerAutorecoverySwitchCmd(f))
 	return cmd
 }
 

@@ -34,26 +34,35 @@ func (f *ledgerFlags) withStore(cmd *cobra.Command, fn func(ctx context.Context,
 }
 
 func newLedgerUnderreplicatedCmd(f *ledgerFlags) *cobra.Command {
-	return &cobra.Command{
+	var missing, excluding string
+	var count bool
+	cmd := &cobra.Command{
 		Use:   "underreplicated",
 		Short: "List the ledgers marked under-replicated, their missing bookies and the worker on each",
 		Long: `List the ledgers the auditor (or decommission, recover-bookie) marked under
 <ledgers root>/underreplication/ledgers, as 'bookkeeper shell listunderreplicated
 -printmissingreplica -printreplicationworkerid' does: one line per ledger with the
-ledger id, the missing bookies and the replication worker holding its lock ("-" if none).`,
+ledger id, the missing bookies and the replication worker holding its lock ("-" if none).
+--missingreplica keeps the ledgers missing that bookie, --excludingmissingreplica drops
+those missing it, and --count prints only how many ledgers are listed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, func(ctx context.Context, st *metadata.Store) error {
-				mgr, err := autorecovery.NewManager(ctx, st, "")
-				if err != nil {
-					return err
-				}
+			keep := autorecovery.ReplicaFilter(missing, excluding)
+			return f.withManager(cmd, func(ctx context.Context, mgr *autorecovery.Manager) error {
 				list, err := mgr.List(ctx)
 				if err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
+				n := 0
 				for _, m := range list {
+					if keep != nil && !keep(m.Replicas) {
+						continue
+					}
+					n++
+					if count {
+						continue
+					}
 					worker, locked, err := mgr.Locked(ctx, m.LedgerID)
 					if err != nil {
 						return err
@@ -63,10 +72,17 @@ ledger id, the missing bookies and the replication worker holding its lock ("-" 
 					}
 					fmt.Fprintf(out, "%d\t%s\t%s\n", m.LedgerID, strings.Join(m.Replicas, ","), worker)
 				}
+				if count {
+					fmt.Fprintln(out, n)
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().StringVar(&missing, "missingreplica", "", "only ledgers missing this bookie")
+	cmd.Flags().StringVar(&excluding, "excludingmissingreplica", "", "leave out ledgers missing this bookie")
+	cmd.Flags().BoolVarP(&count, "count", "c", false, "print only the number of ledgers listed (onlydisplayledgercount)")
+	return cmd
 }
 
 // recoverFlags are recover-bookie's and decommission's.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"keeper/ledgerstore/ledger"
@@ -219,6 +220,158 @@ func DeleteCookie(ctx context.Context, st *metadata.Store, b ledger.BookieID) er
 	err := st.DeleteNode(ctx, st.CookiePath(b), metadata.AnyVersion)
 	if err != nil && !errors.Is(err, metadata.ErrNoNode) {
 		return fmt.Errorf("autorecovery: delete the cookie of %s: %w", b, err)
+	}
+	return nil
+}
+
+// Operator answers the operators' calls about one cluster's autorecovery
+// on a metadata store it does not own; the bookie's HTTP admin API uses it.
+// Safe for concurrent use.
+type Operator struct {
+	store    *metadata.Store
+	workerID string
+	logger   *slog.Logger
+	client   func() (*ledgerclient.Client, error)
+
+	mu  sync.Mutex
+	mgr *Manager
+}
+
+// NewOperator returns an Operator on store whose recoveries' locks name
+// workerID; client gives the ledger client recoveries fence open ledgers
+// with (nil: they wait for the ledgers' writers or other workers).
+func NewOperator(store *metadata.Store, workerID string, logger *slog.Logger,
+	client func() (*ledgerclient.Client, error)) *Operator {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Operator{store: store, workerID: workerID, logger: logger, client: client}
+}
+
+// manager returns the under-replication manager, made at first use (it
+// creates the tree's LAYOUT if missing, as BookKeeper's does).
+func (o *Operator) manager(ctx context.Context) (*Manager, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mgr == nil {
+		m, err := NewManager(ctx, o.store, o.workerID)
+		if err != nil {
+			return nil, err
+		}
+		o.mgr = m
+	}
+	return o.mgr, nil
+}
+
+// UnderReplicated lists the marked ledgers that pass ReplicaFilter(including,
+// excluding), ascending, with the bookies each misses.
+func (o *Operator) UnderReplicated(ctx context.Context, including, excluding string) ([]int64, [][]string, error) {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := m.List(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := ReplicaFilter(including, excluding)
+	var ids []int64
+	var missing [][]string
+	for _, l := range list {
+		if keep == nil || keep(l.Replicas) {
+			ids, missing = append(ids, l.LedgerID), append(missing, l.Replicas)
+		}
+	}
+	return ids, missing, nil
+}
+
+// CurrentAuditor is Manager.CurrentAuditor.
+func (o *Operator) CurrentAuditor(ctx context.Context) (string, bool, error) {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	return m.CurrentAuditor(ctx)
+}
+
+// TriggerAudit is Manager.TriggerAudit.
+func (o *Operator) TriggerAudit(ctx context.Context) error {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return err
+	}
+	return m.TriggerAudit(ctx)
+}
+
+// StoredDelay is Manager.StoredDelay.
+func (o *Operator) StoredDelay(ctx context.Context) (int, error) {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return m.StoredDelay(ctx)
+}
+
+// SetDelay is Manager.SetDelay.
+func (o *Operator) SetDelay(ctx context.Context, seconds int) error {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return err
+	}
+	return m.SetDelay(ctx, seconds)
+}
+
+// ReplicationEnabled is Manager.ReplicationEnabled.
+func (o *Operator) ReplicationEnabled(ctx context.Context) (bool, error) {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return false, err
+	}
+	return m.ReplicationEnabled(ctx)
+}
+
+// SetReplicationEnabled enables or disables the workers; a switch already
+// in that state is not an error.
+func (o *Operator) SetReplicationEnabled(ctx context.Context, on bool) error {
+	m, err := o.manager(ctx)
+	if err != nil {
+		return err
+	}
+	if on {
+		err = m.Enable(ctx)
+	} else {
+		err = m.Disable(ctx)
+	}
+	if errors.Is(err, ErrAlreadySet) {
+		return nil
+	}
+	return err
+}
+
+// RecoverBookies runs RecoverBookies, then deletes the bookies' cookies if
+// asked (BookKeeper's decommission with delete_cookie).
+func (o *Operator) RecoverBookies(ctx context.Context, bookies []ledger.BookieID, deleteCookies bool) error {
+	var client *ledgerclient.Client
+	if o.client != nil {
+		c, err := o.client()
+		if err != nil {
+			return err
+		}
+		client = c
+	}
+	n, err := RecoverBookies(ctx, RecoverConfig{Store: o.store, Client: client, WorkerID: o.workerID, Logger: o.logger},
+		bookies)
+	if err != nil {
+		return err
+	}
+	o.logger.Info("bookies recovered", "bookies", bookies, "ledgers", n)
+	if !deleteCookies {
+		return nil
+	}
+	for _, b := range bookies {
+		if err := DeleteCookie(ctx, o.store, b); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -29,6 +29,12 @@ func (b *Bookie) startHTTPAdmin() error {
 		Metadata:   b.md,
 		Logger:     b.log,
 	}
+	if b.md != nil && b.cfg.HTTPRecovery != nil {
+		opts.Recovery = b.cfg.HTTPRecovery(b.md, b.ID())
+	}
+	if b.md != nil {
+		opts.Ledgers = b.cfg.HTTPLedgers
+	}
 	srv, err := httpadmin.Listen(b.cfg.HTTPServerAddr, opts)
 	if err != nil {
 		return err

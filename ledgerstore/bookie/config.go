@@ -12,8 +12,10 @@ import (
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/bookie/httpadmin"
 	"keeper/ledgerstore/bookie/journal"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/metadata"
 )
 
 // Defaults, BookKeeper's unless a comment says otherwise (docs/bookkeeper-protocol.md §12).
@@ -278,6 +280,15 @@ type Config struct {
 	// the admin API's server_config endpoint prints; ConfigFromProperties
 	// sets it when the API is enabled. nil prints none.
 	Properties map[string]string
+	// HTTPRecovery makes the admin API's autorecovery calls on the bookie's
+	// metadata store (autorecovery.NewOperator; the bookie does not import
+	// autorecovery, whose tests run bookies). nil: those endpoints answer
+	// 500.
+	HTTPRecovery func(st *metadata.Store, bookieID string) httpadmin.Recovery
+	// HTTPLedgers reads entries for the admin API's /api/v1/ledger/read (a
+	// ledger client on MetadataServers, which the caller closes after the
+	// bookie stops). nil: that endpoint answers 500.
+	HTTPLedgers httpadmin.Ledgers
 	// Logger receives the bookie's logs; nil discards them.
 	Logger *slog.Logger
 }

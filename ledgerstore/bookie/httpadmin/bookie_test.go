@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"keeper/internal/testhost"
+	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/bookie/httpadmin"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 	"keeper/ledgerstore/metadata"
 )
@@ -30,9 +33,12 @@ type world struct {
 	store *metadata.Store
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { t.Helper(); return newWorldN(t, 1) }
+
+// newWorldN is newWorld with n plain bookies.
+func newWorldN(t *testing.T, n int) *world {
 	t.Helper()
-	c := ledgertest.Start(t, 1)
+	c := ledgertest.Start(t, n)
 	dir := t.TempDir()
 	props := map[string]string{
 		"bookiePort":         "0",
@@ -51,6 +57,18 @@ func newWorld(t *testing.T) *world {
 	if cfg.HTTPServerAddr != "127.0.0.1:0" {
 		t.Fatalf("HTTPServerAddr %q", cfg.HTTPServerAddr)
 	}
+	// What cmd/keeper wires in: autorecovery's Operator and a ledger
+	// client, closed after the bookie.
+	lc, err := ledgerclient.New(ledgerclient.Config{ZKServers: []string{c.ZKAddr()},
+		ZKSessionTimeout: testhost.Scale(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	cfg.HTTPRecovery = func(st *metadata.Store, id string) httpadmin.Recovery {
+		return autorecovery.NewOperator(st, id, nil, func() (*ledgerclient.Client, error) { return lc, nil })
+	}
+	cfg.HTTPLedgers = testLedgers{lc}
 	cfg.JournalPreAllocSizeBytes = 1 << 20
 	cfg.WriteCacheBytes, cfg.ReadCacheBytes = 4<<20, 4<<20
 	cfg.GCWaitTime, cfg.FlushInterval, cfg.DiskCheckInterval = -1, time.Hour, time.Hour
@@ -79,6 +97,17 @@ func newWorld(t *testing.T) *world {
 	}
 	t.Cleanup(store.Close)
 	return &world{c: c, b: b, base: "http://" + b.HTTPAddr().String(), store: store}
+}
+
+// testLedgers opens ledgers for ledger/read with a ledger client.
+type testLedgers struct{ c *ledgerclient.Client }
+
+func (l testLedgers) OpenNoRecovery(ctx context.Context, id int64, pw []byte) (httpadmin.LedgerReader, error) {
+	h, err := l.c.OpenNoRecovery(ctx, id, pw)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 func (w *world) get(t *testing.T, method, path string) (int, string) {
@@ -183,7 +212,8 @@ func TestBookieHTTP(t *testing.T) {
 		{"GET", "/api/v1/ledger/metadata?ledger_id=2", 200, wantMeta, false},
 		{"GET", "/api/v1/ledger/metadata/?ledger_id=2", 200, wantMeta, false},
 		{"GET", "/api/v1/ledger/metadata?ledger_id=3", 404, "Ledger 3 does not exist", false},
-		{"GET", "/api/v1/ledger/delete?ledger_id=3", 404, "<html><body><h1>Resource not found</h1></body></html>", false},
+		{"DELETE", "/api/v1/ledger/delete?ledger_id=3", 404, "Ledger 3 does not exist", false},
+		{"GET", "/api/v1/bookie/sanity", 404, "<html><body><h1>Resource not found</h1></body></html>", false},
 	}
 	for _, tc := range tests {
 		code, body := w.get(t, tc.method, tc.path)

@@ -68,7 +68,7 @@ func TestEndpointsWithoutMetadata(t *testing.T) {
 		{name: "heartbeat HEAD", method: "HEAD", path: "/heartbeat", code: 405},
 		{name: "heartbeat PATCH", method: "PATCH", path: "/heartbeat", code: 405, want: "Method Not Allowed"},
 		{name: "unknown path", method: "GET", path: "/api/v1/bookie/list_bookie_info", code: 404, want: notFoundBody},
-		{name: "autorecovery not served", method: "GET", path: "/api/v1/autorecovery/who_is_auditor", code: 404, want: notFoundBody},
+		{name: "unknown autorecovery path", method: "GET", path: "/api/v1/autorecovery/nope", code: 404, want: notFoundBody},
 		{name: "metrics", method: "GET", path: "/metrics", code: 200, want: "m 1\n"},
 		{name: "metrics POST", method: "POST", path: "/metrics", code: 403, want: "POST is forbidden. Should be GET method"},
 		{name: "config", method: "GET", path: "/api/v1/config/server_config", code: 200,
@@ -230,13 +230,20 @@ func FuzzHandler(f *testing.F) {
 	f.Add("PUT", "/api/v1/bookie/gc", `{"forceMajor":"true"}`)
 	f.Add("GET", "/api/v1/ledger/metadata?ledger_id=1", "")
 	f.Add("PUT", "/api/v1/config/server_config", `{"a":{"b":[1]}}`)
+	f.Add("PUT", "/api/v1/autorecovery/bookie", `{"bookie_src":["b:1"],"delete_cookie":"TRUE"}`)
+	f.Add("PUT", "/api/v1/autorecovery/decommission", `{"bookie_src":"b:1"}`)
+	f.Add("PUT", "/api/v1/autorecovery/lost_bookie_recovery_delay", `{"delay_seconds":1e3}`)
+	f.Add("PUT", "/api/v1/autorecovery/status?enabled=false", "")
+	f.Add("GET", "/api/v1/ledger/read?ledger_id=1&page=3&start_entry_id=2500&end_entry_id=-1", "")
 	f.Fuzz(func(t *testing.T, method, target, body string) {
 		req, err := http.NewRequest(method, "http://h"+target, strings.NewReader(body))
 		if err != nil || !strings.HasPrefix(target, "/") {
 			return
 		}
 		rec := httptest.NewRecorder()
-		Handler(Options{Bookie: &fakeBookie{}}).ServeHTTP(rec, req)
+		h := Handler(Options{Bookie: &fakeBookie{}})
+		defer h.Close()
+		h.ServeHTTP(rec, req)
 		if rec.Code < 200 || rec.Code > 503 {
 			t.Fatalf("%s %s: code %d", method, target, rec.Code)
 		}

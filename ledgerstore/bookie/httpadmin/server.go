@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"keeper/ledgerstore/metadata"
@@ -81,13 +82,19 @@ type Options struct {
 	Metrics http.Handler
 	// Properties is the configuration as read from bookkeeper.conf.
 	Properties map[string]string
-	Logger     *slog.Logger
+	// Ledgers reads entries for /api/v1/ledger/read; nil: it answers 500.
+	Ledgers Ledgers
+	// Recovery backs the /api/v1/autorecovery endpoints; nil: they answer
+	// 500.
+	Recovery Recovery
+	Logger   *slog.Logger
 }
 
 // Server is a listening admin API.
 type Server struct {
 	ln  net.Listener
 	srv *http.Server
+	api *API
 }
 
 // Listen serves the API on addr until Close.
@@ -100,8 +107,9 @@ func Listen(addr string, o Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	api := Handler(o)
 	srv := &http.Server{
-		Handler:           Handler(o),
+		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -114,28 +122,62 @@ func Listen(addr string, o Options) (*Server, error) {
 			logger.Warn("http admin server stopped", "err", err)
 		}
 	}()
-	return &Server{ln: ln, srv: srv}, nil
+	return &Server{ln: ln, srv: srv, api: api}, nil
 }
 
 // Addr is the listening address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Close stops the server and its connections.
-func (s *Server) Close() error { return s.srv.Close() }
+// Close stops the server and its connections, then the recovery it runs,
+// if any.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	s.api.Close()
+	return err
+}
 
 // notFoundBody is what BookKeeper's HTTP server (vert.x) answers for a
 // path it does not route.
 const notFoundBody = "<html><body><h1>Resource not found</h1></body></html>"
 
-type api struct {
+type api = API
+
+// API is the admin API's handler. Close stops what it runs in the
+// background.
+type API struct {
 	o   Options
 	sem chan struct{}
+	// life ends with Close; background jobs run under it.
+	life context.Context
+	stop context.CancelFunc
+	jobs sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	job    string // the recovery running in the background, "" if none
 }
 
 // Handler returns the API's handler.
-func Handler(o Options) http.Handler {
-	a := &api{o: o, sem: make(chan struct{}, maxInFlight)}
-	return http.HandlerFunc(a.serve)
+func Handler(o Options) *API {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &API{o: o, sem: make(chan struct{}, maxInFlight)}
+	a.life, a.stop = context.WithCancel(context.Background())
+	return a
+}
+
+// ServeHTTP answers one request.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.serve(w, r) }
+
+// Close cancels the background job, waits for it, and closes the ledger
+// client.
+func (a *API) Close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.stop()
+	a.jobs.Wait()
 }
 
 func (a *api) serve(w http.ResponseWriter, r *http.Request) {
@@ -186,6 +228,24 @@ func (a *api) route(path string) (http.HandlerFunc, bool) {
 		return a.listLedgers, true
 	case "/api/v1/ledger/metadata":
 		return a.ledgerMetadata, true
+	case "/api/v1/ledger/delete":
+		return a.deleteLedger, true
+	case "/api/v1/ledger/read":
+		return a.readLedger, true
+	case "/api/v1/autorecovery/status":
+		return a.autorecoveryStatus, true
+	case "/api/v1/autorecovery/bookie":
+		return a.recoverBookie, true
+	case "/api/v1/autorecovery/list_under_replicated_ledger":
+		return a.listUnderReplicated, true
+	case "/api/v1/autorecovery/who_is_auditor":
+		return a.whoIsAuditor, true
+	case "/api/v1/autorecovery/trigger_audit":
+		return a.triggerAudit, true
+	case "/api/v1/autorecovery/lost_bookie_recovery_delay":
+		return a.lostBookieRecoveryDelay, true
+	case "/api/v1/autorecovery/decommission":
+		return a.decommission, true
 	}
 	return nil, false
 }
