@@ -11,6 +11,7 @@ import (
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 	"keeper/ledgerstore/metadata"
+	"keeper/ledgerstore/metadata/metadatatest"
 )
 
 func TestReplicaFilter(t *testing.T) {
@@ -41,7 +42,7 @@ func TestReplicaFilter(t *testing.T) {
 // TestCurrentAuditorAndDelay: the lowest vote names the auditor; the
 // stored delay reads back; TriggerAudit refuses what BookKeeper refuses.
 func TestCurrentAuditorAndDelay(t *testing.T) {
-	st, _ := openStore(t, startServer(t))
+	st, _ := openStore(t, metadatatest.KeeperAddr(t))
 	ctx := testContext(t)
 	m, err := NewManager(ctx, st, "")
 	if err != nil {
