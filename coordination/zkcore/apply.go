@@ -47,6 +47,9 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 	s.metrics.applied(t, now)
 	s.notify(changes)
 	s.complete(t, res, now)
+	if len(s.held) > 0 {
+		s.releaseCaughtUp(now)
+	}
 }
 
 // notify queues a notification for every connection watching a change.

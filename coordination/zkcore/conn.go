@@ -59,8 +59,10 @@ type conn struct {
 	// readOnlyByte: the ConnectRequest carried the optional readOnly byte,
 	// so the response carries one too.
 	readOnlyByte bool
-	// hold is the handshake waiting for the member to serve (hold.go).
-	hold *heldHandshake
+	// hold is the handshake waiting for the member to serve (hold.go);
+	// wasHeld is set once it has been.
+	hold    *heldHandshake
+	wasHeld bool
 
 	// sasl is the connection's SASL exchange, from its first sasl(102).
 	sasl sasl.Mechanism

@@ -1,6 +1,11 @@
 package zkcore
 
-import "keeper/coordination/zkproto"
+import (
+	"slices"
+
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
+)
 
 // A member without a leader cannot answer a handshake. Apache ZooKeeper
 // closes the connection at once; the client then tries the next member,
@@ -18,29 +23,79 @@ import "keeper/coordination/zkproto"
 // connection (the Java client sends its watches and auth right behind it)
 // wait with it, counted in Outstanding.
 
+//
+// A learner holds, within the same bounds, the handshake of a client that
+// has seen a newer state than it has applied (a client of a member that
+// just left, or of the leader a reconfiguration removed): the commit that
+// brings the learner there is on its way, and the handshake is answered
+// once it is applied. ZooKeeper closes such a connection at once too.
+
 // heldHandshake is a connection's handshake waiting for the member to
-// serve.
+// serve, or to apply what the client has seen.
 type heldHandshake struct {
 	req     *zkproto.ConnectRequest
 	reqs    []Request // requests that followed it, in order
 	untilMs int64     // MonoMs after which the connection is closed
+	// ahead is the state the client has seen, when the member serves but
+	// is behind it; 0 when the member was not serving.
+	ahead zxid.ID
 }
 
 // hold keeps c's handshake waiting if the member lost its leader recently
-// enough; it reports whether it did.
+// enough, or is a learner behind what the client has seen; it reports
+// whether it did. A connection is held once: a handshake released and
+// still unanswerable is not held again.
 func (s *Server) hold(c *conn, req *zkproto.ConnectRequest, now Now) bool {
-	if s.mode != NotServing || s.writeErr != nil || s.cfg.HoldHandshakeMs <= 0 || req.TimeoutMs <= 0 {
+	ahead := zxid.ID(req.LastZxidSeen)
+	behind := s.mode == Learner && ahead > s.LastZxid()
+	if (s.mode != NotServing && !behind) || c.wasHeld || s.writeErr != nil || s.cfg.HoldHandshakeMs <= 0 || req.TimeoutMs <= 0 {
 		return false
 	}
-	until := min(s.notServingSinceMs+s.cfg.HoldHandshakeMs, now.MonoMs+int64(req.TimeoutMs)/4)
+	since := s.notServingSinceMs
+	if behind {
+		since = now.MonoMs
+	} else {
+		ahead = 0
+	}
+	until := min(since+s.cfg.HoldHandshakeMs, now.MonoMs+int64(req.TimeoutMs)/4)
 	if now.MonoMs >= until {
 		return false
 	}
 	held := *req // the driver may reuse req once Connect returns
 	held.Passwd = append([]byte(nil), req.Passwd...)
-	c.hold = &heldHandshake{req: &held, untilMs: until}
+	c.hold = &heldHandshake{req: &held, untilMs: until, ahead: ahead}
+	c.wasHeld = true
 	s.held = append(s.held, c.id)
 	return true
+}
+
+// releaseCaughtUp answers the handshakes held for a state the member has
+// now applied.
+func (s *Server) releaseCaughtUp(now Now) {
+	var ready []ConnID
+	for _, id := range s.held {
+		if c, ok := s.conns[id]; ok && c.hold != nil && c.hold.ahead != 0 && c.hold.ahead <= s.LastZxid() {
+			ready = append(ready, id)
+		}
+	}
+	for _, id := range ready {
+		s.releaseOne(id, now)
+	}
+}
+
+// releaseOne answers c's held handshake and runs the requests behind it.
+func (s *Server) releaseOne(id ConnID, now Now) {
+	c, ok := s.conns[id]
+	if !ok || c.hold == nil {
+		return
+	}
+	h := c.hold
+	c.hold = nil
+	s.held = slices.DeleteFunc(s.held, func(x ConnID) bool { return x == id })
+	s.Connect(id, h.req, now)
+	for _, r := range h.reqs {
+		s.Request(id, r, now)
+	}
 }
 
 // releaseHeld answers the held handshakes, and runs the requests behind

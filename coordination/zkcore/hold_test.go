@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"keeper/coordination/jute"
+	"keeper/coordination/txn"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
 )
 
 // A member that just lost its leader holds a handshake, and the requests
@@ -102,5 +104,44 @@ func TestSessionExpiresWithinABucket(t *testing.T) {
 	}
 	if got := expiredAt - start; got <= 10000 || got > 10000+ExpiryBucketMs(2000) {
 		t.Fatalf("a 10 s session expired %d ms after its last touch, want within (10000, %d]", got, 10000+ExpiryBucketMs(2000))
+	}
+}
+
+// A learner behind what a client has seen (the client comes from a member
+// that applied a commit this one has not yet) holds its handshake until
+// it applies that state, then answers it; one still behind when the hold
+// ends is refused, as Apache ZooKeeper refuses it at once.
+func TestHandshakeHeldUntilCaughtUp(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.HoldHandshakeMs = 1000 })
+	h.s.SetMode(Learner, 1, h.now)
+	seen := zxid.Make(1, 1)
+	for id := ConnID(1); id <= 2; id++ {
+		h.s.NewConn(id, netip.MustParseAddrPort("127.0.0.1:1"), h.now)
+		h.s.Connect(id, &zkproto.ConnectRequest{TimeoutMs: 10000, LastZxidSeen: int64(seen), Passwd: make([]byte, 16)}, h.now)
+	}
+	h.drive()
+	for id := ConnID(1); id <= 2; id++ {
+		if fs := h.take(id); len(fs) != 0 || h.closed[id] {
+			t.Fatalf("conn %d behind the client: %d frames, closed %v; want the handshake held", id, len(fs), h.closed[id])
+		}
+	}
+	h.s.Disconnect(2)
+	h.s.Apply(&txn.Txn{Header: txn.Header{ClientID: 77, Zxid: seen, Type: zkproto.OpCreate},
+		Record: &txn.Create{Path: "/caught-up", ACL: zkproto.OpenACLUnsafe, ParentCversion: -1}}, h.now)
+	// Released: a learner forwards the new session to its leader, and
+	// answers once that commits.
+	if c := h.s.conns[1]; c == nil || c.hold != nil || len(c.queue) != 1 || c.queue[0].kind != kindConnect || h.closed[1] {
+		t.Fatalf("after applying %s: handshake not released (closed %v)", seen, h.closed[1])
+	}
+	// A client further ahead than the learner gets within the hold is
+	// refused when it ends.
+	h.s.NewConn(3, netip.MustParseAddrPort("127.0.0.1:1"), h.now)
+	h.s.Connect(3, &zkproto.ConnectRequest{TimeoutMs: 10000, LastZxidSeen: int64(zxid.Make(1, 9)), Passwd: make([]byte, 16)}, h.now)
+	h.drive()
+	h.now.MonoMs += 1000
+	h.s.Tick(h.now)
+	h.drive()
+	if !h.closed[3] || len(h.take(3)) != 0 {
+		t.Fatalf("conn 3 still held after the hold, or answered")
 	}
 }
