@@ -60,9 +60,9 @@ type conn struct {
 	// so the response carries one too.
 	readOnlyByte bool
 	// hold is the handshake waiting for the member to serve (hold.go);
-	// wasHeld is set once it has been.
-	hold    *heldHandshake
-	wasHeld bool
+	// heldAhead is set once it waited for the member to catch up.
+	hold      *heldHandshake
+	heldAhead bool
 
 	// sasl is the connection's SASL exchange, from its first sasl(102).
 	sasl sasl.Mechanism

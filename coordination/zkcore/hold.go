@@ -43,12 +43,13 @@ type heldHandshake struct {
 
 // hold keeps c's handshake waiting if the member lost its leader recently
 // enough, or is a learner behind what the client has seen; it reports
-// whether it did. A connection is held once: a handshake released and
-// still unanswerable is not held again.
+// whether it did. A connection is held behind a client's state once: a
+// handshake released by its catching up and still unanswerable is not
+// held again for it.
 func (s *Server) hold(c *conn, req *zkproto.ConnectRequest, now Now) bool {
 	ahead := zxid.ID(req.LastZxidSeen)
 	behind := s.mode == Learner && ahead > s.LastZxid()
-	if (s.mode != NotServing && !behind) || c.wasHeld || s.writeErr != nil || s.cfg.HoldHandshakeMs <= 0 || req.TimeoutMs <= 0 {
+	if (s.mode != NotServing && !behind) || (behind && c.heldAhead) || s.writeErr != nil || s.cfg.HoldHandshakeMs <= 0 || req.TimeoutMs <= 0 {
 		return false
 	}
 	since := s.notServingSinceMs
@@ -64,7 +65,7 @@ func (s *Server) hold(c *conn, req *zkproto.ConnectRequest, now Now) bool {
 	held := *req // the driver may reuse req once Connect returns
 	held.Passwd = append([]byte(nil), req.Passwd...)
 	c.hold = &heldHandshake{req: &held, untilMs: until, ahead: ahead}
-	c.wasHeld = true
+	c.heldAhead = c.heldAhead || behind
 	s.held = append(s.held, c.id)
 	return true
 }

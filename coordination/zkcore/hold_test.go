@@ -144,4 +144,22 @@ func TestHandshakeHeldUntilCaughtUp(t *testing.T) {
 	if !h.closed[3] || len(h.take(3)) != 0 {
 		t.Fatalf("conn 3 still held after the hold, or answered")
 	}
+	// Held while the learner has no leader, then again, once it serves,
+	// until it catches up with the client.
+	h.s.SetMode(NotServing, 0, h.now)
+	next := zxid.Make(1, 2)
+	h.s.NewConn(4, netip.MustParseAddrPort("127.0.0.1:1"), h.now)
+	h.s.Connect(4, &zkproto.ConnectRequest{TimeoutMs: 10000, LastZxidSeen: int64(next), Passwd: make([]byte, 16)}, h.now)
+	h.drive()
+	h.s.SetMode(Learner, 1, h.now)
+	h.drive()
+	if c := h.s.conns[4]; c == nil || c.hold == nil || h.closed[4] {
+		t.Fatalf("conn 4 not held behind the client once serving (closed %v)", h.closed[4])
+	}
+	h.s.Apply(&txn.Txn{Header: txn.Header{ClientID: 77, Zxid: next, Type: zkproto.OpCreate},
+		Record: &txn.Create{Path: "/caught-up-2", ACL: zkproto.OpenACLUnsafe, ParentCversion: -1}}, h.now)
+	h.drive()
+	if c := h.s.conns[4]; c == nil || c.hold != nil || h.closed[4] {
+		t.Fatalf("conn 4 not released after applying %s (closed %v)", next, h.closed[4])
+	}
 }
