@@ -82,14 +82,19 @@ func (a *auditor) run(ctx context.Context) {
 			a.log.Info("lostBookieRecoveryDelay changed", "delay", delay)
 			if delay == 0 || delay == prev {
 				// Written back unchanged (or set to 0): BookKeeper's
-				// signal to audit every lost bookie now (triggeraudit).
+				// signal to audit every lost bookie now (triggeraudit),
+				// found afresh, as the registry's news of a loss may not
+				// have reached this loop yet.
+				a.findLost(ctx, lost)
 				a.audit(ctx, lost, func(*lostBookie) bool { return true })
 			}
 		case <-timer.C:
 			a.audit(ctx, lost, func(l *lostBookie) bool { return !l.audited && !time.Now().Before(l.since.Add(delay)) })
 		case <-tickerC(bookieCheck):
+			a.findLost(ctx, lost)
 			a.audit(ctx, lost, func(*lostBookie) bool { return true })
 		case <-tickerC(allCheck):
+			a.findLost(ctx, lost)
 			a.audit(ctx, lost, func(*lostBookie) bool { return true })
 			a.checkAll(ctx)
 		}
@@ -151,6 +156,24 @@ func (a *auditor) audit(ctx context.Context, lost map[ledger.BookieID]*lostBooki
 	}
 	if a.marked != nil {
 		a.marked(n)
+	}
+}
+
+// findLost adds to lost every bookie named in a ledger's metadata that the
+// registry does not list, as BookKeeper's full bookie audit finds them:
+// from the metadata and the registry as they are now, not from the
+// registry changes this auditor has seen so far.
+func (a *auditor) findLost(ctx context.Context, lost map[ledger.BookieID]*lostBookie) {
+	reg, err := a.store.Bookies(ctx)
+	if err != nil {
+		a.log.Warn("auditor cannot read the registry", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, b := range a.indexBookies(ctx) {
+		if !slices.Contains(reg.Writable, b) && !slices.Contains(reg.ReadOnly, b) && lost[b] == nil {
+			lost[b] = &lostBookie{since: now}
+		}
 	}
 }
 
