@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"keeper/internal/metric"
+	"keeper/internal/testhost"
 )
 
 // bookKeeperMetrics are the names and types BookKeeper's Prometheus
@@ -70,7 +72,19 @@ func TestMetricsNamesAndTypes(t *testing.T) {
 	c := dial(t, b)
 	addEntries(t, c, 1, 0, 5)
 	checkEntry(t, c, 1, 2)
-	families := scrape(t, b)
+	// A request's latency is recorded once its reply is on its way: the
+	// last add's may land just after the client has it.
+	var families map[string]*dto.MetricFamily
+	deadline := time.Now().Add(testhost.Scale(10 * time.Second))
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		families = scrape(t, b)
+		if successCount(families["bookkeeper_server_ADD_ENTRY_REQUEST"]) >= 5 || time.Now().After(deadline) {
+			break
+		}
+		<-poll.C
+	}
 	for name, want := range bookKeeperMetrics {
 		f, ok := families[name]
 		if !ok {
@@ -118,6 +132,16 @@ func TestMetricsNamesAndTypes(t *testing.T) {
 	if got := families["bookie_BOOKIE_ADD_ENTRY_BYTES"].GetMetric(); len(got) != 2 {
 		t.Fatalf("add bytes: %v", got)
 	}
+}
+
+// successCount is the sample count of a summary's success="true" series.
+func successCount(f *dto.MetricFamily) uint64 {
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == "true" {
+			return m.GetSummary().GetSampleCount()
+		}
+	}
+	return 0
 }
 
 // BenchmarkRecordLatency compares recording one latency into the OpStats
