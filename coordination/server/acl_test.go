@@ -18,7 +18,7 @@ import (
 // Tests of docs/zookeeper-protocol.md §7: permissions per operation, the schemes, auth and
 // getACL masking.
 
-// userPassDigest is the spec's test vector: digest of "user:pass".
+// userPassDigest is the digest of "user:pass" (docs/zookeeper-protocol.md, digest scheme).
 const userPassDigest = "user:smGaoVKd/cQkjm7b88GyorAUz20="
 
 func TestDigestVector(t *testing.T) {

@@ -99,7 +99,7 @@ func TestUnknownOpcodes(t *testing.T) {
 			name string
 			op   zkproto.Op
 			body jute.Record
-			// recommended is set where the spec recommends refusing what
+			// recommended is set where docs/zookeeper-protocol.md recommends refusing what
 			// 3.8.0 mishandles (§2.1, §2.4).
 			recommended string
 		}{

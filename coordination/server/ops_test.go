@@ -14,7 +14,7 @@ import (
 
 // Tests of every znode operation of docs/zookeeper-protocol.md §2 that go-zookeeper can send,
 // plus the ones it cannot (driven with the raw client). The expected
-// values are Apache ZooKeeper 3.8's, as the spec records them.
+// values are Apache ZooKeeper 3.8's, as docs/zookeeper-protocol.md records them.
 
 func TestCreateModes(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {

@@ -214,7 +214,7 @@ func TestWatchTable(t *testing.T) {
 
 // TestNotificationBeforeReply checks docs/zookeeper-protocol.md §3.6 on the writer's own
 // connection: the event a write triggers comes before the write's reply,
-// and is framed exactly as the spec's example.
+// and is framed exactly as docs/zookeeper-protocol.md's example.
 func TestNotificationBeforeReply(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
 		w := rawSession(t, srv.Addr)

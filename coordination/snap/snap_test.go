@@ -140,7 +140,7 @@ func TestLayout(t *testing.T) {
 	want = binary.BigEndian.AppendUint64(want, uint64(z))
 	seal()
 	if !bytes.Equal(b, want) {
-		t.Fatalf("file differs from the spec layout:\n got % x\nwant % x", b, want)
+		t.Fatalf("file differs from the snapshot layout (docs/zookeeper-protocol.md):\n got % x\nwant % x", b, want)
 	}
 
 	// Without options: seal 2 is the end, as ZooKeeper 3.8 writes.

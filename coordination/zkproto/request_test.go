@@ -9,7 +9,7 @@ import (
 	"keeper/coordination/jute"
 )
 
-// TestFrameBytes pins exact frames from the spec and the rules for reply
+// TestFrameBytes pins exact frames from docs/zookeeper-protocol.md and the rules for reply
 // bodies (docs/zookeeper-protocol.md §1.4, §1.5, §3.3, §3.5, §7.5).
 func TestFrameBytes(t *testing.T) {
 	tests := []struct {
