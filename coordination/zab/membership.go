@@ -105,13 +105,18 @@ func (n *Node) ReconfigInProgress() bool { return n.next != nil }
 // of m's voters: itself when it is one, and the voters among its learners
 // in broadcast (ZooKeeper's isQuorumSynced, which answers NewConfigNoQuorum
 // when it fails).
+//
+// Unlike ZooKeeper, a follower the active configuration makes an observer
+// does not count: it is leaving to come back as an observer, and observers
+// never acknowledge proposals, so a reconfiguration that needs its ack
+// would never commit (ZooKeeper counts it until its connection closes).
 func (n *Node) QuorumSynced(m Membership) bool {
 	if n.role != Leading || !n.serving {
 		return false
 	}
 	set := map[PeerID]bool{n.id: true}
 	for id, p := range n.lead.learners {
-		if !p.observer && p.phase == phaseUpToDate && p.quietTicks <= n.cfg.SyncLimitTicks {
+		if !p.observer && !n.conf.IsObserver(id) && p.phase == phaseUpToDate && p.quietTicks <= n.cfg.SyncLimitTicks {
 			set[id] = true
 		}
 	}

@@ -322,6 +322,58 @@ func TestReconfigPromoteObserver(t *testing.T) {
 	rc.checkPrefix()
 }
 
+// A follower the active configuration makes an observer is on its way to
+// come back as an observer, which never acks a proposal: a leader that
+// counted it as in sync would propose a reconfiguration needing its ack
+// and wait for it forever (simulator seed 466, R4). Right as the leader
+// activates the demotion, before the demoted reconnect, they do not count.
+func TestQuorumSyncedLeavesOutDemotedFollowers(t *testing.T) {
+	five := []PeerID{1, 2, 3, 4, 5}
+	rc := newReconfigCluster(t, five, five, nil, nil)
+	rc.until(2000, "stable", func() bool { _, ok := rc.stable(); return ok })
+	l, _ := rc.stable()
+	var keep, demote []PeerID
+	for _, id := range five {
+		if id != l && len(demote) < 2 {
+			demote = append(demote, id)
+		} else {
+			keep = append(keep, id)
+		}
+	}
+	check := rc.configHook
+	checked := false
+	rc.configHook = func(id PeerID, old, cs ConfigState) {
+		check(id, old, cs)
+		if id != l || cs.Active.Version <= old.Active.Version || !slices.Equal(cs.Active.Observers, demote) {
+			return
+		}
+		checked = true
+		n := rc.nodes[l]
+		for _, d := range demote {
+			if p := n.lead.learners[d]; p == nil || p.observer {
+				t.Fatalf("%d already reconnected when the leader activated its demotion", d)
+			}
+		}
+		// Both demoted and two of the kept servers, the leader left out:
+		// only the two kept are in sync as voters, not a quorum of four.
+		voters := append(slices.Clone(demote), slices.DeleteFunc(slices.Clone(keep), func(p PeerID) bool { return p == l })...)
+		if n.QuorumSynced(Membership{Voters: voters}) {
+			t.Fatalf("leader %d counts the demoted %v as in sync for voters %v", l, demote, voters)
+		}
+		if !n.QuorumSynced(Membership{Voters: keep}) {
+			t.Fatalf("leader %d not in sync with %v", l, keep)
+		}
+	}
+	z, err := rc.reconfig(l, keep, demote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.until(2000, "the demotion active everywhere", func() bool { return rc.active(z) })
+	if !checked {
+		t.Fatal("the leader never activated the demotion")
+	}
+}
+
 // A joining server's FOLLOWERINFO carries its configuration's version; a
 // leader refuses one that activated a configuration it never saw.
 func TestReconfigLearnerAheadRefused(t *testing.T) {

@@ -73,6 +73,7 @@ func (c *Cluster) reconfigOp(cl *client) *op {
 		req.NewMembers = &all
 	}
 	c.stats.ReconfigsSent++
+	c.tracef("client %d: sends reconfig %s", cl.id, describeReconfig(req))
 	return &op{kind: zkproto.OpReconfig, path: datatree.ConfigPath, reconfig: req}
 }
 

@@ -164,6 +164,10 @@ func (cs configStore) SaveConfig(st zab.ConfigState) error {
 		return err
 	}
 	s := cs.s
+	if nx := st.Next; nx != nil && nx.Version != s.nextSeen {
+		s.nextSeen = nx.Version
+		s.c.tracef("server %d sees proposed configuration %s: voters %v observers %v", s.id, nx.Version, nx.Voters, nx.Observers)
+	}
 	if v := st.Active.Version; v > s.confVersion {
 		s.confVersion = v
 		s.c.activated(s, st.Active)

@@ -48,6 +48,8 @@ type server struct {
 	// confVersion is the version of the configuration the process has
 	// active as far as its store says (reconfig.go).
 	confVersion zxid.ID
+	// nextSeen is the proposed configuration last traced.
+	nextSeen zxid.ID
 
 	// What the role looked like at the last observation, to trace changes.
 	role    zab.Role
