@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -42,7 +44,24 @@ type Config struct {
 	// cluster, lose the bytes it had written but not synced, as a power
 	// loss would (KEEPER_DROP_UNSYNCED, internal/vfs/lazyfs; see lazy.go).
 	DropUnsynced bool
+	// Reconfig runs the ensemble with dynamic reconfiguration
+	// (reconfigEnabled, standaloneEnabled=false, the super user of
+	// SuperAuth). Its members share one configuration text, as a
+	// reconfiguration writes it for all, so their lines name the servers'
+	// real ports: there are no proxies between servers, and the faults
+	// between them are kills and pauses, not partitions.
+	Reconfig bool
+	// Voters is how many servers (the first ones) form the ensemble at
+	// the start of a Reconfig cluster; each of the others starts knowing
+	// that ensemble and itself, as a server about to be added is
+	// configured, and follows without a vote until a reconfig adds it.
+	// 0 means every server.
+	Voters int
 }
+
+// SuperAuth is the digest credential ("user:password") of a Reconfig
+// cluster's super user, whom ZooKeeper lets reconfigure.
+const SuperAuth = "super:chaos"
 
 // Defaults. A 100 ms tick keeps failovers short; syncLimit 10 (1 s)
 // tolerates a busy 2-core machine without false leader losses; initLimit
@@ -93,6 +112,8 @@ func (c Config) Validate() error {
 		return errors.New("chaos: Config.Dir is required")
 	case c.Servers < 0 || c.Servers > 9:
 		return fmt.Errorf("chaos: %d servers; 1 to 9 are supported", c.Servers)
+	case c.Voters < 0 || c.Voters > c.Servers || (c.Voters != 0 && !c.Reconfig):
+		return fmt.Errorf("chaos: %d voters of %d servers (only with Reconfig)", c.Voters, c.Servers)
 	}
 	return nil
 }
@@ -200,7 +221,13 @@ func (c *Cluster) writeConfig(s *Server) error {
 	if o.SnapCount > 0 {
 		fmt.Fprintf(&b, "snapCount=%d\n", o.SnapCount)
 	}
+	if o.Reconfig {
+		b.WriteString(c.reconfigLines(s))
+	}
 	for _, p := range c.Servers {
+		if o.Reconfig {
+			break
+		}
 		q, e := p.QuorumPort, p.ElecPort
 		if p != s {
 			qp, err := c.Net.Proxy(s.Name, p.Name, net.JoinHostPort("127.0.0.1", strconv.Itoa(p.QuorumPort)))
@@ -219,6 +246,33 @@ func (c *Cluster) writeConfig(s *Server) error {
 		b.WriteString(l + "\n")
 	}
 	return os.WriteFile(s.cfgPath(), []byte(b.String()), 0o644)
+}
+
+// reconfigLines are the settings and server lines of s's zoo.cfg in a
+// Reconfig cluster: the first Voters servers, and s itself when it is not
+// one of them, with their real ports and client addresses.
+func (c *Cluster) reconfigLines(s *Server) string {
+	sum := sha1.Sum([]byte(SuperAuth))
+	user, _, _ := strings.Cut(SuperAuth, ":")
+	var b strings.Builder
+	b.WriteString("reconfigEnabled=true\nstandaloneEnabled=false\n")
+	fmt.Fprintf(&b, "DigestAuthenticationProvider.superDigest=%s:%s\n", user, base64.StdEncoding.EncodeToString(sum[:]))
+	voters := c.cfg.Voters
+	if voters == 0 {
+		voters = len(c.Servers)
+	}
+	for i, p := range c.Servers {
+		if i < voters || p == s {
+			b.WriteString(p.ConfigLine("participant") + "\n")
+		}
+	}
+	return b.String()
+}
+
+// ConfigLine is s's server line in a Reconfig cluster's configuration,
+// with the role given ("participant" or "observer").
+func (s *Server) ConfigLine(role string) string {
+	return fmt.Sprintf("server.%d=127.0.0.1:%d:%d:%s;127.0.0.1:%d", s.ID, s.QuorumPort, s.ElecPort, role, s.ClientPort)
 }
 
 func (s *Server) cfgPath() string { return filepath.Join(s.Dir, "zoo.cfg") }

@@ -192,7 +192,7 @@ func (c *Cluster) WaitServing(timeout time.Duration) (*Server, error) {
 			case st.Mode == "leader":
 				leaders++
 				leader = s
-			case st.Mode != "follower":
+			case st.Mode != "follower" && st.Mode != "observer":
 				return false, desc, nil
 			}
 		}

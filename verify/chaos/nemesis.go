@@ -134,8 +134,8 @@ func KillMember(leaderBias float64, down time.Duration, rs *Durations) Fault {
 	}
 }
 
-// restart starts s again and waits until it serves as leader or
-// follower.
+// restart starts s again and waits until it serves as leader, follower
+// or observer.
 func restart(ctx context.Context, r *Run, s *Server, rs *Durations) {
 	start := time.Now()
 	if err := r.Cluster.Start(s); err != nil {
@@ -145,12 +145,12 @@ func restart(ctx context.Context, r *Run, s *Server, rs *Durations) {
 	awaitServing(ctx, r, s, start, rs)
 }
 
-// awaitServing waits until the started server s serves as leader or
-// follower, samples its digest, and notes how long it took since start.
+// awaitServing waits until the started server s serves as leader,
+// follower or observer, samples its digest, and notes how long it took since start.
 func awaitServing(ctx context.Context, r *Run, s *Server, start time.Time, rs *Durations) {
 	err := poll(healTimeout, s.Name+" serving", func() (bool, string, error) {
 		st, err := s.Srvr()
-		return err == nil && (st.Mode == "leader" || st.Mode == "follower"), fmt.Sprintf("%+v %v", st, err), ctx.Err()
+		return err == nil && (st.Mode == "leader" || st.Mode == "follower" || st.Mode == "observer"), fmt.Sprintf("%+v %v", st, err), ctx.Err()
 	})
 	if err != nil {
 		if ctx.Err() == nil {

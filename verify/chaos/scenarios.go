@@ -238,5 +238,5 @@ func AdversariesScenario() *Scenario {
 // service, by number; LedgerScenarios has the ledger store's (9 and 10).
 func Scenarios() []*Scenario {
 	return []*Scenario{PartitionsScenario(), KillScenario(), SyncFailpointsScenario(), SnapCatchUpScenario(), SessionHoldersScenario(), ReconnectScenario(), DiskFaultsScenario(), AdversariesScenario(),
-		SlowConsumers()}
+		SlowConsumers(), ReconfigScenario()}
 }

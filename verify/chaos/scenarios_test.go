@@ -119,6 +119,8 @@ func TestScenarioAdversaries(t *testing.T) { runScenario(t, AdversariesScenario(
 
 func TestScenarioSlowConsumers(t *testing.T) { runScenario(t, SlowConsumers()) }
 
+func TestScenarioReconfig(t *testing.T) { runScenario(t, ReconfigScenario()) }
+
 var recheckFlag = flag.String("recheck", "", "judge the kept run in this directory again, then stop")
 
 // TestRecheck re-runs the offline checks on a kept run (-recheck DIR).
