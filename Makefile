@@ -21,9 +21,9 @@ APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python
 .PHONY: test test-loaded deps race check fuzz build invariants chaos
 
 # test is what CI runs: prerequisites, static checks, then every test under
-# the race detector, then the full seed sweep of the simulator (the race
-# detector slows it five times, so under -race it runs a quarter of the
-# seeds, and a tenth of the runs with reconfiguration). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
+# the race detector, then the full seed sweeps of the simulator and of zab's
+# reconfiguration runs (the race detector slows them five times, so under
+# -race they run a fraction of the seeds). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
 # skip, when ZooKeeper is missing. The per-package timeout is 30 minutes,
 # not go test's 10: on a busy machine the longest packages (the bookie,
 # chaos) take more than 10 without anything being wrong.
@@ -31,6 +31,7 @@ test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$' ./verify/sim
+	$(GO) test -count=1 -timeout 30m -run 'TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=200
 
 # test-loaded is make test on a busy machine: a busy loop per core and an
 # fdatasync-heavy writer on the same disk run until it ends. The suite's

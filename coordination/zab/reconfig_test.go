@@ -3,6 +3,7 @@ package zab
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -432,6 +433,11 @@ var reconfigScenarios = []reconfigScenario{
 		target: func(PeerID) ([]PeerID, []PeerID) { return []PeerID{1, 2, 3, 6}, nil }},
 }
 
+// reconfigSeedsFlag is how many seeds beyond the fixed ones each
+// scenario of TestReconfigSimulation runs when not -short; make test
+// asks for 200 (over 1,000 runs) outside the race detector.
+var reconfigSeedsFlag = flag.Int("reconfigseeds", 30, "sweep seeds per TestReconfigSimulation scenario when not -short")
+
 // TestReconfigSimulation runs each scenario under random crashes,
 // restarts, broken links and partitions, with writes going on and the
 // change proposed again whenever it is lost, then heals everything and
@@ -444,7 +450,7 @@ func TestReconfigSimulation(t *testing.T) {
 	if *seedFlag != 0 {
 		seeds = []uint64{*seedFlag}
 	} else if !testing.Short() {
-		for i := range uint64(30) {
+		for i := range uint64(*reconfigSeedsFlag) {
 			seeds = append(seeds, 100+i)
 		}
 	}
