@@ -217,7 +217,14 @@ func (n *Node) fromLeader(m Message) {
 		n.floor = m.Zxid
 		n.fullSync = false
 		n.stateLost = false // the leader's state replaces the one lost
-		n.forgetNextAbove(m.Zxid)
+		// A configuration seen proposed is either in the snapshot (then
+		// committed: the leader's NEWLEADER brings it as active) or never
+		// committed and gone with the log it was in (a proposal of a
+		// deposed leader); one proposed after the snapshot comes again in
+		// the sync. None may survive as last seen: a learner that later
+		// leads would propose it in NEWLEADER and activate a configuration
+		// no quorum holds (simulator seeds 2449, 3413).
+		n.forgetNextAbove(0)
 	case MsgProposal:
 		if n.learn.stage == stageServing {
 			n.stats.ProposalsReceived++

@@ -23,6 +23,10 @@ var reconfigRegressionSeeds = []uint64{
 	// makes an observer as in sync, proposed a reconfiguration that needed
 	// its ack, and waited for it forever once it came back as an observer.
 	466,
+	// R5, fixed: a learner synced by SNAP kept as last seen a
+	// reconfiguration its deposed leader had proposed and no quorum held;
+	// leading later, it sent it in NEWLEADER and activated it.
+	2449, 3413,
 }
 
 // reconfigKnownBugSeeds fail, in runs with reconfiguration, because of
