@@ -217,6 +217,60 @@ func (t *Transport) Start() error {
 	return nil
 }
 
+// Rebind moves the quorum and election listeners to the addresses given
+// (host:port, as the configuration names them), as a member whose own
+// server line a reconfiguration changed must: each new address is opened
+// before the old listener is closed, so a failure keeps the old one and
+// is returned; connections already open stay. An address equal to the
+// one asked for before is left alone.
+func (t *Transport) Rebind(quorum, election string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.started || t.closed {
+		return ErrClosed
+	}
+	var lc net.ListenConfig
+	var qln, eln net.Listener
+	var err error
+	if quorum != t.cfg.ListenQuorum {
+		if qln, err = lc.Listen(t.ctx, "tcp", quorum); err != nil {
+			return fmt.Errorf("quorumnet: listen on quorum port: %w", err)
+		}
+	}
+	if election != t.cfg.ListenElection {
+		if eln, err = lc.Listen(t.ctx, "tcp", election); err != nil {
+			if qln != nil {
+				qln.Close()
+			}
+			return fmt.Errorf("quorumnet: listen on election port: %w", err)
+		}
+	}
+	if qln != nil {
+		old := t.quorumLn
+		t.cfg.ListenQuorum, t.quorumLn = quorum, qln
+		old.Close()
+		t.spawnLocked(func() { t.accept(qln, t.serveQuorum) })
+	}
+	if eln != nil {
+		old := t.electionLn
+		t.cfg.ListenElection, t.electionLn = election, eln
+		old.Close()
+		t.spawnLocked(func() { t.accept(eln, t.serveElection) })
+	}
+	if qln != nil || eln != nil {
+		t.logger.Info("transport moved", "quorum", t.quorumLn.Addr().String(), "election", t.electionLn.Addr().String())
+	}
+	return nil
+}
+
+// current reports whether ln is one of the transport's listeners (not
+// one Rebind replaced).
+func (t *Transport) current(ln net.Listener) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return ln == t.quorumLn || ln == t.electionLn
+}
+
 // QuorumAddr returns the bound quorum address, "" before Start.
 func (t *Transport) QuorumAddr() string {
 	t.mu.Lock()
@@ -438,6 +492,9 @@ func (t *Transport) accept(ln net.Listener, serve func(net.Conn)) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			if !t.current(ln) {
+				return // replaced by Rebind
+			}
 			select {
 			case <-t.done:
 				return

@@ -7,12 +7,14 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"keeper/coordination/zab"
 	"keeper/coordination/zxid"
+	"keeper/internal/testhost"
 )
 
 // waitTimeout bounds every wait in these tests: generous, because -race on
@@ -593,5 +595,58 @@ func TestActivateOverLink(t *testing.T) {
 	}
 	if m := expect(t, learner, zab.Message{Type: zab.MsgInformAndActivate, From: 1, Zxid: 0x100000006}); m.Designated != 2 || string(m.Data) != "txn" {
 		t.Fatalf("INFORMANDACTIVATE %v", m)
+	}
+}
+
+// A member whose server line a reconfiguration changed moves both
+// listeners: the old ports stop accepting, a link already open stays, and
+// peers told the new addresses reach it there, for notifications and for
+// a new learner link. A port it cannot open keeps the old listener.
+func TestRebind(t *testing.T) {
+	trs := startTransports(t, 2, nil)
+	a, b := trs[0], trs[1]
+	openLink(t, b, a)
+	oldQuorum, oldElection := a.QuorumAddr(), a.ElectionAddr()
+	ports, err := testhost.Reserve(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	e := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	if err := a.Rebind(q, e); err != nil {
+		t.Fatal(err)
+	}
+	if a.QuorumAddr() != q || a.ElectionAddr() != e {
+		t.Fatalf("listening on %s and %s, want %s and %s", a.QuorumAddr(), a.ElectionAddr(), q, e)
+	}
+	for _, old := range []string{oldQuorum, oldElection} {
+		if c, err := net.DialTimeout("tcp", old, time.Second); err == nil {
+			c.Close()
+			t.Fatalf("old address %s still accepts", old)
+		}
+	}
+	// The open link still carries messages.
+	a.Send([]zab.Message{{Type: zab.MsgLeaderInfo, From: 1, To: 2, Zxid: zxid.Make(2, 0)}})
+	expect(t, b, zab.Message{Type: zab.MsgLeaderInfo, From: 1, Zxid: zxid.Make(2, 0)})
+	b.SetPeer(1, PeerAddrs{Quorum: q, Election: e})
+	b.Send([]zab.Message{{Type: zab.MsgNotification, From: 2, To: 1, State: zab.Looking, Round: 1, Vote: zab.Vote{Leader: 2}}})
+	expect(t, a, zab.Message{Type: zab.MsgNotification, From: 2})
+	// A new FOLLOWERINFO dials the new quorum port; the leader sees the old
+	// link end first.
+	b.Send([]zab.Message{followerInfo(2, 1)})
+	expect(t, a, zab.Message{Type: zab.MsgDisconnected, From: 2})
+	expect(t, a, zab.Message{Type: zab.MsgFollowerInfo, From: 2, Epoch: 1})
+
+	// A port already taken: the listener stays where it is.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	if err := a.Rebind(busy.Addr().String(), e); err == nil {
+		t.Fatal("rebinding to a taken port succeeded")
+	}
+	if a.QuorumAddr() != q {
+		t.Fatalf("quorum listener moved to %s after a failed rebind", a.QuorumAddr())
 	}
 }

@@ -258,6 +258,36 @@ func (s *Server) followClientAddress() {
 	s.log.Info("client port moved by the configuration", "from", old.Addr().String(), "to", ln.Addr().String(), "version", m.Version)
 }
 
+// followQuorumAddresses moves the quorum and election listeners when the
+// active configuration gives this member other ports or another host, as
+// ZooKeeper binds its election port anew when a reconfiguration restarts
+// leader election: the new ports are opened first (if they cannot be, the
+// member keeps the old ones and says why), open links stay. A leader whose
+// quorum address changes goes on leading (ZooKeeper's hands over, because
+// its leader binds the quorum port once per term): its learners keep their
+// links and reach the new address when they next connect.
+func (s *Server) followQuorumAddresses() {
+	q := s.quorum
+	m := q.peer.Node().Membership()
+	if s.cfg.Quorum.Reconfig == nil || m.Version == q.quorumAddrVersion {
+		return
+	}
+	q.quorumAddrVersion = m.Version
+	e, err := zoocfg.ParseNextDynamic(m.Text, "configuration")
+	if err != nil {
+		return
+	}
+	for _, srv := range e.Servers {
+		if srv.ID != int64(s.cfg.Quorum.MyID) {
+			continue
+		}
+		a := peerAddrs(srv)
+		if err := q.tr.Rebind(a.Quorum, a.Election); err != nil {
+			s.log.Warn("configuration moves the quorum and election ports; keeping the old ones", "quorum", a.Quorum, "election", a.Election, "err", err)
+		}
+	}
+}
+
 // sameAddr reports whether a bound address is want (host:port), a
 // wildcard host matching a wildcard.
 func sameAddr(bound net.Addr, want string) bool {

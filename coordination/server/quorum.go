@@ -149,6 +149,9 @@ type quorumState struct {
 	// clientAddrVersion is the configuration whose client address the
 	// client port follows (followClientAddress). (loop)
 	clientAddrVersion zxid.ID
+	// quorumAddrVersion is the configuration whose quorum and election
+	// addresses for this member the transport listens on (or tried to).
+	quorumAddrVersion zxid.ID
 }
 
 // persisted is a batch back from the persister.
@@ -244,6 +247,7 @@ func (s *Server) startQuorum() error {
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
 	s.quorum.role.Store("")
 	s.quorum.clientAddrVersion = zcfg.ConfigVersion
+	s.quorum.quorumAddrVersion = zcfg.ConfigVersion
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
 	if files != nil {
 		// /zookeeper/config shows the active configuration (the files'),
@@ -334,6 +338,7 @@ func (s *Server) finishBatch(r persisted) {
 	}
 	if err == nil && r.rd.Config != nil {
 		s.followClientAddress()
+		s.followQuorumAddresses()
 	}
 	if err != nil {
 		// The member leaves the service for good: the peer drops Zab

@@ -179,6 +179,57 @@ func TestReconfigMovesClientPort(t *testing.T) {
 	}
 }
 
+// A reconfiguration that gives members other quorum and election ports
+// moves their listeners (the old ports stop taking connections): the
+// leader's and a follower's. The ensemble goes on committing, and after
+// the leader is stopped the two left elect a leader over the new election
+// port and sync over the new quorum port.
+func TestReconfigMovesQuorumPorts(t *testing.T) {
+	servers, _ := reconfigEnsemble(t, 3)
+	leader, followers := waitRoles(t, servers)
+	c := zkOpen(t, followers[1])
+	if err := c.AddAuth("digest", []byte("super:pw")); err != nil {
+		t.Fatal(err)
+	}
+	type moved struct {
+		s         *Server
+		old, want [2]string
+	}
+	var moves []moved
+	for _, s := range []*Server{leader, followers[0]} {
+		id := s.cfg.Quorum.MyID
+		ports := testhost.Addrs(t, 2)
+		line := fmt.Sprintf("server.%d=%s:%s:participant;%s", id, ports[0], portOf(ports[1]), s.Addr())
+		old := [2]string{s.quorum.tr.QuorumAddr(), s.quorum.tr.ElectionAddr()}
+		if _, err := c.IncrementalReconfig([]string{line}, nil, -1); err != nil {
+			t.Fatal(err)
+		}
+		moves = append(moves, moved{s, old, [2]string{ports[0], ports[1]}})
+	}
+	for _, m := range moves {
+		eventually(t, waitTimeout, func() bool {
+			return m.s.quorum.tr.QuorumAddr() == m.want[0] && m.s.quorum.tr.ElectionAddr() == m.want[1]
+		}, "member %d listening on %v", m.s.cfg.Quorum.MyID, m.want)
+		for _, old := range m.old {
+			if conn, err := net.DialTimeout("tcp", old, time.Second); err == nil {
+				conn.Close()
+				t.Fatalf("member %d's old port %s still takes connections", m.s.cfg.Quorum.MyID, old)
+			}
+		}
+	}
+	if _, err := c.Create("/after-move", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	leader.Close()
+	eventually(t, testhost.Scale(30*time.Second), func() bool {
+		return followers[0].quorumRole() == "leader" || followers[1].quorumRole() == "leader"
+	}, "a leader among the two left")
+	eventually(t, testhost.Scale(20*time.Second), func() bool {
+		_, err := c.Create("/after-leader-stopped", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	}, "a write with the two members left")
+}
+
 // Removing a follower: the admin server's quorum commands on the others
 // count the voters of the new configuration.
 func TestReconfigAdminFollowsConfiguration(t *testing.T) {
