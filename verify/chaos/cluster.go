@@ -269,6 +269,51 @@ func (c *Cluster) reconfigLines(s *Server) string {
 	return b.String()
 }
 
+// rejoinIfRemoved gives s, a member of a Reconfig cluster that a
+// reconfiguration removed, a configuration to start from, as an operator
+// brings such a server back: its configuration files no longer name it,
+// so it cannot know its own ports, and keeper refuses to start it. Like a
+// server about to be added (docs/configuration.md), it gets the servers
+// of the last configuration it knew plus itself as a participant, in a
+// static file without dynamicConfigFile; it follows without a vote until
+// a reconfig adds it again.
+func rejoinIfRemoved(s *Server) error {
+	static, err := os.ReadFile(s.cfgPath())
+	if err != nil {
+		return err
+	}
+	var keep []string
+	dynamic := ""
+	for l := range strings.Lines(string(static)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "dynamicConfigFile="); ok {
+			dynamic = v
+			continue
+		}
+		keep = append(keep, strings.TrimRight(l, "\n"))
+	}
+	if dynamic == "" {
+		return nil
+	}
+	text, err := os.ReadFile(dynamic)
+	if err != nil {
+		return err
+	}
+	own := fmt.Sprintf("server.%d=", s.ID)
+	var servers []string
+	for l := range strings.Lines(string(text)) {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, own) {
+			return nil // still a member
+		}
+		if strings.HasPrefix(l, "server.") {
+			servers = append(servers, l)
+		}
+	}
+	keep = append(keep, servers...)
+	keep = append(keep, s.ConfigLine("participant"))
+	return os.WriteFile(s.cfgPath(), []byte(strings.Join(keep, "\n")+"\n"), 0o644)
+}
+
 // ConfigLine is s's server line in a Reconfig cluster's configuration,
 // with the role given ("participant" or "observer").
 func (s *Server) ConfigLine(role string) string {
@@ -351,6 +396,11 @@ func (c *Cluster) Launch(s *Server) (*Process, error) {
 	defer s.mu.Unlock()
 	if s.proc != nil && s.proc.Running() {
 		return nil, fmt.Errorf("chaos: %s is already running", s.Name)
+	}
+	if c.cfg.Reconfig {
+		if err := rejoinIfRemoved(s); err != nil {
+			return nil, err
+		}
 	}
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("keeper-run%02d.log", s.runs))
