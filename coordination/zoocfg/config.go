@@ -392,6 +392,11 @@ func (c *Config) validateQuorum() []error {
 	}
 	if _, ok := c.Self(); c.MyID == 0 {
 		errs = append(errs, errors.New("zoocfg: myid is not set"))
+	} else if !ok && c.DynamicConfigFile != "" {
+		// ZooKeeper starts such a server without its own addresses; keeper
+		// cannot listen without them, and says what an operator does.
+		errs = append(errs, fmt.Errorf("zoocfg: myid %d is not among the server.N entries of %s: a reconfiguration removed this server; "+
+			"to bring it back, start it with the current servers and itself as a participant (as a server being added) and reconfig -add it", c.MyID, c.DynamicConfigFile))
 	} else if !ok {
 		errs = append(errs, fmt.Errorf("zoocfg: myid %d is not among the server.N entries", c.MyID))
 	}

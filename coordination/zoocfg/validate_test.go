@@ -105,6 +105,8 @@ func TestValidate(t *testing.T) {
 		{"no syncLimit", func(c *Config) { c.SyncLimitTicks = 0 }, "syncLimit is not set"},
 		{"no myid", func(c *Config) { c.MyID = 0 }, "myid is not set"},
 		{"myid not listed", func(c *Config) { c.MyID = 9 }, "myid 9 is not among the server.N entries"},
+		{"myid removed by a reconfiguration", func(c *Config) { c.MyID = 9; c.DynamicConfigFile = "/d/zoo.cfg.dynamic.100000004" },
+			"myid 9 is not among the server.N entries of /d/zoo.cfg.dynamic.100000004: a reconfiguration removed this server"},
 		{"observers without participants", func(c *Config) {
 			for i := range c.Servers {
 				c.Servers[i].Role = Observer
