@@ -17,3 +17,8 @@ func storageFS(*slog.Logger) vfs.FS { return nil }
 // serverClock returns the server's clock: nil, the system's. A binary
 // built with -tags chaos can skew it instead (clock_chaos.go).
 func serverClock() server.Clock { return nil }
+
+// overridePeerListen leaves the quorum and election listeners where the
+// configuration puts them. A binary built with -tags chaos can move them
+// for a test harness instead (peerlisten_chaos.go).
+func overridePeerListen(*server.QuorumConfig) error { return nil }

@@ -136,6 +136,9 @@ func runServer(ctx context.Context, zc *zoocfg.Config, static, initialConfig str
 	}
 	cfg.Storage.FS = storageFS(logger)
 	cfg.Clock = serverClock()
+	if err := overridePeerListen(cfg.Quorum); err != nil {
+		return err
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -269,7 +269,7 @@ func (s *Server) followClientAddress() {
 func (s *Server) followQuorumAddresses() {
 	q := s.quorum
 	m := q.peer.Node().Membership()
-	if s.cfg.Quorum.Reconfig == nil || m.Version == q.quorumAddrVersion {
+	if s.cfg.Quorum.Reconfig == nil || s.cfg.Quorum.FixedListen || m.Version == q.quorumAddrVersion {
 		return
 	}
 	q.quorumAddrVersion = m.Version

@@ -30,6 +30,10 @@ type QuorumConfig struct {
 	// ListenQuorum and ListenElection are where this server listens for
 	// the others (its own server.N addresses, or ":0" in tests).
 	ListenQuorum, ListenElection string
+	// FixedListen says ListenQuorum and ListenElection were given apart
+	// from the configuration (a test harness that stands its proxies at
+	// the configured addresses): a reconfiguration does not move them.
+	FixedListen bool
 	// InitLimitTicks and SyncLimitTicks are zoo.cfg's initLimit and
 	// syncLimit, in ticks of Core.TickMs.
 	InitLimitTicks, SyncLimitTicks int

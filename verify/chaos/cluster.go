@@ -47,9 +47,9 @@ type Config struct {
 	// Reconfig runs the ensemble with dynamic reconfiguration
 	// (reconfigEnabled, standaloneEnabled=false, the super user of
 	// SuperAuth). Its members share one configuration text, as a
-	// reconfiguration writes it for all, so their lines name the servers'
-	// real ports: there are no proxies between servers, and the faults
-	// between them are kills and pauses, not partitions.
+	// reconfiguration writes it for all, so their lines name one front per
+	// port that passes each connection through the proxy from its
+	// dialler (peerfront.go); the servers listen behind the fronts.
 	Reconfig bool
 	// Voters is how many servers (the first ones) form the ensemble at
 	// the start of a Reconfig cluster; each of the others starts knowing
@@ -126,6 +126,10 @@ type Server struct {
 	Name                 string // "s<ID>", its node name in the Network
 	ClientPort           int
 	QuorumPort, ElecPort int
+	// FrontQuorum and FrontElection are, in a Reconfig cluster, the ports
+	// its configuration line names: fronts before the real ones
+	// (peerfront.go).
+	FrontQuorum, FrontElection int
 	Addr                 string // the real client address (4lw, checks)
 	Dir, DataDir         string
 
@@ -164,6 +168,9 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	clients map[pair]*Proxy // client proxies, made on demand
+
+	fronts  []*peerFront // a Reconfig cluster's quorum and election fronts
+	frontWG sync.WaitGroup
 }
 
 // NewCluster allocates ports, starts the peer proxies and writes every
@@ -178,13 +185,24 @@ func NewCluster(cfg Config) (*Cluster, error) {
 	// so that outgoing connections cannot occupy a killed server's ports
 	// before it restarts. Proxies keep their ports for the cluster's life,
 	// so they may take ephemeral ones.
-	ports, err := testhost.Reserve(3 * cfg.Servers)
+	per := 3
+	if cfg.Reconfig {
+		per = 5 // and the quorum and election fronts
+	}
+	ports, err := testhost.Reserve(per * cfg.Servers)
 	if err != nil {
 		return nil, err
 	}
 	for i := range cfg.Servers {
 		s := &Server{ID: i + 1, Name: serverName(i + 1),
-			ClientPort: ports[3*i], QuorumPort: ports[3*i+1], ElecPort: ports[3*i+2]}
+			ClientPort: ports[per*i], QuorumPort: ports[per*i+1], ElecPort: ports[per*i+2]}
+		if cfg.Reconfig {
+			s.FrontQuorum, s.FrontElection = ports[per*i+3], ports[per*i+4]
+			if err := c.startFronts(s); err != nil {
+				c.Close()
+				return nil, err
+			}
+		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ClientPort))
 		s.Dir = filepath.Join(cfg.Dir, s.Name)
 		s.DataDir = filepath.Join(s.Dir, "data")
@@ -317,7 +335,7 @@ func rejoinIfRemoved(s *Server) error {
 // ConfigLine is s's server line in a Reconfig cluster's configuration,
 // with the role given ("participant" or "observer").
 func (s *Server) ConfigLine(role string) string {
-	return fmt.Sprintf("server.%d=127.0.0.1:%d:%d:%s;127.0.0.1:%d", s.ID, s.QuorumPort, s.ElecPort, role, s.ClientPort)
+	return fmt.Sprintf("server.%d=127.0.0.1:%d:%d:%s;127.0.0.1:%d", s.ID, s.FrontQuorum, s.FrontElection, role, s.ClientPort)
 }
 
 func (s *Server) cfgPath() string { return filepath.Join(s.Dir, "zoo.cfg") }
@@ -404,8 +422,11 @@ func (c *Cluster) Launch(s *Server) (*Process, error) {
 	}
 	s.runs++
 	logPath := filepath.Join(s.Dir, fmt.Sprintf("keeper-run%02d.log", s.runs))
-	p, err := StartProcess(c.cfg.Bin, []string{"server", s.cfgPath(), "--log-level", c.cfg.LogLevel}, logPath,
-		append([]string{"KEEPER_FAULTS_FILE=" + s.FaultsPath()}, c.cfg.dropUnsyncedEnv(s.Dir)...)...)
+	env := append([]string{"KEEPER_FAULTS_FILE=" + s.FaultsPath()}, c.cfg.dropUnsyncedEnv(s.Dir)...)
+	if c.cfg.Reconfig {
+		env = append(env, fmt.Sprintf("KEEPER_PEER_LISTEN=127.0.0.1:%d,127.0.0.1:%d", s.QuorumPort, s.ElecPort))
+	}
+	p, err := StartProcess(c.cfg.Bin, []string{"server", s.cfgPath(), "--log-level", c.cfg.LogLevel}, logPath, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -447,6 +468,7 @@ func (c *Cluster) Close() {
 	for _, s := range c.Servers {
 		c.Kill(s)
 	}
+	c.closeFronts()
 	c.Net.Close()
 }
 

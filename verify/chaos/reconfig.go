@@ -23,8 +23,8 @@ import (
 // second — grow to five, remove the leader, replace a member, demote a
 // voter to observer and promote it back, shrink to three, replace the
 // whole list — while members, the leader most often, are killed with
-// SIGKILL and restarted or paused with SIGSTOP, under unique creates and
-// CAS registers. Every outcome of a reconfig is legal (NewConfigNoQuorum,
+// SIGKILL and restarted, paused with SIGSTOP, or cut off (the leader
+// isolated, random halves), under unique creates and CAS registers. Every outcome of a reconfig is legal (NewConfigNoQuorum,
 // ReconfigInProgress, a lost connection); the checks are those of every
 // scenario (no acknowledged write lost, linearizable registers, equal
 // trees) and that every member ends up showing one configuration.
@@ -45,13 +45,15 @@ func ReconfigScenario() *Scenario {
 		Nemesis: func(ctx context.Context, r *Run) {
 			var wg sync.WaitGroup
 			wg.Go(func() { op.run(ctx, r) })
-			Cycle(time.Second, KillMember(0.5, 800*time.Millisecond, rs), PauseMember(0.5, 1500*time.Millisecond))(ctx, r)
+			Cycle(time.Second, KillMember(0.5, 800*time.Millisecond, rs), IsolateLeader(2500*time.Millisecond),
+				PauseMember(0.5, 1500*time.Millisecond), RandomHalves(2500*time.Millisecond))(ctx, r)
 			wg.Wait()
 			rs.Figure(r, "restart-to-serving")
 		},
 		Check: func(ctx context.Context, r *Run, _ *Committed) {
 			op.report(r)
 			checkOneConfiguration(ctx, r)
+			checkFrontLinks(r)
 		},
 	}
 }
@@ -288,4 +290,23 @@ func readConfig(ctx context.Context, s *Server) ([]byte, error) {
 	defer conn.Close()
 	data, _, err := conn.Get(ctx, datatree.ConfigPath, false)
 	return data, err
+}
+
+// checkFrontLinks reports the peer links the fronts passed on, by
+// dialling member, and those refused for want of a known dialler (h); a
+// run whose fronts told no dialler apart would have had no partitions.
+func checkFrontLinks(r *Run) {
+	links := r.Cluster.FrontLinks()
+	var parts []string
+	passed := 0
+	for _, k := range slices.Sorted(maps.Keys(links)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, links[k]))
+		if k != harnessNode {
+			passed += links[k]
+		}
+	}
+	r.Report.Figure("peer-links", "%s", strings.Join(parts, " "))
+	if passed == 0 {
+		r.Report.Violate("harness", "the fronts told no peer connection's dialler apart: %s", strings.Join(parts, " "))
+	}
 }
