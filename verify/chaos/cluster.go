@@ -130,8 +130,8 @@ type Server struct {
 	// its configuration line names: fronts before the real ones
 	// (peerfront.go).
 	FrontQuorum, FrontElection int
-	Addr                 string // the real client address (4lw, checks)
-	Dir, DataDir         string
+	Addr                       string // the real client address (4lw, checks)
+	Dir, DataDir               string
 
 	mu   sync.Mutex
 	proc *Process
