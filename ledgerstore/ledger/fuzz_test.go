@@ -89,3 +89,24 @@ func fuzzReaders(t *testing.T, md Metadata, rep ReadReply, entry int64) {
 		}
 	}
 }
+
+// FuzzParseRackInfo feeds arbitrary bytes to the /bookies rack
+// information decoder: it must not panic, and what it returns must be
+// locations a policy can use (starting with "/", bounded).
+func FuzzParseRackInfo(f *testing.F) {
+	f.Add([]byte(`{"default":{"10.0.0.1:3181":{"rack":"/rack1","hostname":"bk1"}}}`))
+	f.Add([]byte(`{"a":{"b:1":{"rack":"r"}},"b":{"b:1":{"rack":"/s"}}}`))
+	f.Add([]byte(`{"g":{"x":{"rack":""}}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		racks, err := ParseRackInfo(data)
+		if err != nil {
+			return
+		}
+		for b, loc := range racks {
+			if len(loc) < 2 || loc[0] != '/' || len(loc) > maxLocationBytes {
+				t.Fatalf("bookie %q: location %q", b, loc)
+			}
+		}
+	})
+}

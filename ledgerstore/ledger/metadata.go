@@ -315,6 +315,10 @@ func NewMetadata(cfg CreateConfig, ensemble []BookieID) (Metadata, error) {
 type Candidates struct {
 	Available []BookieID // every registered bookie, writable or not
 	ReadOnly  []BookieID // registered read-only: never chosen
+	// Racks maps bookies to their network location ("/rack", or
+	// "/region/rack" for the region-aware policy); a bookie not in it is
+	// in the policy's default rack (PlacementPolicy.DefaultLocation).
+	Racks map[BookieID]string
 }
 
 // ChooseBookies picks n distinct bookies from c.Available that are neither
