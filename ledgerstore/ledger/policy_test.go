@@ -80,9 +80,9 @@ func TestPolicyByClass(t *testing.T) {
 // when the racks allow it.
 func TestRackAwareQuorumCoverage(t *testing.T) {
 	for _, tt := range []struct {
-		name          string
+		name           string
 		racks, perRack int
-		e, qw, min    int
+		e, qw, min     int
 	}{
 		{"E5 Qw3 over 5 racks, 3 racks asked", 5, 2, 5, 3, 3},
 		{"E6 Qw3 over 3 racks, 3 racks asked", 3, 3, 6, 3, 3},
