@@ -84,7 +84,8 @@ func startAutorecovery(ctx context.Context, servers []string, root, id string, c
 	if err != nil {
 		return nil, fmt.Errorf("autorecovery: %w", err)
 	}
-	client, err := ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: root, Logger: logger})
+	client, err := ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: root, Logger: logger,
+		Placement: cfg.Placement, Racks: cfg.Racks, RackInfoPath: cfg.RackInfoPath})
 	if err != nil {
 		closeStore()
 		return nil, fmt.Errorf("autorecovery: %w", err)

@@ -34,6 +34,7 @@ type ledgerFlags struct {
 	addTimeout  time.Duration
 	readTimeout time.Duration
 	v2          bool // BookKeeper's v2 protocol to the bookies
+	placement   placementFlags
 }
 
 // client connects a ledger client as the flags say. Its routine messages
@@ -48,8 +49,12 @@ func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl == nil || !fl.Changed {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	return ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
-		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2})
+	cfg := ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
+		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2}
+	if err := f.placement.apply(&cfg); err != nil {
+		return nil, err
+	}
+	return ledgerclient.New(cfg)
 }
 
 // run connects a ledger client and runs fn with it, under a context that
@@ -92,6 +97,7 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 		"how long a bookie may take to answer a read (readEntryTimeoutSec)")
 	pf.BoolVar(&f.v2, "v2", false,
 		"speak BookKeeper's v2 protocol to the bookies, as Pulsar does (useV2WireProtocol)")
+	f.placement.add(pf)
 	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),
 		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
 	cmd.AddCommand(newLedgerUnderreplicatedCmd(f), newLedgerRecoverBookieCmd(f), newLedgerDecommissionCmd(f),

@@ -3,6 +3,7 @@ package autorecovery
 import (
 	"fmt"
 	"keeper/internal/typo"
+	"keeper/ledgerstore/ledgerclient"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +99,12 @@ func FromProperties(props map[string]string) (enabled bool, cfg Config, used []s
 	if err := refuseTypo(props); err != nil {
 		return false, Config{}, nil, err
 	}
+	placement, pused, err := ledgerclient.PlacementFromProperties(props)
+	if err != nil {
+		return false, Config{}, nil, err
+	}
+	used = append(used, pused...)
+	cfg.Placement, cfg.RackInfoPath = placement.Policy, placement.RackInfoPath
 	for key, what := range refusedKeys {
 		if v, ok := get(key); ok && v != "" && v != "0" {
 			return false, Config{}, nil, fmt.Errorf("bookkeeper.conf: %s=%s asks for %s, which keeper does not run yet",
@@ -111,6 +118,7 @@ func FromProperties(props map[string]string) (enabled bool, cfg Config, used []s
 func Keys() []string {
 	keys := []string{keyDaemonEnabled, keyLostBookieDelay, keyPeriodicCheck, keyPeriodicBookieCheck, keyOpenLedgerGrace,
 		keyBackoff, keyEntryBatch}
+	keys = append(keys, ledgerclient.PlacementKeys()...)
 	for k := range refusedKeys {
 		keys = append(keys, k)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"keeper/ledgerstore/ledger"
 )
 
 func TestFromProperties(t *testing.T) {
@@ -56,5 +58,28 @@ func TestFromProperties(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFromPropertiesPlacement checks that the placement keys of a
+// bookkeeper.conf reach the replication worker's policy, and that a
+// policy keeper does not run stops the start.
+func TestFromPropertiesPlacement(t *testing.T) {
+	_, cfg, used, err := FromProperties(map[string]string{
+		"ensemblePlacementPolicy":          "org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy",
+		"enforceMinNumRacksPerWriteQuorum": "true",
+		"reppDnsResolverClass":             "org.apache.pulsar.bookie.rackawareness.BookieRackAffinityMapping",
+	})
+	if err != nil || cfg.Placement.Kind != ledger.RegionAware || !cfg.Placement.EnforceMinNumRacksPerWriteQuorum ||
+		cfg.RackInfoPath != "/bookies" || !slices.Contains(used, "ensemblePlacementPolicy") {
+		t.Fatalf("FromProperties = %+v, %v, %v", cfg, used, err)
+	}
+	if _, _, _, err := FromProperties(map[string]string{"ensemblePlacementPolicy": "com.example.Mine"}); err == nil ||
+		!strings.Contains(err.Error(), "ensemblePlacementPolicy") {
+		t.Fatalf("an unknown policy class: %v", err)
+	}
+	if _, _, _, err := FromProperties(map[string]string{"minNumRackPerWriteQuorum": "3"}); err == nil ||
+		!strings.Contains(err.Error(), "did you mean minNumRacksPerWriteQuorum") {
+		t.Fatalf("a misspelt placement key: %v", err)
 	}
 }

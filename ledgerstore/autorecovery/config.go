@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
 )
@@ -76,6 +77,14 @@ type Config struct {
 	// Auditor and Worker say which parts run; the zero value runs both
 	// (a Daemon with neither is refused).
 	NoAuditor, NoWorker bool
+	// Placement chooses the bookie that replaces a lost one (the zero
+	// value: BookKeeper's default, the rack-aware policy), and the
+	// auditor's placement check asks it whether an ensemble adheres.
+	Placement ledger.PlacementPolicy
+	// Racks places bookies in racks statically; it wins over the rack
+	// document at RackInfoPath ("" reads none).
+	Racks        map[ledger.BookieID]string
+	RackInfoPath string
 	// Seed seeds the choice of targets (0: from the clock).
 	Seed uint64
 	// Logger receives the daemon's logs; nil discards them.
@@ -99,6 +108,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("autorecovery: rereplicationEntryBatchSize %d: want 1 to %d", c.EntryBatchSize, maxEntryBatchSize)
 	case c.NoAuditor && c.NoWorker:
 		return errors.New("autorecovery: neither auditor nor worker")
+	}
+	if err := c.Placement.Validate(); err != nil {
+		return fmt.Errorf("autorecovery: %w", err)
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ type worker struct {
 	conns  *conns
 	log    *slog.Logger
 	rng    *rand.Rand
+	racks  *rackSource
 	// beforeSwap, if set, runs between copying a fragment and the
 	// compare-and-set that adopts the copy (tests race a writer there).
 	beforeSwap func(ledgerID int64)
@@ -71,7 +72,8 @@ type Stats struct {
 
 func newWorker(cfg Config, mgr *Manager) *worker {
 	return &worker{cfg: cfg, mgr: mgr, store: cfg.Store, client: cfg.Client, conns: newConns(cfg.Store),
-		log: cfg.Logger, rng: rand.New(rand.NewPCG(cfg.Seed, 0xa11ce)), deferred: map[int64]deferral{}}
+		log: cfg.Logger, rng: rand.New(rand.NewPCG(cfg.Seed, 0xa11ce)),
+		racks: &rackSource{static: cfg.Racks, path: cfg.RackInfoPath}, deferred: map[int64]deferral{}}
 }
 
 // run takes marked ledgers and replicates them until ctx ends. It waits
@@ -285,7 +287,7 @@ func (w *worker) replaceFragment(ctx context.Context, id int64, f fragment, live
 		}
 		seg := md.Segments[i]
 		if target == "" || slices.Contains(seg.Bookies, target) {
-			if target, err = w.chooseTarget(ctx, seg, tried); err != nil {
+			if target, err = w.chooseTarget(ctx, md.WriteQuorum, seg, f.pos, tried); err != nil {
 				return fmt.Errorf("autorecovery: ledger %d: replace %s: %w", id, f.bookie, err)
 			}
 			tried = append(tried, target)
@@ -316,21 +318,27 @@ func (w *worker) replaceFragment(ctx context.Context, id int64, f fragment, live
 	return fmt.Errorf("autorecovery: ledger %d: the metadata keeps changing under the swap", id)
 }
 
-// chooseTarget picks a writable bookie outside the segment's ensemble
-// and the targets already tried (BookKeeper's replaceBookie with the
-// ensemble excluded).
-func (w *worker) chooseTarget(ctx context.Context, seg ledger.Segment, tried []ledger.BookieID) (ledger.BookieID, error) {
+// chooseTarget picks a writable bookie for position pos of the segment,
+// outside its ensemble and the targets already tried, as the placement
+// policy replaces a bookie (BookKeeper's replaceBookie): the rack-aware
+// policy first looks in the lost bookie's rack.
+func (w *worker) chooseTarget(ctx context.Context, writeQuorum int, seg ledger.Segment, pos int,
+	tried []ledger.BookieID) (ledger.BookieID, error) {
 	reg, err := w.store.Bookies(ctx)
 	if err != nil {
 		return "", err
 	}
-	exclude := append(slices.Clone(seg.Bookies), tried...)
-	c := ledger.Candidates{Available: append(slices.Clone(reg.Writable), reg.ReadOnly...), ReadOnly: reg.ReadOnly}
-	picked, err := ledger.ChooseBookies(1, c, exclude, w.rng)
+	c := ledger.Candidates{Available: append(slices.Clone(reg.Writable), reg.ReadOnly...), ReadOnly: reg.ReadOnly,
+		Racks: w.racks.load(ctx, w.store, w.log)}
+	picked, adheres, err := w.cfg.Placement.ReplaceBookie(writeQuorum, seg.Bookies, pos, c, tried, w.rng)
 	if err != nil {
 		return "", err
 	}
-	return picked[0], nil
+	if !adheres && len(c.Racks) > 0 {
+		w.log.Warn("replacement does not adhere to the placement policy", "segment", seg.FirstEntryID,
+			"lost", seg.Bookies[pos], "by", picked)
+	}
+	return picked, nil
 }
 
 // fenceIfStillOpen recovers (fences and closes) ledger id if its open last

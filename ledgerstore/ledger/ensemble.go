@@ -56,16 +56,17 @@ func (w *Writer) proposeChange(base Metadata) (md Metadata, moot bool, err error
 	}
 	// Bookies that failed on this writer are quarantined: chosen only if
 	// nothing else is left (as in the Java client).
-	repl, err := ChooseBookies(len(positions), w.bookies, append(slices.Clone(last.Bookies), w.quarantined...), w.rng)
+	ensemble, adheres, err := w.policy.ReplaceBookies(base.WriteQuorum, last.Bookies, positions, w.bookies,
+		w.quarantined, w.rng)
 	if errors.Is(err, ErrNotEnoughBookies) {
-		repl, err = ChooseBookies(len(positions), w.bookies, last.Bookies, w.rng)
+		ensemble, adheres, err = w.policy.ReplaceBookies(base.WriteQuorum, last.Bookies, positions, w.bookies, nil, w.rng)
 	}
 	if err != nil {
 		return Metadata{}, false, fmt.Errorf("ledger %d: replace %v: %w", w.ledgerID, w.failed, err)
 	}
-	ensemble := slices.Clone(last.Bookies)
-	for i, pos := range positions {
-		ensemble[pos] = repl[i]
+	if !adheres && len(w.bookies.Racks) > 0 {
+		w.logger.Warn("new ensemble does not adhere to the placement policy", "ledger", w.ledgerID,
+			"ensemble", ensemble)
 	}
 	start := w.lac + 1
 	if start < last.FirstEntryID {

@@ -282,6 +282,34 @@ func (p PlacementPolicy) ReplaceBookie(writeQuorum int, ensemble []BookieID, pos
 	return b, p.Adheres(next, writeQuorum, c), nil
 }
 
+// ReplaceBookies returns ensemble with the bookies at positions
+// replaced, one position after another as ReplaceBookie chooses (each
+// replacement is outside the ensemble as it stands then). When the racks
+// cannot matter (the random policy, or fewer than two racks and nothing
+// enforced) all are drawn at once, as ChooseBookies draws them.
+func (p PlacementPolicy) ReplaceBookies(writeQuorum int, ensemble []BookieID, positions []int, c Candidates,
+	exclude []BookieID, rng *rand.Rand) (next []BookieID, adheres bool, err error) {
+	next = slices.Clone(ensemble)
+	if p.Kind == Random || (len(p.topology(c).racks()) < 2 && !p.EnforceMinNumRacksPerWriteQuorum) {
+		repl, err := ChooseBookies(len(positions), c, append(slices.Clone(ensemble), exclude...), rng)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, pos := range positions {
+			next[pos] = repl[i]
+		}
+		return next, p.Adheres(next, writeQuorum, c), nil
+	}
+	for _, pos := range positions {
+		b, _, err := p.ReplaceBookie(writeQuorum, next, pos, c, exclude, rng)
+		if err != nil {
+			return nil, false, err
+		}
+		next[pos] = b
+	}
+	return next, p.Adheres(next, writeQuorum, c), nil
+}
+
 // Adheres reports whether ensemble meets the policy: for the rack-aware
 // policy, every write quorum (Qw consecutive positions, wrapping around)
 // spans at least min(Qw, MinNumRacksPerWriteQuorum) racks counting only

@@ -30,6 +30,8 @@ type RecoveryConfig struct {
 	Bookies Candidates
 	// Rand drives the choice of replacements. nil: sorted order.
 	Rand *rand.Rand
+	// Policy chooses the replacements (see WriterConfig.Policy).
+	Policy PlacementPolicy
 	// RetryTicks is the delay before asking again a bookie whose answer was
 	// unknown (0: DefaultRetryTicks).
 	RetryTicks int
@@ -90,6 +92,7 @@ type Recovery struct {
 	macKey     []byte
 	bookies    Candidates
 	rng        *rand.Rand
+	policy     PlacementPolicy
 	logger     *slog.Logger
 	retryTicks int64
 	readAhead  int64
@@ -128,6 +131,7 @@ func NewRecovery(cfg RecoveryConfig) (*Recovery, error) {
 		masterKey:  bkproto.MasterKey(md.Password),
 		bookies:    cfg.Bookies,
 		rng:        cfg.Rand,
+		policy:     cfg.Policy,
 		logger:     orDiscard(cfg.Logger),
 		retryTicks: int64(cmpOr(cfg.RetryTicks, DefaultRetryTicks)),
 		readAhead:  int64(cmpOr(cfg.ReadAheadEntries, 1)),

@@ -23,6 +23,7 @@ func (r *Recovery) startForward() {
 		Metadata: r.md,
 		Bookies:  r.bookies,
 		Rand:     r.rng,
+		Policy:   r.policy,
 		Logger:   r.logger,
 	}, r.lacR, 0)
 	r.w.recovery, r.w.stampLAC = true, r.lacR

@@ -28,6 +28,9 @@ type WriterConfig struct {
 	// Rand drives the choice of replacements. nil: the first eligible
 	// bookie in sorted order.
 	Rand *rand.Rand
+	// Policy chooses the replacements (the zero value is the rack-aware
+	// policy, which without rack information chooses at random).
+	Policy PlacementPolicy
 	// MaxPendingAdds bounds unacknowledged adds (0: DefaultMaxPendingAdds).
 	MaxPendingAdds int
 	// Logger receives state changes (ensemble changes, fencing). nil: discard.
@@ -60,6 +63,7 @@ type Writer struct {
 	macKey    []byte
 	bookies   Candidates
 	rng       *rand.Rand
+	policy    PlacementPolicy
 	logger    *slog.Logger
 	maxAdds   int
 
@@ -145,6 +149,7 @@ func newWriter(cfg WriterConfig, lac, length int64) *Writer {
 		masterKey: bkproto.MasterKey(md.Password),
 		bookies:   cfg.Bookies,
 		rng:       cfg.Rand,
+		policy:    cfg.Policy,
 		logger:    orDiscard(cfg.Logger),
 		maxAdds:   cfg.MaxPendingAdds,
 		lap:       lac,

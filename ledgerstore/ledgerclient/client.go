@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
 	"sync"
 	"time"
@@ -108,6 +109,20 @@ type Config struct {
 	// reader's long poll becomes plain reads of the last entry, one per
 	// Tick, until the LAC moves or LongPollTimeout passes.
 	UseV2WireProtocol bool
+
+	// Placement chooses the bookies of new ensembles and replacements
+	// (docs/bookkeeper-protocol.md §8.6). The zero value is BookKeeper's
+	// default, the rack-aware policy, which with no rack information
+	// chooses at random.
+	Placement ledger.PlacementPolicy
+	// Racks places bookies in racks statically: "/rack", or "/region/rack"
+	// for the region-aware policy. It wins over the rack document.
+	Racks map[ledger.BookieID]string
+	// RackInfoPath names the znode holding Pulsar's rack document
+	// (metadata.DefaultRackInfoPath); "" reads none. It is read again at
+	// every ledger creation and every change of the bookie registry; while
+	// it cannot be read or decoded, the last rack information read stays.
+	RackInfoPath string
 }
 
 // Validate checks the configuration.
@@ -123,6 +138,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPendingAdds < 0 {
 		return fmt.Errorf("ledgerclient: MaxPendingAdds %d", c.MaxPendingAdds)
+	}
+	if err := c.Placement.Validate(); err != nil {
+		return fmt.Errorf("ledgerclient: %w", err)
+	}
+	for b, r := range c.Racks {
+		if len(r) < 2 || r[0] != '/' {
+			return fmt.Errorf("ledgerclient: bookie %s: rack %q does not start with /", b, r)
+		}
 	}
 	return (metadata.Config{Root: c.LedgersRoot}).Validate()
 }
@@ -175,6 +198,7 @@ type Client struct {
 	reg     *metadata.Registry // nil until the watch delivers
 	drivers map[*driver]struct{}
 	rng     *mrand.Rand
+	racks   map[ledger.BookieID]string // the last rack information read
 }
 
 // New connects a client. With ZKServers it dials and waits for a session
@@ -263,7 +287,7 @@ func (c *Client) setRegistry(reg metadata.Registry) {
 	c.mu.Lock()
 	c.reg = &reg
 	c.mu.Unlock()
-	cands := candidates(reg)
+	cands := candidates(reg, c.loadRacks(c.ctx))
 	for _, d := range c.driverList() {
 		if s, ok := d.m.(candidatesSetter); ok {
 			d.post(func() { s.SetBookies(cands) })
@@ -320,13 +344,44 @@ func (c *Client) bookies(ctx context.Context, fresh bool) (ledger.Candidates, er
 	reg := c.reg
 	c.mu.Unlock()
 	if reg != nil && !fresh {
-		return candidates(*reg), nil
+		c.mu.Lock()
+		racks := c.racks
+		c.mu.Unlock()
+		return candidates(*reg, racks), nil
 	}
 	r, err := c.store.Bookies(ctx)
 	if err != nil {
 		return ledger.Candidates{}, fmt.Errorf("ledgerclient: list bookies: %w", err)
 	}
-	return candidates(r), nil
+	return candidates(r, c.loadRacks(ctx)), nil
+}
+
+// loadRacks reads the rack information afresh: the static racks, and the
+// rack document's for the bookies they do not place. If the document
+// cannot be read or decoded, the last information read stays.
+func (c *Client) loadRacks(ctx context.Context) map[ledger.BookieID]string {
+	racks := maps.Clone(c.cfg.Racks)
+	if c.cfg.RackInfoPath != "" {
+		doc, err := c.store.RackInfo(ctx, c.cfg.RackInfoPath)
+		if err != nil {
+			c.log.Warn("rack information unreadable; keeping the last read", "err", err)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.racks
+		}
+		if racks == nil && len(doc) > 0 {
+			racks = make(map[ledger.BookieID]string, len(doc))
+		}
+		for b, r := range doc {
+			if _, static := racks[b]; !static {
+				racks[b] = r
+			}
+		}
+	}
+	c.mu.Lock()
+	c.racks = racks
+	c.mu.Unlock()
+	return racks
 }
 
 // newRand returns a generator for one handle, seeded from the client's.

@@ -40,9 +40,9 @@ func toStore(base, m ledger.Metadata) ledger.Metadata {
 
 // candidates turns the bookie registry into the machines' view: every
 // registered bookie is available, and the read-only ones are never chosen
-// for a new ensemble or a replacement.
-func candidates(reg metadata.Registry) ledger.Candidates {
-	c := ledger.Candidates{ReadOnly: slices.Clone(reg.ReadOnly)}
+// for a new ensemble or a replacement. racks is shared, never changed.
+func candidates(reg metadata.Registry, racks map[ledger.BookieID]string) ledger.Candidates {
+	c := ledger.Candidates{ReadOnly: slices.Clone(reg.ReadOnly), Racks: racks}
 	c.Available = append(slices.Clone(reg.Writable), c.ReadOnly...)
 	slices.Sort(c.Available)
 	c.Available = slices.Compact(c.Available)

@@ -94,9 +94,12 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 		return nil, err
 	}
 	rng := c.newRand()
-	ensemble, err := ledger.ChooseBookies(opts.Ensemble, cands, nil, rng)
+	ensemble, adheres, err := c.cfg.Placement.NewEnsemble(opts.Ensemble, opts.WriteQuorum, cands, nil, rng)
 	if err != nil {
 		return nil, fmt.Errorf("ledgerclient: create: %w", err)
+	}
+	if !adheres && len(cands.Racks) > 0 && opts.Ensemble > 1 {
+		c.log.Warn("new ensemble does not adhere to the placement policy", "ensemble", ensemble)
 	}
 	md, err := ledger.NewMetadata(ledger.CreateConfig{EnsembleSize: opts.Ensemble, WriteQuorum: opts.WriteQuorum,
 		AckQuorum: opts.AckQuorum, DigestType: opts.Digest, Password: opts.Password, Custom: opts.CustomMetadata}, ensemble)
@@ -115,7 +118,7 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 		return nil, err
 	}
 	lw, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Bookies: cands, Rand: rng,
-		MaxPendingAdds: c.cfg.MaxPendingAdds, Logger: c.log})
+		Policy: c.cfg.Placement, MaxPendingAdds: c.cfg.MaxPendingAdds, Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
