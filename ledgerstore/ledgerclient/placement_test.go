@@ -98,7 +98,7 @@ func TestPlacementFromProperties(t *testing.T) {
 	}{
 		{"defaults", map[string]string{}, PlacementSettings{}, ""},
 		{"rack-aware, enforced, Pulsar's racks", map[string]string{
-			"ensemblePlacementPolicy": "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy",
+			"ensemblePlacementPolicy":   "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy",
 			"minNumRacksPerWriteQuorum": "3", "enforceMinNumRacksPerWriteQuorum": "true",
 			"reppDnsResolverClass": "org.apache.pulsar.bookie.rackawareness.BookieRackAffinityMapping"},
 			PlacementSettings{Policy: ledger.PlacementPolicy{MinNumRacksPerWriteQuorum: 3,
