@@ -27,6 +27,9 @@ type auditor struct {
 	log   *slog.Logger
 	// marked counts the markers written, for tests and the daemon's owner.
 	marked func(n int)
+	// placed receives each placement check's result.
+	placed func(PlacementCheck)
+	racks  *rackSource
 }
 
 // run audits until ctx ends.
@@ -41,8 +44,10 @@ func (a *auditor) run(ctx context.Context) {
 	first := true
 	bookieCheck := ticker(a.cfg.AuditorPeriodicBookieCheckInterval)
 	allCheck := ticker(a.cfg.AuditorPeriodicCheckInterval)
+	placement := ticker(a.cfg.AuditorPeriodicPlacementPolicyCheckInterval)
 	defer stopTicker(bookieCheck)
 	defer stopTicker(allCheck)
+	defer stopTicker(placement)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -97,6 +102,8 @@ func (a *auditor) run(ctx context.Context) {
 			a.findLost(ctx, lost)
 			a.audit(ctx, lost, func(*lostBookie) bool { return true })
 			a.checkAll(ctx)
+		case <-tickerC(placement):
+			a.checkPlacement(ctx)
 		}
 	}
 }

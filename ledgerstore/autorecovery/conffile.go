@@ -20,16 +20,17 @@ const (
 	keyOpenLedgerGrace     = "openLedgerRereplicationGracePeriod"
 	keyBackoff             = "rwRereplicateBackoffMs"
 	keyEntryBatch          = "rereplicationEntryBatchSize"
+	keyPlacementCheck      = "auditorPeriodicPlacementPolicyCheckInterval"
+	keyRepairPlacement     = "repairedPlacementPolicyNotAdheringBookieEnabled"
 )
 
 // refusedKeys are autorecovery checks keeper does not run. Each one,
-// turned on, would protect data (find copies a bookie silently lost, or
-// ledgers placed against the policy); accepting it and not checking would
+// turned on, would protect data (find copies a bookie silently lost);
+// accepting it and not checking would
 // promise what does not happen, so a non-zero value is refused.
 var refusedKeys = map[string]string{
-	"auditorPeriodicPlacementPolicyCheckInterval": "the auditor's placement policy check",
-	"auditorReplicasCheckInterval":                "the auditor's replicas check",
-	"auditorLedgerVerificationPercentage":         "verifying a percentage of every fragment's entries",
+	"auditorReplicasCheckInterval":        "the auditor's replicas check",
+	"auditorLedgerVerificationPercentage": "verifying a percentage of every fragment's entries",
 }
 
 // FromProperties reads the autorecovery keys of a bookkeeper.conf: whether
@@ -80,6 +81,7 @@ func FromProperties(props map[string]string) (enabled bool, cfg Config, used []s
 		{keyPeriodicBookieCheck, time.Second, 0, 1 << 40, &cfg.AuditorPeriodicBookieCheckInterval},
 		{keyOpenLedgerGrace, time.Millisecond, 0, 1 << 40, &cfg.OpenLedgerRereplicationGracePeriod},
 		{keyBackoff, time.Millisecond, 0, 1 << 40, &cfg.RereplicateBackoff},
+		{keyPlacementCheck, time.Second, 0, 1 << 40, &cfg.AuditorPeriodicPlacementPolicyCheckInterval},
 	} {
 		n, ok, err := num(s.key, s.min, s.max)
 		if err != nil {
@@ -105,6 +107,16 @@ func FromProperties(props map[string]string) (enabled bool, cfg Config, used []s
 	}
 	used = append(used, pused...)
 	cfg.Placement, cfg.RackInfoPath = placement.Policy, placement.RackInfoPath
+	if v, ok := get(keyRepairPlacement); ok {
+		switch strings.ToLower(v) {
+		case "false", "":
+		case "true":
+			return false, Config{}, nil, fmt.Errorf("bookkeeper.conf: %s=true asks the auditor to re-place ledgers "+
+				"that do not adhere to the placement policy, which keeper does not do yet", keyRepairPlacement)
+		default:
+			return false, Config{}, nil, fmt.Errorf("bookkeeper.conf: %s: %q is not true or false", keyRepairPlacement, v)
+		}
+	}
 	for key, what := range refusedKeys {
 		if v, ok := get(key); ok && v != "" && v != "0" {
 			return false, Config{}, nil, fmt.Errorf("bookkeeper.conf: %s=%s asks for %s, which keeper does not run yet",
@@ -117,7 +129,7 @@ func FromProperties(props map[string]string) (enabled bool, cfg Config, used []s
 // Keys returns every bookkeeper.conf key FromProperties reads.
 func Keys() []string {
 	keys := []string{keyDaemonEnabled, keyLostBookieDelay, keyPeriodicCheck, keyPeriodicBookieCheck, keyOpenLedgerGrace,
-		keyBackoff, keyEntryBatch}
+		keyBackoff, keyEntryBatch, keyPlacementCheck, keyRepairPlacement}
 	keys = append(keys, ledgerclient.PlacementKeys()...)
 	for k := range refusedKeys {
 		keys = append(keys, k)

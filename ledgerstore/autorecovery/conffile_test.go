@@ -78,6 +78,15 @@ func TestFromPropertiesPlacement(t *testing.T) {
 		!strings.Contains(err.Error(), "ensemblePlacementPolicy") {
 		t.Fatalf("an unknown policy class: %v", err)
 	}
+	_, cfg, _, err = FromProperties(map[string]string{"auditorPeriodicPlacementPolicyCheckInterval": "600",
+		"repairedPlacementPolicyNotAdheringBookieEnabled": "false"})
+	if err != nil || cfg.AuditorPeriodicPlacementPolicyCheckInterval != 10*time.Minute {
+		t.Fatalf("placement check interval: %+v, %v", cfg, err)
+	}
+	if _, _, _, err := FromProperties(map[string]string{"repairedPlacementPolicyNotAdheringBookieEnabled": "true"}); err == nil ||
+		!strings.Contains(err.Error(), "repairedPlacementPolicyNotAdheringBookieEnabled") {
+		t.Fatalf("repairing placement: %v", err)
+	}
 	if _, _, _, err := FromProperties(map[string]string{"minNumRackPerWriteQuorum": "3"}); err == nil ||
 		!strings.Contains(err.Error(), "did you mean minNumRacksPerWriteQuorum") {
 		t.Fatalf("a misspelt placement key: %v", err)

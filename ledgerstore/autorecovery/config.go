@@ -62,6 +62,10 @@ type Config struct {
 	// the ledgers of every bookie gone, delay or not (0: never; negative:
 	// the default).
 	AuditorPeriodicBookieCheckInterval time.Duration
+	// AuditorPeriodicPlacementPolicyCheckInterval is how often the auditor
+	// counts the closed ledgers whose ensembles do not meet Placement (0:
+	// never, BookKeeper's default).
+	AuditorPeriodicPlacementPolicyCheckInterval time.Duration
 	// OpenLedgerRereplicationGracePeriod is how long a worker leaves an
 	// open ledger's last segment to its writer (0: the default).
 	OpenLedgerRereplicationGracePeriod time.Duration
@@ -102,7 +106,8 @@ func (c Config) Validate() error {
 		c.LostBookieRecoveryDelay > (1<<31-1)*time.Second:
 		return fmt.Errorf("autorecovery: lostBookieRecoveryDelay %v: want whole seconds, not negative",
 			c.LostBookieRecoveryDelay)
-	case c.OpenLedgerRereplicationGracePeriod < 0 || c.RereplicateBackoff < 0 || c.PollInterval < 0:
+	case c.OpenLedgerRereplicationGracePeriod < 0 || c.RereplicateBackoff < 0 || c.PollInterval < 0 ||
+		c.AuditorPeriodicPlacementPolicyCheckInterval < 0:
 		return errors.New("autorecovery: negative duration")
 	case c.EntryBatchSize < 0 || c.EntryBatchSize > maxEntryBatchSize:
 		return fmt.Errorf("autorecovery: rereplicationEntryBatchSize %d: want 1 to %d", c.EntryBatchSize, maxEntryBatchSize)

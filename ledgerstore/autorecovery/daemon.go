@@ -23,6 +23,17 @@ type Daemon struct {
 
 	auditing atomic.Bool
 	marked   atomic.Int64
+
+	mu        sync.Mutex // guards placement
+	placement PlacementCheck
+}
+
+// PlacementCheck returns what this daemon's auditor's last placement
+// policy check found (zero before the first).
+func (d *Daemon) PlacementCheck() PlacementCheck {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.placement
 }
 
 // Start starts a daemon; Close stops it.
@@ -175,7 +186,14 @@ func (d *Daemon) audit(ctx context.Context, vote string) {
 		}
 	})
 	a := &auditor{cfg: d.cfg, mgr: d.mgr, store: d.cfg.Store, log: d.cfg.Logger,
-		marked: func(n int) { d.marked.Add(int64(n)) }}
+		marked: func(n int) { d.marked.Add(int64(n)) },
+		placed: func(r PlacementCheck) {
+			d.mu.Lock()
+			r.Runs = d.placement.Runs + 1
+			d.placement = r
+			d.mu.Unlock()
+		},
+		racks: &rackSource{static: d.cfg.Racks, path: d.cfg.RackInfoPath}}
 	a.run(ctx)
 }
 
