@@ -120,7 +120,10 @@ and swaps it out of the ledger's metadata. With a bookkeeper.conf it reads the
 metadata servers (metadataServiceUri or zkServers, zkLedgersRootPath) and
 lostBookieRecoveryDelay, auditorPeriodicCheckInterval,
 auditorPeriodicBookieCheckInterval, openLedgerRereplicationGracePeriod,
-rwRereplicateBackoffMs and rereplicationEntryBatchSize. See docs/autorecovery.md.`,
+rwRereplicateBackoffMs, rereplicationEntryBatchSize,
+auditorPeriodicPlacementPolicyCheckInterval, and the placement policy that
+chooses replacement bookies (ensemblePlacementPolicy, minNumRacksPerWriteQuorum,
+enforceMinNumRacksPerWriteQuorum, reppDnsResolverClass). See docs/autorecovery.md.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()

@@ -66,8 +66,9 @@
 //     acknowledged it and every lower entry completed: completions and LAC
 //     move strictly in entry order, one entry at a time.
 //   - On a bookie failure the writer proposes a segment starting at LAC+1
-//     with the failed positions replaced (chosen with the seeded rng from
-//     writable bookies outside the ensemble). Until the driver reports it
+//     with the failed positions replaced (chosen by the PlacementPolicy,
+//     with the seeded rng, from writable bookies outside the ensemble;
+//     docs/bookkeeper-protocol.md §8.6). Until the driver reports it
 //     stored, the LAC and completions are frozen and nothing is sent to the
 //     replacements. Once stored, unacknowledged entries are re-sent to the
 //     replaced positions only; acks from the bookies that left no longer

@@ -10,7 +10,7 @@ import (
 
 // Network locations of bookies whose rack is not known, as BookKeeper
 // names them: the rack-aware policy puts such a bookie in DefaultRack, the
-// region-aware one in DefaultRegionRack (docs/bookkeeper-protocol.md §2.4).
+// region-aware one in DefaultRegionRack (docs/bookkeeper-protocol.md §8.6).
 const (
 	DefaultRack       = "/default-rack"
 	DefaultRegionRack = "/default-region/default-rack"
