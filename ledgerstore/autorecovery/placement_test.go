@@ -1,6 +1,7 @@
 package autorecovery
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -90,5 +91,33 @@ func TestAuditorPlacementCheck(t *testing.T) {
 	}
 	if got := d.PlacementCheck(); got.Audited != 6 || got.NotAdhering != want {
 		t.Fatalf("placement check = %+v, want 6 audited, %d not adhering", got, want)
+	}
+}
+
+// TestWorkerTargetSameRack checks that the replication worker asks the
+// placement policy: the lost bookie is replaced by the spare of its rack,
+// whose rack it knows from the static racks though it is gone.
+func TestWorkerTargetSameRack(t *testing.T) {
+	cl := ledgertest.Start(t, 5)
+	st, _ := openStore(t, cl.ZKAddr())
+	ids := cl.IDs()
+	racks := map[ledger.BookieID]string{"lost:3181": "/r1"}
+	for i, id := range ids {
+		racks[ledger.BookieID(id)] = []string{"/r1", "/r2", "/r2", "/r3", "/r3"}[i]
+	}
+	w := &worker{cfg: Config{Racks: racks}, store: st, log: testLogger(), rng: rand.New(rand.NewPCG(1, 2)),
+		racks: &rackSource{static: racks}}
+	seg := ledger.Segment{Bookies: []ledger.BookieID{"lost:3181", ledger.BookieID(ids[1]), ledger.BookieID(ids[3])}}
+	for range 10 {
+		got, err := w.chooseTarget(testContext(t), 2, seg, 0, nil)
+		if err != nil || got != ledger.BookieID(ids[0]) {
+			t.Fatalf("target %s, %v; want %s, the spare of the lost bookie's rack", got, err, ids[0])
+		}
+	}
+	// Once it was tried, no bookie of that rack or of an unused rack is
+	// left: the target is any bookie outside the segment.
+	got, err := w.chooseTarget(testContext(t), 2, seg, 0, []ledger.BookieID{ledger.BookieID(ids[0])})
+	if err != nil || (got != ledger.BookieID(ids[2]) && got != ledger.BookieID(ids[4])) {
+		t.Fatalf("second target %s, %v; want %s or %s", got, err, ids[2], ids[4])
 	}
 }

@@ -482,3 +482,33 @@ func TestRegionOf(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceBookies checks the writer's replacement of several positions:
+// without racks it draws exactly what ChooseBookies draws (so seeded runs
+// keep their placements), with racks each position gets its own rack's
+// spare.
+func TestReplaceBookies(t *testing.T) {
+	flat := cluster(map[string][]BookieID{"": {"a", "b", "c", "d", "e", "f"}})
+	ens := []BookieID{"a", "b", "c"}
+	for seed := range uint64(20) {
+		got, _, err := PlacementPolicy{}.ReplaceBookies(2, ens, []int{0, 2}, flat, []BookieID{"d"}, rand.New(rand.NewPCG(seed, 9)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ChooseBookies(2, flat, []BookieID{"a", "b", "c", "d"}, rand.New(rand.NewPCG(seed, 9)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, []BookieID{want[0], "b", want[1]}) {
+			t.Fatalf("seed %d: %v, want %v at positions 0 and 2", seed, got, want)
+		}
+	}
+	racked := cluster(map[string][]BookieID{"/r1": {"a1", "a2"}, "/r2": {"b1", "b2"}, "/r3": {"c1", "c2"}})
+	for seed := range uint64(20) {
+		got, adheres, err := PlacementPolicy{}.ReplaceBookies(2, []BookieID{"a1", "b1", "c1"}, []int{0, 2}, racked, nil,
+			rand.New(rand.NewPCG(seed, 9)))
+		if err != nil || !slices.Equal(got, []BookieID{"a2", "b1", "c2"}) || !adheres {
+			t.Fatalf("seed %d: %v adheres=%v %v; want [a2 b1 c2]", seed, got, adheres, err)
+		}
+	}
+}
