@@ -14,6 +14,7 @@ import (
 
 	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/bookie"
+	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
 )
@@ -105,6 +106,7 @@ type autorecoveryFlags struct {
 	zkServers   []string
 	ledgersRoot string
 	id          string
+	rackMapping string
 }
 
 func newAutorecoveryCmd() *cobra.Command {
@@ -141,6 +143,15 @@ enforceMinNumRacksPerWriteQuorum, reppDnsResolverClass). See docs/autorecovery.m
 			if len(servers) == 0 {
 				return errors.New("no metadata servers: give --zk-servers or a bookkeeper.conf")
 			}
+			if f.rackMapping != "" {
+				data, err := os.ReadFile(f.rackMapping)
+				if err != nil {
+					return fmt.Errorf("--rack-mapping: %w", err)
+				}
+				if cfg.Racks, err = ledger.ParseStaticRacks(string(data)); err != nil {
+					return fmt.Errorf("--rack-mapping %s: %w", f.rackMapping, err)
+				}
+			}
 			if err := probeServers(servers, metadataProbeTimeout); err != nil {
 				return err
 			}
@@ -166,5 +177,7 @@ enforceMinNumRacksPerWriteQuorum, reppDnsResolverClass). See docs/autorecovery.m
 	fl.StringSliceVar(&f.zkServers, "zk-servers", nil, "metadata servers host:port, comma-separated (zkServers)")
 	fl.StringVar(&f.ledgersRoot, "ledgers-root", "", "ledgers root znode (zkLedgersRootPath; default /ledgers)")
 	fl.StringVar(&f.id, "id", "", "name in the auditor votes and replication locks (default: the host name)")
+	fl.StringVar(&f.rackMapping, "rack-mapping", "",
+		"file of 'bookie /rack' lines placing bookies statically for the placement policy")
 	return cmd
 }
