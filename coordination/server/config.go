@@ -99,6 +99,7 @@ func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
 		InitLimitTicks: zc.InitLimitTicks,
 		SyncLimitTicks: zc.SyncLimitTicks,
 		ReadOnly:       zc.ReadOnlyModeEnabled,
+		ListenAllIPs:   zc.QuorumListenOnAllIPs,
 	}
 	q.TLS = quorumTLSFromZoo(zc)
 	if zc.ReconfigEnabled {
@@ -117,7 +118,7 @@ func quorumFromZoo(zc *zoocfg.Config) *QuorumConfig {
 			q.Voters = append(q.Voters, id)
 		}
 		if id == q.MyID {
-			q.ListenQuorum, q.ListenElection = q.Peers[id].Quorum, q.Peers[id].Election
+			q.ListenQuorum, q.ListenElection = q.listenAddrs(q.Peers[id])
 		}
 	}
 	return q
@@ -243,4 +244,21 @@ func systemProperties(zc *zoocfg.Config) map[string]string {
 		props["zookeeper.DigestAuthenticationProvider.superDigest"] = "(set)"
 	}
 	return props
+}
+
+// listenAddrs returns where to listen for a server line's quorum and
+// election addresses: those, or their ports on every address with
+// ListenAllIPs.
+func (q *QuorumConfig) listenAddrs(a quorumnet.PeerAddrs) (quorum, election string) {
+	if !q.ListenAllIPs {
+		return a.Quorum, a.Election
+	}
+	all := func(addr string) string {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return addr
+		}
+		return net.JoinHostPort("", port)
+	}
+	return all(a.Quorum), all(a.Election)
 }

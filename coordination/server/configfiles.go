@@ -281,9 +281,9 @@ func (s *Server) followQuorumAddresses() {
 		if srv.ID != int64(s.cfg.Quorum.MyID) {
 			continue
 		}
-		a := peerAddrs(srv)
-		if err := q.tr.Rebind(a.Quorum, a.Election); err != nil {
-			s.log.Warn("configuration moves the quorum and election ports; keeping the old ones", "quorum", a.Quorum, "election", a.Election, "err", err)
+		quorum, election := s.cfg.Quorum.listenAddrs(peerAddrs(srv))
+		if err := q.tr.Rebind(quorum, election); err != nil {
+			s.log.Warn("configuration moves the quorum and election ports; keeping the old ones", "quorum", quorum, "election", election, "err", err)
 		}
 	}
 }

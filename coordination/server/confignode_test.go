@@ -84,3 +84,33 @@ func TestEnsembleConfigNode(t *testing.T) {
 		c.Close()
 	}
 }
+
+// quorumListenOnAllIPs listens at the line's ports on every address; the
+// peers still dial the line's addresses.
+func TestConfigFromZooQuorumListenOnAllIPs(t *testing.T) {
+	for _, tt := range []struct {
+		extra            string
+		quorum, election string
+	}{
+		{"", "zk1.example:2888", "zk1.example:3888"},
+		{"quorumListenOnAllIPs=false\n", "zk1.example:2888", "zk1.example:3888"},
+		{"quorumListenOnAllIPs=true\n", ":2888", ":3888"},
+	} {
+		zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/x\nclientPort=2181\ninitLimit=5\nsyncLimit=2\n" + tt.extra +
+			"server.1=zk1.example:2888:3888\nserver.2=zk2.example:2888:3888\n"))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.extra, err)
+		}
+		zc.MyID = 1
+		q := ConfigFromZoo(zc, nil).Quorum
+		if q.ListenQuorum != tt.quorum || q.ListenElection != tt.election {
+			t.Errorf("%q: listen on %q and %q, want %q and %q", tt.extra, q.ListenQuorum, q.ListenElection, tt.quorum, tt.election)
+		}
+		if p := q.Peers[1]; p.Quorum != "zk1.example:2888" || p.Election != "zk1.example:3888" {
+			t.Errorf("%q: peers dial %+v", tt.extra, p)
+		}
+	}
+	if _, _, err := zoocfg.Parse(strings.NewReader("quorumListenOnAllIPs=maybe\n")); err == nil {
+		t.Error("quorumListenOnAllIPs=maybe accepted")
+	}
+}

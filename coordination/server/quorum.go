@@ -34,6 +34,10 @@ type QuorumConfig struct {
 	// from the configuration (a test harness that stands its proxies at
 	// the configured addresses): a reconfiguration does not move them.
 	FixedListen bool
+	// ListenAllIPs listens at the ports of this server's line on every
+	// address (quorumListenOnAllIPs), here and when a reconfiguration
+	// moves them.
+	ListenAllIPs bool
 	// InitLimitTicks and SyncLimitTicks are zoo.cfg's initLimit and
 	// syncLimit, in ticks of Core.TickMs.
 	InitLimitTicks, SyncLimitTicks int

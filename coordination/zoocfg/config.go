@@ -126,6 +126,11 @@ type Config struct {
 	SuperDigest string
 	// ReconfigEnabled allows dynamic reconfiguration (reconfigEnabled).
 	ReconfigEnabled bool
+	// QuorumListenOnAllIPs listens for the other servers on every
+	// address, at the ports of this server's line, rather than only on
+	// the line's host (quorumListenOnAllIPs): for a host name that does
+	// not resolve to a local address, as behind a container's service.
+	QuorumListenOnAllIPs bool
 	// StandaloneEnabled lets a configuration with one participant run
 	// standalone (standaloneEnabled). When false, it runs as a quorum of one.
 	StandaloneEnabled bool

@@ -211,7 +211,6 @@ func TestPerformanceKeysWarn(t *testing.T) {
 		{"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
 			[]Warning{{2, "serverCnxnFactory", ignored}}},
 		{"quorum.cnxn.threads.size=20", []Warning{{2, "quorum.cnxn.threads.size", ignored}}},
-		{"quorumListenOnAllIPs=true", []Warning{{2, "quorumListenOnAllIPs", ignored}}},
 		{"digest.enabled=false", []Warning{{2, "digest.enabled", ignored}}},
 		{"metricsProvider.httpPort=7000", []Warning{{2, "metricsProvider.httpPort", ignored}}},
 		{"netty.server.earlyDropSecureConnectionHandshakes=true",
