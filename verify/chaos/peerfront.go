@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"bytes"
+	"encoding/binary"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -18,10 +21,11 @@ import (
 
 // peerFront is one listening front: a server's quorum or election port.
 type peerFront struct {
-	c      *Cluster
-	s      *Server
-	ln     net.Listener
-	target string // the server's real address behind the front
+	c        *Cluster
+	s        *Server
+	ln       net.Listener
+	target   string // the server's real address behind the front
+	election bool   // an election port: the dialler names itself first
 
 	mu      sync.Mutex
 	proxies map[string]*Proxy // by dialling node
@@ -31,12 +35,16 @@ type peerFront struct {
 // startFronts opens s's quorum and election fronts on the ports its
 // configuration line names.
 func (c *Cluster) startFronts(s *Server) error {
-	for _, p := range []struct{ front, real int }{{s.FrontQuorum, s.QuorumPort}, {s.FrontElection, s.ElecPort}} {
+	for _, p := range []struct {
+		front, real int
+		election    bool
+	}{{s.FrontQuorum, s.QuorumPort, false}, {s.FrontElection, s.ElecPort, true}} {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.front)))
 		if err != nil {
 			return err
 		}
-		f := &peerFront{c: c, s: s, ln: ln, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.real)), proxies: map[string]*Proxy{}, links: map[string]int{}}
+		f := &peerFront{c: c, s: s, ln: ln, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(p.real)), election: p.election,
+			proxies: map[string]*Proxy{}, links: map[string]int{}}
 		c.fronts = append(c.fronts, f)
 		c.frontWG.Go(f.serve)
 	}
@@ -56,14 +64,25 @@ func (f *peerFront) serve() {
 // pass joins conn to a connection through the proxy from its dialler's
 // node to the front's server.
 func (f *peerFront) pass(conn net.Conn) {
-	owner := f.c.ownerOf(conn)
-	for try := 0; owner == harnessNode && try < 3; try++ {
-		time.Sleep(5 * time.Millisecond) // the dialler's socket may not be listed yet
+	var from io.Reader = conn
+	owner := harnessNode
+	if f.election {
+		// A member with the smaller id sends its handshake and closes at
+		// once (the other dials back), often before its socket could be
+		// looked up: the handshake's sid names it.
+		var head []byte
+		owner, head = f.c.electionDialler(conn)
+		from = io.MultiReader(bytes.NewReader(head), conn)
+	} else {
 		owner = f.c.ownerOf(conn)
+		for try := 0; owner == harnessNode && try < 3; try++ {
+			time.Sleep(5 * time.Millisecond) // the dialler's socket may not be listed yet
+			owner = f.c.ownerOf(conn)
+		}
 	}
 	if owner == harnessNode {
-		// A member's connection that already went away, or one no member
-		// made: refused, so that nothing crosses a partition unseen.
+		// A connection whose dialler went away, or one no member made:
+		// refused, so that nothing crosses a partition unseen.
 		f.mu.Lock()
 		f.links[owner]++
 		f.mu.Unlock()
@@ -80,7 +99,32 @@ func (f *peerFront) pass(conn net.Conn) {
 		resetConn(conn)
 		return
 	}
-	splice(conn, up, conn)
+	splice(conn, up, from)
+}
+
+// electionDialler reads the first 16 bytes of an election connection —
+// the protocol version and the dialler's sid, or a pre-3.5 peer's sid
+// first — and returns the member they name (harnessNode when none) and
+// the bytes read, which are passed on.
+func (c *Cluster) electionDialler(conn net.Conn) (string, []byte) {
+	head := make([]byte, 16)
+	_ = conn.SetReadDeadline(time.Now().Add(proxyDialTimeout))
+	n, err := io.ReadFull(conn, head)
+	_ = conn.SetReadDeadline(time.Time{})
+	head = head[:n]
+	if err != nil && n < 8 {
+		return harnessNode, head
+	}
+	sid := int64(binary.BigEndian.Uint64(head[:8]))
+	if sid < 0 && n == 16 {
+		sid = int64(binary.BigEndian.Uint64(head[8:16]))
+	}
+	for _, s := range c.Servers {
+		if int64(s.ID) == sid {
+			return s.Name, head
+		}
+	}
+	return harnessNode, head
 }
 
 func (f *peerFront) proxy(owner string) (*Proxy, error) {
