@@ -60,8 +60,7 @@ var protocolVersions = map[string]uint16{
 }
 
 // versionRange turns the enabled protocols into Go's MinVersion and
-// MaxVersion. Go enables a contiguous range, so a list with a gap is
-// refused rather than widened.
+// MaxVersion, naming zoo.cfg's keys in errors.
 func versionRange(prefix, protocol string, enabled []string) (uint16, uint16, error) {
 	key, names := prefix+"enabledProtocols", enabled
 	if names == nil {
@@ -70,6 +69,14 @@ func versionRange(prefix, protocol string, enabled []string) (uint16, uint16, er
 			names = []string{DefaultProtocol}
 		}
 	}
+	return VersionRange(key, names)
+}
+
+// VersionRange turns Java's protocol names (TLSv1 to TLSv1.3) into Go's
+// MinVersion and MaxVersion; key names the setting in errors. Go enables
+// a contiguous range, so a list with a gap is refused rather than widened,
+// and so is a name Go cannot speak (SSLv3, SSLv2Hello).
+func VersionRange(key string, names []string) (uint16, uint16, error) {
 	var versions []uint16
 	var unknown []string
 	for _, n := range names {
@@ -118,16 +125,27 @@ var javaAliases = map[string]string{
 	"SSL_RSA_WITH_RC4_128_SHA":      "TLS_RSA_WITH_RC4_128_SHA",
 }
 
-// cipherSuites maps ssl.ciphersuites (prefix+"ciphersuites" in errors) (Java's names) to Go's TLS 1.2 and
-// earlier suite ids. Java names are IANA names, as Go's are, so the map is
-// by name. Names Go cannot provide are refused, all of them named. With
-// TLS 1.3 enabled the list must name all three TLS 1.3 suites, since Go
-// cannot enable fewer. nil names means ZooKeeper's default list.
+// cipherSuites maps ssl.ciphersuites (prefix+"ciphersuites" in errors)
+// to Go's suite ids; nil names means ZooKeeper's default list.
 func cipherSuites(prefix string, names []string, minVersion, maxVersion uint16) ([]uint16, error) {
 	explicit := names != nil
 	if !explicit {
 		names = defaultCipherSuites
 	}
+	return suiteIDs(prefix+"ciphersuites", prefix+"enabledProtocols", names, explicit, minVersion, maxVersion)
+}
+
+// CipherSuiteIDs maps a list of Java's cipher suite names to Go's TLS 1.2
+// and earlier suite ids. Java names are IANA names, as Go's are, so the
+// map is by name. Names Go cannot provide are refused, all of them named.
+// With TLS 1.3 enabled the list must name all three TLS 1.3 suites, since
+// Go cannot enable fewer. key names the suites' setting in errors,
+// protocolsKey the protocols'.
+func CipherSuiteIDs(key, protocolsKey string, names []string, minVersion, maxVersion uint16) ([]uint16, error) {
+	return suiteIDs(key, protocolsKey, names, true, minVersion, maxVersion)
+}
+
+func suiteIDs(key, protocolsKey string, names []string, explicit bool, minVersion, maxVersion uint16) ([]uint16, error) {
 	byName := map[string]uint16{}
 	for _, s := range tls.CipherSuites() {
 		byName[s.Name] = s.ID
@@ -159,13 +177,13 @@ func cipherSuites(prefix string, names []string, minVersion, maxVersion uint16) 
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("%sciphersuites: keeper cannot provide %s", prefix, strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("%s: keeper cannot provide %s", key, strings.Join(unknown, ", "))
 	}
 	if explicit && maxVersion >= tls.VersionTLS13 && named13 != len(tls13Suites) {
-		return nil, fmt.Errorf("%sciphersuites: with TLSv1.3 enabled, keeper always offers %s; list all three, or leave TLSv1.3 out of %senabledProtocols", prefix, strings.Join(tls13Suites, ", "), prefix)
+		return nil, fmt.Errorf("%s: with TLSv1.3 enabled, keeper always offers %s; list all three, or leave TLSv1.3 out of %s", key, strings.Join(tls13Suites, ", "), protocolsKey)
 	}
 	if minVersion < tls.VersionTLS13 && len(ids) == 0 {
-		return nil, fmt.Errorf("%sciphersuites: lists no suite for the TLS versions before TLSv1.3 that the enabled protocols include", prefix)
+		return nil, fmt.Errorf("%s: lists no suite for the TLS versions before TLSv1.3 that the enabled protocols include", key)
 	}
 	return ids, nil
 }

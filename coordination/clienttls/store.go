@@ -162,6 +162,31 @@ func LoadKeyPair(s Store) (tls.Certificate, error) {
 	return cert, nil
 }
 
+// LoadPEMKeyPair reads a private key from the PEM file s names and its
+// certificate chain from the PEM file certPath, as BookKeeper names them
+// apart (tlsKeyStore and tlsCertificatePath); certKey names certPath's
+// setting in errors. The key file may hold the chain too.
+func LoadPEMKeyPair(s Store, certPath, certKey string) (tls.Certificate, error) {
+	keyData, pass, _, err := s.read()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	certData, err := readBounded(certPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s: %w", certKey, err)
+	}
+	data := append(append(append([]byte(nil), keyData...), '\n'), certData...)
+	key, chain, err := pemKeyPair(data, pass)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s: %s: %w", s.Key, s.Location, err)
+	}
+	cert, err := keyPair(key, chain)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s: %s and %s: %s: %w", s.Key, s.Location, certKey, certPath, err)
+	}
+	return cert, nil
+}
+
 // LoadTrusted reads a trust store: the certificates it trusts. Like
 // Java's trust manager, it trusts a store's trusted-certificate entries
 // and the first certificate of each private key entry.

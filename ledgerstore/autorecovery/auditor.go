@@ -301,7 +301,7 @@ func (a *auditor) checkAll(ctx context.Context) {
 	live := func(b ledger.BookieID) bool {
 		return slices.Contains(reg.Writable, b) || slices.Contains(reg.ReadOnly, b)
 	}
-	c := newConns(a.store)
+	c := newConns(a.store, a.cfg.Client)
 	defer c.close()
 	ids := make([]int64, 0, len(mds))
 	for id := range mds {

@@ -9,6 +9,7 @@ import (
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookierpc"
 	"keeper/ledgerstore/ledger"
+	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -16,14 +17,19 @@ import (
 // use from the bookie's registration and dropped after a transport error.
 type conns struct {
 	store *metadata.Store
+	opts  bookierpc.Options // the ledger client's (TLS)
 
 	mu     sync.Mutex // guards below
 	closed bool
 	m      map[ledger.BookieID]*bookierpc.Client
 }
 
-func newConns(store *metadata.Store) *conns {
-	return &conns{store: store, m: map[ledger.BookieID]*bookierpc.Client{}}
+func newConns(store *metadata.Store, client *ledgerclient.Client) *conns {
+	c := &conns{store: store, m: map[ledger.BookieID]*bookierpc.Client{}}
+	if client != nil {
+		c.opts = client.BookieDialOptions()
+	}
+	return c
 }
 
 func (c *conns) get(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, error) {
@@ -41,7 +47,7 @@ func (c *conns) get(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, 
 	if err != nil {
 		return nil, err
 	}
-	cl, err = bookierpc.Dial(ctx, addr)
+	cl, err = bookierpc.DialWith(ctx, addr, c.opts)
 	if err != nil {
 		return nil, fmt.Errorf("autorecovery: dial bookie %s at %s: %w", b, addr, err)
 	}

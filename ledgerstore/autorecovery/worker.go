@@ -71,7 +71,7 @@ type Stats struct {
 }
 
 func newWorker(cfg Config, mgr *Manager) *worker {
-	return &worker{cfg: cfg, mgr: mgr, store: cfg.Store, client: cfg.Client, conns: newConns(cfg.Store),
+	return &worker{cfg: cfg, mgr: mgr, store: cfg.Store, client: cfg.Client, conns: newConns(cfg.Store, cfg.Client),
 		log: cfg.Logger, rng: rand.New(rand.NewPCG(cfg.Seed, 0xa11ce)),
 		racks: &rackSource{static: cfg.Racks, path: cfg.RackInfoPath}, deferred: map[int64]deferral{}}
 }

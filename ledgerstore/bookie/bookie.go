@@ -17,6 +17,7 @@ import (
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookie/httpadmin"
 	"keeper/ledgerstore/bookie/journal"
+	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -43,7 +44,8 @@ type Bookie struct {
 	store    *entrystore.Store
 	journals []*journaler
 	ln       net.Listener
-	advAddr  string // host:port clients dial
+	tls      *bookietls.Config // nil without TLS (Config.TLS)
+	advAddr  string            // host:port clients dial
 	// dirLock is the lock of the journal, ledger and index directories,
 	// held from Start until the bookie stops (see lockDirs).
 	dirLock *vfs.DirLock
@@ -117,11 +119,21 @@ func New(cfg Config) (*Bookie, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	var tlsCfg *bookietls.Config
+	if cfg.TLS.Enabled {
+		// Loaded here so that a store that cannot be read stops the
+		// bookie before it serves anything.
+		var err error
+		if tlsCfg, err = bookietls.New(bookietls.Bookie, cfg.TLS, cfg.Logger); err != nil {
+			return nil, fmt.Errorf("bookie: %w", err)
+		}
+	}
 	life, endLife := context.WithCancel(context.Background())
 	b := &Bookie{
 		life:      life,
 		endLife:   endLife,
 		cfg:       cfg,
+		tls:       tlsCfg,
 		log:       cfg.Logger,
 		m:         newMetrics(),
 		ckptKick:  make(chan struct{}, 1),

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"keeper/ledgerstore/bookietls"
 )
 
 // maxConfigBytes bounds a configuration file; BookKeeper's bk_server.conf
@@ -259,6 +261,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	p.limits(&c)
 	p.metadata(&c)
 	p.httpServer(&c)
+	p.tls(&c)
 	p.refuseProtective()
 	if p.err != nil {
 		return Config{}, nil, p.err
@@ -280,6 +283,18 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 		}
 	}
 	return c, ignored, nil
+}
+
+// tls reads the TLS keys twice: as the bookie's (ServerConfiguration) and
+// as its own clients' (ClientConfiguration built from it).
+func (p *confParser) tls(c *Config) {
+	var err error
+	if c.TLS, err = bookietls.Parse(bookietls.Bookie, p.get); err == nil {
+		c.ClientTLS, err = bookietls.Parse(bookietls.Client, p.get)
+	}
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("bookkeeper.conf: %w", err)
+	}
 }
 
 // httpServer reads httpServerEnabled, httpServerPort (8080) and

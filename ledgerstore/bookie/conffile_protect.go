@@ -2,8 +2,11 @@ package bookie
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"keeper/ledgerstore/bookietls"
 )
 
 // protection is a BookKeeper setting that protects data or access and
@@ -29,11 +32,6 @@ const (
 // BookKeeper's ServerConfiguration and AbstractConfiguration spell them;
 // protectedPrefixes covers the families. An entry here wins over a prefix.
 var protections = map[string]protection{
-	"tlsClientAuthentication":        {tlsFeature, whenTrue},
-	"tlsHostnameVerificationEnabled": {tlsFeature, whenTrue},
-	"tlsCertFilesRefreshDurationSeconds": {tlsFeature, func(v string) (bool, bool) {
-		return v != "" && v != "0", true
-	}},
 	"httpServerTlsEnable":            {httpsFeature, whenTrue},
 	"httpServerKeyStorePath":         {httpsFeature, whenSet},
 	"httpServerKeyStorePassword":     {httpsFeature, whenSet},
@@ -50,19 +48,21 @@ var protections = map[string]protection{
 	"localConsistencyCheckOnStartup":   {"the local consistency check at start", whenTrue},
 }
 
-// protectedPrefixes are the families of protective keys: every TLS key
-// (tlsProvider, tlsProviderFactoryClass, tlsKeyStore*, tlsTrustStore*,
-// tlsCertificatePath, tlsEnabledCipherSuites, tlsEnabledProtocols) and the
-// client side's key and trust stores.
+// protectedPrefixes are the families of protective keys: a TLS key
+// (tls*, clientKeyStore*, clientTrustStore*) that keeper does not read
+// (bookietls.Keys lists those it reads) is refused when set.
 var protectedPrefixes = []string{"tls", "clientKeyStore", "clientTrustStore"}
 
 func protectionOf(key string) (protection, bool) {
 	if p, ok := protections[key]; ok {
 		return p, true
 	}
+	if slices.Contains(bookietls.Keys(bookietls.Client), key) {
+		return protection{}, false
+	}
 	for _, prefix := range protectedPrefixes {
 		if strings.HasPrefix(key, prefix) {
-			return protection{tlsFeature, whenSet}, true
+			return protection{tlsFeature + " setting " + key, whenSet}, true
 		}
 	}
 	return protection{}, false
@@ -105,6 +105,23 @@ func (p *confParser) refuseProtective() {
 			p.fail(k, v, "true or false")
 		case refused && p.err == nil:
 			p.err = fmt.Errorf("bookkeeper.conf: %s: keeper does not support %s yet", k, prot.feature)
+		}
+	}
+	p.refuseTLSWithoutFactory()
+}
+
+// refuseTLSWithoutFactory refuses a TLS protection asked for while TLS is
+// off: BookKeeper turns TLS on only with tlsProviderFactoryClass, and
+// without it serves (and its clients dial) in plain text whatever
+// tlsClientAuthentication or tlsHostnameVerificationEnabled say.
+func (p *confParser) refuseTLSWithoutFactory() {
+	if v, _ := p.get("tlsProviderFactoryClass"); v != "" || p.err != nil {
+		return
+	}
+	for _, k := range []string{"tlsClientAuthentication", "tlsHostnameVerificationEnabled"} {
+		if v, _ := p.get(k); strings.EqualFold(v, "true") {
+			p.err = fmt.Errorf("bookkeeper.conf: %s=true but tlsProviderFactoryClass is not set, so TLS is off: set tlsProviderFactoryClass=%s", k, bookietls.FactoryClass)
+			return
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookie/httpadmin"
 	"keeper/ledgerstore/bookie/journal"
+	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
@@ -289,6 +290,17 @@ type Config struct {
 	// ledger client on MetadataServers, which the caller closes after the
 	// bookie stops). nil: that endpoint answers 500.
 	HTTPLedgers httpadmin.Ledgers
+	// TLS is the bookie's TLS, from tlsProviderFactoryClass and the tls*
+	// keys (docs/bookie-tls.md): with Enabled, a v3 client's START_TLS
+	// gets EOK and a handshake; without, EBADREQ, as BookKeeper answers.
+	// A client that never sends START_TLS is served in plain text either
+	// way, as BookKeeper serves it. New loads the stores.
+	TLS bookietls.Settings
+	// ClientTLS is what the bookie's own ledger clients (autorecovery, the
+	// admin API's) use towards bookies: the same keys read as BookKeeper's
+	// ClientConfiguration reads them (clientKeyStore* and clientTrustStore*
+	// before tlsKeyStore* and tlsTrustStore*). The bookie does not use it.
+	ClientTLS bookietls.Settings
 	// Logger receives the bookie's logs; nil discards them.
 	Logger *slog.Logger
 }

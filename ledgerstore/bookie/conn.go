@@ -31,7 +31,12 @@ const writeChunkBytes = 256 << 10
 // written by its writer goroutine in batches. What it holds is bounded as
 // limits.go describes.
 type conn struct {
-	b  *Bookie
+	b   *Bookie
+	raw net.Conn // the socket; closing it ends every read and write
+	// nc is what requests are read from and responses written to: raw,
+	// or after START_TLS the TLS connection over it. The reader sets it,
+	// under mu, while the writer is idle (tls.go); the writer reads it
+	// under mu.
 	nc net.Conn
 
 	// mu guards the fields below it.
@@ -48,6 +53,9 @@ type conn struct {
 	dead       bool          // closed: responses are dropped
 	changed    chan struct{} // closed, and cleared, when the connection releases anything; made by a waiter
 
+	// secure is set by the reader once a START_TLS handshake succeeded.
+	secure bool
+
 	// v2 is set by the reader, for good, once a frame is not a v3 Request:
 	// from then on the connection speaks BookKeeper's v2 protocol
 	// (docs/bookkeeper-protocol.md §6.2). Only the reader touches it.
@@ -61,7 +69,7 @@ type conn struct {
 
 func newConn(b *Bookie, nc net.Conn) *conn {
 	return &conn{
-		b: b, nc: nc,
+		b: b, raw: nc, nc: nc,
 		turn:   make(chan struct{}, 1),
 		wake:   make(chan struct{}, 1),
 		closed: make(chan struct{}),
@@ -117,7 +125,9 @@ func (c *conn) close() {
 		c.mu.Unlock()
 		c.b.mem.release(h.bytes())
 		close(c.closed)
-		_ = c.nc.Close()
+		// The socket, not a TLS connection over it: a TLS close waits for
+		// a writer stuck on a client that reads nothing.
+		_ = c.raw.Close()
 	})
 }
 
@@ -167,6 +177,12 @@ func (c *conn) readLoop() {
 			cl.sendStatus(req.GetHeader(), perr.Status)
 			continue
 		}
+		if req.GetHeader().GetOperation() == bkproto.OperationType_START_TLS && b.tls != nil {
+			if r = c.startTLS(cl, req, r); r == nil {
+				return
+			}
+			continue
+		}
 		b.dispatch(cl, req)
 	}
 }
@@ -198,14 +214,14 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		data, h := c.out, c.outHeld
+		data, h, nc := c.out, c.outHeld, c.nc
 		if len(data) == 0 {
 			c.mu.Unlock()
 			continue
 		}
 		c.out, c.spare, c.outHeld = c.spare[:0], nil, held{} // senders fill the other buffer meanwhile
 		c.mu.Unlock()
-		err := c.write(data)
+		err := c.write(nc, data)
 		c.mu.Lock()
 		c.unsent -= int64(len(data))
 		c.releaseLocked(h)
@@ -217,9 +233,9 @@ func (c *conn) writeLoop() {
 		c.b.mem.release(h.bytes())
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				c.b.log.Warn("closing a client that takes no responses", "remote", c.nc.RemoteAddr().String(),
+				c.b.log.Warn("closing a client that takes no responses", "remote", c.raw.RemoteAddr().String(),
 					"timeout", c.b.cfg.StuckClientTimeout, "unsentBytes", unsent+int64(len(data)))
-				if tc, ok := c.nc.(*net.TCPConn); ok {
+				if tc, ok := c.raw.(*net.TCPConn); ok {
 					_ = tc.SetLinger(0) // reset: the kernel drops the socket buffer too, instead of retrying it
 				}
 			}
@@ -229,14 +245,15 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// write writes data, a chunk at a time, each within StuckClientTimeout.
-func (c *conn) write(data []byte) error {
+// write writes data to nc, a chunk at a time, each within
+// StuckClientTimeout.
+func (c *conn) write(nc net.Conn, data []byte) error {
 	for len(data) > 0 {
 		n := min(len(data), writeChunkBytes)
-		if err := c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.StuckClientTimeout)); err != nil {
+		if err := nc.SetWriteDeadline(time.Now().Add(c.b.cfg.StuckClientTimeout)); err != nil {
 			return err
 		}
-		if _, err := c.nc.Write(data[:n]); err != nil {
+		if _, err := nc.Write(data[:n]); err != nil {
 			return err
 		}
 		data = data[n:]

@@ -36,8 +36,9 @@ func (b *Bookie) dispatch(cl call, req *bkproto.Request) {
 	case bkproto.OperationType_AUTH:
 		b.auth(cl, h)
 	default:
-		// START_TLS (no TLS) and GET_LIST_OF_ENTRIES_OF_LEDGER are not
-		// served.
+		// START_TLS on a bookie without TLS (the reader handles it on one
+		// with TLS: tls.go) and GET_LIST_OF_ENTRIES_OF_LEDGER are not
+		// served, as BookKeeper's bookie without TLS answers START_TLS.
 		cl.sendStatus(h, bkproto.StatusCode_EBADREQ)
 	}
 }

@@ -3,8 +3,10 @@ package bookierpc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookietls"
 )
 
 // ErrClientClosed is returned for calls on a closed Client, and for calls
@@ -25,7 +28,8 @@ var ErrClientClosed = errors.New("bookierpc: client connection closed")
 // client's job); tests, `keeper bench bookie` and the crash test use it to
 // speak the protocol. It is safe for concurrent use.
 type Client struct {
-	nc           net.Conn
+	nc           net.Conn // the socket, or a TLS connection over it
+	raw          net.Conn // the socket: closed rather than nc, which with TLS would wait for a blocked writer
 	maxFrame     int
 	writeTimeout time.Duration // WriteTimeout; tests shorten it
 
@@ -61,10 +65,27 @@ type Result struct {
 }
 
 // Dial connects to a bookie.
-func Dial(ctx context.Context, addr string) (*Client, error) { return dial(ctx, addr, false) }
+func Dial(ctx context.Context, addr string) (*Client, error) { return DialWith(ctx, addr, Options{}) }
 
-// dial connects to a bookie in the v3 or the v2 protocol.
-func dial(ctx context.Context, addr string, v2 bool) (*Client, error) {
+// Options say how DialWith connects.
+type Options struct {
+	// V2 speaks BookKeeper's v2 protocol (DialV2).
+	V2 bool
+	// TLS, when set, secures the connection as BookKeeper's client does
+	// (docs/bookie-tls.md): a v3 START_TLS request first, even on a v2
+	// connection, then, once the bookie answers EOK, a TLS handshake on
+	// the same socket, all within TLS.HandshakeTimeout. A bookie that
+	// answers otherwise (EBADREQ: it has no TLS) or fails the handshake
+	// fails the dial with an error wrapping ErrTLS.
+	TLS *bookietls.Config
+}
+
+// ErrTLS is wrapped by the error of a dial whose START_TLS or handshake
+// failed.
+var ErrTLS = errors.New("bookierpc: tls")
+
+// DialWith connects to a bookie as o says.
+func DialWith(ctx context.Context, addr string, o Options) (*Client, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -73,26 +94,103 @@ func dial(ctx context.Context, addr string, v2 bool) (*Client, error) {
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
 	}
-	c := &Client{nc: nc, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]chan<- Result),
+	raw := nc
+	var r *bufio.Reader
+	if o.TLS != nil {
+		if nc, r, err = startTLS(ctx, nc, addr, o.TLS); err != nil {
+			return nil, err
+		}
+	}
+	c := &Client{nc: nc, raw: raw, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]chan<- Result),
 		done: make(chan struct{})}
-	if v2 {
+	if o.V2 {
 		c.v2, c.v2q, c.v2keys = true, map[v2Key][]*v2Call{}, map[uint64]v2Key{}
 	}
-	go c.readLoop()
+	if r == nil {
+		r = bufio.NewReaderSize(nc, 64<<10)
+	}
+	go c.readLoop(r)
 	return c, nil
 }
+
+// startTLS sends START_TLS on nc, waits for EOK and runs the handshake,
+// closing nc on failure. It returns the secured connection and its
+// reader.
+func startTLS(ctx context.Context, nc net.Conn, addr string, cfg *bookietls.Config) (net.Conn, *bufio.Reader, error) {
+	fail := func(format string, args ...any) (net.Conn, *bufio.Reader, error) {
+		_ = nc.Close()
+		return nil, nil, fmt.Errorf("%w: bookie %s: %s", ErrTLS, addr, fmt.Sprintf(format, args...))
+	}
+	deadline := time.Now().Add(cfg.HandshakeTimeout())
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = nc.SetDeadline(deadline)
+	const txn = 1 // the first request of the connection; later calls start at 1 again, the bookie does not mind
+	frame, err := bkproto.AppendFrame(nil, &bkproto.Request{Header: bkproto.NewHeader(bkproto.OperationType_START_TLS, txn),
+		StartTLSRequest: &bkproto.StartTLSRequest{}})
+	if err != nil {
+		return fail("encode START_TLS: %v", err)
+	}
+	if _, err := nc.Write(frame); err != nil {
+		return fail("send START_TLS: %v", err)
+	}
+	// Read exactly the response's frame: the handshake's bytes follow it
+	// on the socket, so nothing may be read ahead through a buffer.
+	resp, err := readOneFrame(nc)
+	if err != nil {
+		return fail("START_TLS: %v", err)
+	}
+	if st := bkproto.ResponseStatus(resp); st != bkproto.StatusCode_EOK || resp.GetHeader().GetOperation() != bkproto.OperationType_START_TLS {
+		return fail("START_TLS answered %v (the bookie has no TLS?)", st)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	tc := tls.Client(nc, cfg.Client(host))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fail("handshake: %v", err)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return tc, bufio.NewReaderSize(tc, 64<<10), nil
+}
+
+// readOneFrame reads one length-prefixed response, and no byte more.
+func readOneFrame(nc net.Conn) (*bkproto.Response, error) {
+	var prefix [bkproto.FrameLengthBytes]byte
+	if _, err := io.ReadFull(nc, prefix[:]); err != nil {
+		return nil, err
+	}
+	n, err := bkproto.ParseFrameLength(prefix, maxStartTLSResponseBytes)
+	if err != nil {
+		return nil, err
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		return nil, err
+	}
+	resp, err := bkproto.DecodeResponse(body)
+	if resp == nil {
+		return nil, fmt.Errorf("undecodable response: %w", err)
+	}
+	return resp, nil
+}
+
+// maxStartTLSResponseBytes bounds the answer to START_TLS: a header and a
+// status, a few dozen bytes.
+const maxStartTLSResponseBytes = 4 << 10
 
 // Close closes the connection; outstanding calls fail with
 // ErrClientClosed.
 func (c *Client) Close() error {
-	err := c.nc.Close()
+	err := c.raw.Close()
 	<-c.done
 	return err
 }
 
-// readLoop delivers responses until the connection ends.
-func (c *Client) readLoop() {
-	r := bufio.NewReaderSize(c.nc, 64<<10)
+// readLoop delivers responses read from r until the connection ends.
+func (c *Client) readLoop(r *bufio.Reader) {
 	var err error
 	for {
 		var frame []byte
@@ -119,7 +217,7 @@ func (c *Client) readLoop() {
 			ch <- Result{Resp: resp, Err: derr}
 		}
 	}
-	_ = c.nc.Close()
+	_ = c.raw.Close()
 	c.mu.Lock()
 	c.err = fmt.Errorf("%w: %v", ErrClientClosed, err)
 	for txn, ch := range c.pending {
@@ -208,7 +306,7 @@ func (c *Client) flushQueued() error {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	_, err := c.nc.Write(buf)
 	if err != nil {
-		_ = c.nc.Close()
+		_ = c.raw.Close()
 		return err
 	}
 	if cap(buf) <= maxSpareBytes {

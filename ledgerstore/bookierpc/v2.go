@@ -34,7 +34,9 @@ import (
 // out its own deadline behind that one, the connection is closed (see
 // forgetV2Locked). A response that matches no request is dropped, as
 // BookKeeper's client drops it.
-func DialV2(ctx context.Context, addr string) (*Client, error) { return dial(ctx, addr, true) }
+func DialV2(ctx context.Context, addr string) (*Client, error) {
+	return DialWith(ctx, addr, Options{V2: true})
+}
 
 // V2 reports whether the connection speaks the v2 protocol.
 func (c *Client) V2() bool { return c.v2 }
@@ -88,7 +90,7 @@ func (c *Client) writeV2(call *v2Call) {
 	defer c.wmu.Unlock()
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	if _, err := c.nc.Write(call.frame); err != nil {
-		_ = c.nc.Close()
+		_ = c.raw.Close()
 	}
 }
 
@@ -157,7 +159,7 @@ func (c *Client) forgetV2Locked(txn uint64) {
 		c.v2q[key] = append(q[:i:i], q[i+1:]...)
 		delete(c.v2keys, txn)
 		if q[0].ch == nil {
-			_ = c.nc.Close() // the reader fails the calls left
+			_ = c.raw.Close() // the reader fails the calls left
 		}
 		return
 	}

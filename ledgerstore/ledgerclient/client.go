@@ -14,6 +14,8 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookierpc"
+	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
@@ -123,6 +125,13 @@ type Config struct {
 	// every ledger creation and every change of the bookie registry; while
 	// it cannot be read or decoded, the last rack information read stays.
 	RackInfoPath string
+	// TLS secures every bookie connection as BookKeeper's client does with
+	// tlsProviderFactoryClass set (docs/bookie-tls.md): START_TLS first,
+	// then a handshake that checks the bookie's certificate against the
+	// trust store (and its name, with HostnameVerification). A bookie
+	// that has no TLS or fails the handshake counts as unavailable. New
+	// loads the stores; zero is plain text.
+	TLS bookietls.Settings
 }
 
 // Validate checks the configuration.
@@ -189,7 +198,8 @@ type Client struct {
 	ownZK  bool
 	store  *metadata.Store
 	pool   *pool
-	ctx    context.Context // ends with Close; every handle's loop ends with it
+	tls    *bookietls.Config // nil without Config.TLS
+	ctx    context.Context   // ends with Close; every handle's loop ends with it
 	cancel context.CancelFunc
 	tasks  sync.WaitGroup // the registry watch and writer loops
 
@@ -209,6 +219,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Client{cfg: cfg, log: cfg.Logger, conn: cfg.ZK, drivers: map[*driver]struct{}{}}
+	if cfg.TLS.Enabled {
+		var err error
+		if c.tls, err = bookietls.New(bookietls.Client, cfg.TLS, cfg.Logger); err != nil {
+			return nil, fmt.Errorf("ledgerclient: %w", err)
+		}
+	}
 	if c.conn == nil {
 		conn, err := dialZK(cfg)
 		if err != nil {
@@ -239,6 +255,11 @@ func New(cfg Config) (*Client, error) {
 	}()
 	return c, nil
 }
+
+// BookieDialOptions are how the client connects to bookies (TLS), for
+// callers that dial bookies themselves with bookierpc, as autorecovery
+// does; they speak v3 whatever UseV2WireProtocol says.
+func (c *Client) BookieDialOptions() bookierpc.Options { return bookierpc.Options{TLS: c.tls} }
 
 // dialZK opens a session on cfg.ZKServers, waiting up to the session
 // timeout for one. The session reattaches to another server after a lost

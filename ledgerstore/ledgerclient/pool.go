@@ -111,11 +111,7 @@ func (p *pool) dial(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, 
 	if err != nil {
 		return nil, err
 	}
-	dial := bookierpc.Dial
-	if p.c.cfg.UseV2WireProtocol {
-		dial = bookierpc.DialV2
-	}
-	cl, err := dial(ctx, addr)
+	cl, err := bookierpc.DialWith(ctx, addr, bookierpc.Options{V2: p.c.cfg.UseV2WireProtocol, TLS: p.c.tls})
 	if err != nil {
 		p.forget(b) // the bookie may come back elsewhere
 		return nil, err
