@@ -113,6 +113,9 @@ func DialWith(ctx context.Context, addr string, o Options) (*Client, error) {
 	return c, nil
 }
 
+// TLS reports whether the connection runs over TLS (Options.TLS).
+func (c *Client) TLS() bool { return c.nc != c.raw }
+
 // startTLS sends START_TLS on nc, waits for EOK and runs the handshake,
 // closing nc on failure. It returns the secured connection and its
 // reader.

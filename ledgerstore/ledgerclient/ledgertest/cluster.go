@@ -28,6 +28,8 @@ type Cluster struct {
 	// Bookies are the bookies, in the order they were added; stopped ones
 	// stay in place.
 	Bookies []*Bookie
+	// tweak, if set, changes each bookie's configuration (StartWith).
+	tweak func(*bookie.Config)
 }
 
 // Bookie is one bookie of a Cluster.
@@ -42,8 +44,15 @@ type Bookie struct {
 // when Start returns.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartWith(t, n, nil)
+}
+
+// StartWith is Start with tweak applied to every bookie's configuration
+// (TLS, say).
+func StartWith(t testing.TB, n int, tweak func(*bookie.Config)) *Cluster {
+	t.Helper()
 	// Its Cleanup is registered first, so it runs after the bookies stop.
-	c := &Cluster{t: t, ZK: metadatatest.Keeper(t, metadatatest.FastTicks())}
+	c := &Cluster{t: t, ZK: metadatatest.Keeper(t, metadatatest.FastTicks()), tweak: tweak}
 	for range n {
 		c.AddBookie()
 	}
@@ -84,6 +93,9 @@ func (c *Cluster) AddBookie() *Bookie {
 			const total = 1 << 30
 			return entrystore.DirUsage{Dir: dir, UsedBytes: total * b.usage.Load() / 1_000_000, TotalBytes: total}, nil
 		},
+	}
+	if c.tweak != nil {
+		c.tweak(&cfg)
 	}
 	b.cfg = cfg
 	c.start(b)
