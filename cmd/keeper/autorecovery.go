@@ -14,6 +14,7 @@ import (
 
 	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/bookie"
+	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
@@ -80,13 +81,13 @@ func openStore(ctx context.Context, servers []string, root string, timeout time.
 // startAutorecovery starts an autorecovery daemon with its own metadata
 // session and ledger client, named id; stop ends it.
 func startAutorecovery(ctx context.Context, servers []string, root, id string, cfg autorecovery.Config,
-	logger *slog.Logger) (stop func(), err error) {
+	clientTLS bookietls.Settings, logger *slog.Logger) (stop func(), err error) {
 	store, closeStore, err := openStore(ctx, servers, root, metadata.DefaultSessionTimeout, logger)
 	if err != nil {
 		return nil, fmt.Errorf("autorecovery: %w", err)
 	}
 	client, err := ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: root, Logger: logger,
-		Placement: cfg.Placement, Racks: cfg.Racks, RackInfoPath: cfg.RackInfoPath})
+		Placement: cfg.Placement, Racks: cfg.Racks, RackInfoPath: cfg.RackInfoPath, TLS: clientTLS})
 	if err != nil {
 		closeStore()
 		return nil, fmt.Errorf("autorecovery: %w", err)
@@ -163,7 +164,7 @@ enforceMinNumRacksPerWriteQuorum, reppDnsResolverClass). See docs/autorecovery.m
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			end, err := startAutorecovery(ctx, servers, root, id, cfg, logger)
+			end, err := startAutorecovery(ctx, servers, root, id, cfg, bcfg.ClientTLS, logger)
 			if err != nil {
 				return err
 			}

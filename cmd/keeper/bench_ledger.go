@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"keeper/ledgerstore/bookie"
+	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
@@ -32,13 +33,15 @@ type benchLedgerConfig struct {
 	Quorums   []benchQuorum
 	Sizes     []int    // payload bytes
 	Ledgers   []int    // ledgers written at once, each by its own writer
-	Protocols []string // "v3", "v2": the wire protocol to the bookies
-	Inflight  int      // adds between AppendAsync and their callback, per ledger
-	Duration  time.Duration
-	Warmup    time.Duration
-	FsyncDir  string    // measure this disk's raw fsync rate first
-	CPUPIDs   []int     // the bookies' (or a sandbox's) processes: CPU time per add
-	Progress  io.Writer // a line a second while a run goes on; nil for none
+	Protocols []string // "v3", "v2": the wire protocol to the bookies; "+tls" over TLS
+	// TLS is what the "+tls" protocols use (--client-conf).
+	TLS      bookietls.Settings
+	Inflight int // adds between AppendAsync and their callback, per ledger
+	Duration time.Duration
+	Warmup   time.Duration
+	FsyncDir string    // measure this disk's raw fsync rate first
+	CPUPIDs  []int     // the bookies' (or a sandbox's) processes: CPU time per add
+	Progress io.Writer // a line a second while a run goes on; nil for none
 	// MetricsAddr, if set, is where the clients' BookKeeper client metrics
 	// are served over HTTP (/metrics) while the runs go on.
 	MetricsAddr string
@@ -106,6 +109,7 @@ func newBenchLedgerCmd() *cobra.Command {
 	cfg := benchLedgerConfig{}
 	var quorums []string
 	var cpuProfile string
+	var clientConf clientConfFlag
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "Write ledgers through the ledger client and print one JSON line per run",
@@ -146,6 +150,9 @@ Prometheus at http://ADDR/metrics while it runs.
 				}
 				defer stopProfile()
 			}
+			if cfg.TLS, err = clientConf.tls(); err != nil {
+				return err
+			}
 			cfg.Progress = cmd.ErrOrStderr()
 			return runBenchLedger(ctx, cfg, cmd.OutOrStdout())
 		},
@@ -157,7 +164,8 @@ Prometheus at http://ADDR/metrics while it runs.
 	f.IntSliceVar(&cfg.Sizes, "sizes", []int{100, 1024, 64 << 10}, "payload sizes in bytes, comma-separated")
 	f.IntSliceVar(&cfg.Ledgers, "ledgers", []int{1}, "ledger counts, comma-separated: ledgers written at once")
 	f.StringSliceVar(&cfg.Protocols, "protocols", []string{"v3"},
-		"wire protocols to the bookies, comma-separated: v3, v2 (Pulsar's default, useV2WireProtocol)")
+		"wire protocols to the bookies, comma-separated: v3, v2 (Pulsar's default, useV2WireProtocol), and v3+tls, v2+tls over TLS as --client-conf says")
+	clientConf.add(f)
 	f.IntVar(&cfg.Inflight, "inflight", 256, "adds outstanding per ledger")
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured interval of each run")
 	f.DurationVar(&cfg.Warmup, "warmup", time.Second, "load before each measured interval, not recorded")
@@ -183,7 +191,15 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 			return fmt.Errorf("bench ledger: size %d out of range 1..%d", size, benchLedgerMaxSize)
 		}
 	}
-	if err := benchPreflight(ctx, out, "bench ledger", cfg.FsyncDir, cfg.Duration, cfg.Protocols, cfg.CPUPIDs); err != nil {
+	var wire []string // the protocols less "+tls", for the preflight's check
+	for _, p := range cfg.Protocols {
+		base, secure := strings.CutSuffix(p, "+tls")
+		if secure && !cfg.TLS.Enabled {
+			return fmt.Errorf("bench ledger: protocol %s: give a --client-conf with tlsProviderFactoryClass=%s", p, bookietls.FactoryClass)
+		}
+		wire = append(wire, base)
+	}
+	if err := benchPreflight(ctx, out, "bench ledger", cfg.FsyncDir, cfg.Duration, wire, cfg.CPUPIDs); err != nil {
 		return err
 	}
 	for _, n := range cfg.Ledgers {
@@ -205,8 +221,13 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 		if clients[p] != nil {
 			continue
 		}
-		c, err := ledgerclient.New(ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
-			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: p == "v2", Metrics: metrics})
+		base, secure := strings.CutSuffix(p, "+tls")
+		lcfg := ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
+			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: base == "v2", Metrics: metrics}
+		if secure {
+			lcfg.TLS = cfg.TLS
+		}
+		c, err := ledgerclient.New(lcfg)
 		if err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 				// autoRecoveryDaemonEnabled: the bookie runs an auditor
 				// vote and a worker too, or does not run at all.
 				if stopRecovery, arErr = startAutorecovery(ctx, cfg.MetadataServers, cfg.LedgersRoot, b.ID(), arCfg,
-					logger); arErr != nil {
+					cfg.ClientTLS, logger); arErr != nil {
 					stopRecovery = func() {}
 					cancel()
 				}

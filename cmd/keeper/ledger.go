@@ -35,6 +35,7 @@ type ledgerFlags struct {
 	readTimeout time.Duration
 	v2          bool // BookKeeper's v2 protocol to the bookies
 	placement   placementFlags
+	clientConf  clientConfFlag
 }
 
 // client connects a ledger client as the flags say. Its routine messages
@@ -45,12 +46,16 @@ func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 	if err := probeServers(servers, metadataProbeTimeout); err != nil {
 		return nil, err
 	}
+	tlsSettings, err := f.clientConf.tls()
+	if err != nil {
+		return nil, err
+	}
 	logger := newLogger()
 	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl == nil || !fl.Changed {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg := ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
-		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2}
+		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2, TLS: tlsSettings}
 	if err := f.placement.apply(&cfg); err != nil {
 		return nil, err
 	}
@@ -98,6 +103,7 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 	pf.BoolVar(&f.v2, "v2", false,
 		"speak BookKeeper's v2 protocol to the bookies, as Pulsar does (useV2WireProtocol)")
 	f.placement.add(pf)
+	f.clientConf.add(pf)
 	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),
 		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
 	cmd.AddCommand(newLedgerUnderreplicatedCmd(f), newLedgerRecoverBookieCmd(f), newLedgerDecommissionCmd(f),

@@ -107,21 +107,4 @@ func (p *confParser) refuseProtective() {
 			p.err = fmt.Errorf("bookkeeper.conf: %s: keeper does not support %s yet", k, prot.feature)
 		}
 	}
-	p.refuseTLSWithoutFactory()
-}
-
-// refuseTLSWithoutFactory refuses a TLS protection asked for while TLS is
-// off: BookKeeper turns TLS on only with tlsProviderFactoryClass, and
-// without it serves (and its clients dial) in plain text whatever
-// tlsClientAuthentication or tlsHostnameVerificationEnabled say.
-func (p *confParser) refuseTLSWithoutFactory() {
-	if v, _ := p.get("tlsProviderFactoryClass"); v != "" || p.err != nil {
-		return
-	}
-	for _, k := range []string{"tlsClientAuthentication", "tlsHostnameVerificationEnabled"} {
-		if v, _ := p.get(k); strings.EqualFold(v, "true") {
-			p.err = fmt.Errorf("bookkeeper.conf: %s=true but tlsProviderFactoryClass is not set, so TLS is off: set tlsProviderFactoryClass=%s", k, bookietls.FactoryClass)
-			return
-		}
-	}
 }

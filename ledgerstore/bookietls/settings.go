@@ -12,6 +12,7 @@ package bookietls
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,6 +185,19 @@ func Parse(side Side, get func(key string) (string, bool)) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
+	if !s.Enabled {
+		// BookKeeper turns TLS on only with tlsProviderFactoryClass and
+		// otherwise runs in plain text whatever these say: a protection
+		// asked for but not given is refused instead.
+		for _, k := range []struct {
+			key string
+			on  bool
+		}{{"tlsClientAuthentication", s.ClientAuthentication}, {"tlsHostnameVerificationEnabled", s.HostnameVerification}} {
+			if k.on {
+				return Settings{}, fmt.Errorf("%s=true but tlsProviderFactoryClass is not set, so TLS is off: set tlsProviderFactoryClass=%s", k.key, FactoryClass)
+			}
+		}
+	}
 	s.EnabledCipherSuites = list(get, "tlsEnabledCipherSuites")
 	s.EnabledProtocols = list(get, "tlsEnabledProtocols")
 	for _, t := range []struct{ key, v string }{{"tlsKeyStoreType", s.KeyStoreType}, {"tlsTrustStoreType", s.TrustStoreType}} {
@@ -246,4 +260,28 @@ func (s Settings) check(side Side) error {
 		return errors.New(trustKey + ": not set; tlsClientAuthentication needs the certificates that vouch for clients")
 	}
 	return nil
+}
+
+// UnknownKey returns the first key, in sorted order, of a TLS family
+// (tls*, clientKeyStore*, clientTrustStore*) that Parse does not read:
+// a configuration that asks for a TLS feature keeper lacks is refused
+// rather than run without it.
+func UnknownKey(keys []string) (string, bool) {
+	known := Keys(Client)
+	var unknown []string
+	for _, k := range keys {
+		if slices.Contains(known, k) {
+			continue
+		}
+		for _, prefix := range []string{"tls", "clientKeyStore", "clientTrustStore"} {
+			if strings.HasPrefix(k, prefix) {
+				unknown = append(unknown, k)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return "", false
+	}
+	slices.Sort(unknown)
+	return unknown[0], true
 }
