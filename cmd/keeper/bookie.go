@@ -55,11 +55,13 @@ zkServers, zkLedgersRootPath, journalSyncData, journalMaxGroupWaitMSec,
 journalBufferedWritesThreshold, journalFlushWhenQueueEmpty (default true:
 an idle journal syncs an add at once), diskUsageThreshold, diskUsageWarnThreshold,
 gcWaitTime, minor/majorCompactionThreshold and Interval, readOnlyModeEnabled,
-and more; see the bookie package). A key that protects data or access which
-keeper does not implement yet (tls*, bookieAuthProviderFactoryClass,
-zkEnableSecurity=true, ...) stops the start with a message naming it, and so
-does a -D flag in BOOKIE_EXTRA_OPTS asking the metadata client for TLS or
-SASL; other keys are ignored. Flags override the file. Defaults: port 3181,
+and more; see the bookie package), and BookKeeper's TLS keys
+(tlsProviderFactoryClass, tlsKeyStore, ...; docs/bookie-tls.md). A key that
+protects data or access which keeper does not implement yet
+(bookieAuthProviderFactoryClass, zkEnableSecurity=true, a TLS key keeper does
+not read, ...) stops the start with a message naming it, and so does a -D
+flag in BOOKIE_EXTRA_OPTS asking the metadata client for TLS or SASL; other
+keys are ignored. Flags override the file. Defaults: port 3181,
 ledgers root /ledgers. An invalid value stops the start with a message naming
 its key.
 

@@ -30,7 +30,7 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 	// check that let a setting through would fail, not serve.
 	bkConf := "bookiePort=0\n"
 	plainBookie := write("bookkeeper.conf", bkConf)
-	tlsBookie := write("tls-bookkeeper.conf", bkConf+"tlsProvider=OpenSSL\n")
+	tlsBookie := write("tls-bookkeeper.conf", bkConf+"tlsKeyStoreAlias=bk\n")
 
 	tests := []struct {
 		name string
@@ -58,7 +58,7 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 			[]string{"server", plainZoo},
 			[]string{"ZOO_DATADIR_AUTOCREATE_DISABLE: keeper does not support refusing to create a missing data directory yet"}},
 		{"bookkeeper.conf tls", nil, []string{"bookie", tlsBookie},
-			[]string{tlsBookie, "bookkeeper.conf: tlsProvider: keeper does not support TLS yet"}},
+			[]string{tlsBookie, "bookkeeper.conf: tlsKeyStoreAlias: keeper does not support TLS setting tlsKeyStoreAlias yet"}},
 		{"bookie metadata client tls", map[string]string{"BOOKIE_EXTRA_OPTS": "-Dzookeeper.client.secure=true"},
 			[]string{"bookie", plainBookie},
 			[]string{"BOOKIE_EXTRA_OPTS: zookeeper.client.secure: keeper does not support TLS for client connections yet"}},

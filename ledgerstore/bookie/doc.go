@@ -146,9 +146,11 @@
 // maxPendingAddRequestsPerThread and maxPendingReadRequestsPerThread (per
 // connection), waitTimeoutOnResponseBackpressureMs, and keeper's own
 // maxPendingRequestBytesPerConnection, maxUnsentResponseBytesPerConnection
-// and maxPendingConnectionBytes (see Config). Keys that protect data or
-// access are refused unless their value asks for nothing (tls*,
-// clientKeyStore*, clientTrustStore*, httpServer TLS keys, bookie and
+// and maxPendingConnectionBytes (see Config), and BookKeeper's TLS keys
+// (tlsProviderFactoryClass, tlsKeyStore*, tlsTrustStore*,
+// tlsCertificatePath, tlsClientAuthentication, ...; docs/bookie-tls.md).
+// Keys that protect data or access are refused unless their value asks for
+// nothing (TLS keys keeper does not read, httpServer TLS keys, bookie and
 // client auth providers, authorizedRoles, permittedStartupUsers,
 // zkEnableSecurity, dataIntegrityChecking, localConsistencyCheckOnStartup;
 // docs/configuration.md). Other keys are ignored.
@@ -165,7 +167,8 @@
 //
 // # Differences from BookKeeper
 //
-//   - START_TLS and GET_LIST_OF_ENTRIES_OF_LEDGER answer EBADREQ. AUTH is
+//   - GET_LIST_OF_ENTRIES_OF_LEDGER answers EBADREQ, and so does START_TLS
+//     on a bookie without TLS (tls.go has the one with it). AUTH is
 //     answered as by a bookie without an auth provider (EOK,
 //     AuthDisabledPlugin). v2's BATCH_READ_ENTRY is served as in 4.17,
 //     bounded by the frame limit (maxBatchReadSize is not a setting).
