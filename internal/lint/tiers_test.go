@@ -42,7 +42,9 @@ var tierTable = []tierEntry{
 	{pkg: "ledgerstore/bookie/httpadmin", tier: 3}, // the bookie's HTTP admin API (httpServerEnabled)
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
 	{pkg: "ledgerstore/autorecovery", tier: 3}, // auditor and replication workers over metadata and ledgerclient
-	{pkg: "ledgerstore/bookietls", tier: 3, subpackages: true}, // BookKeeper's START_TLS: tls* keys, stores via clienttls; bookietlstest issues tests' certificates
+	// BookKeeper's START_TLS: the tls* keys, stores read through
+	// clienttls; bookietlstest issues tests' certificates.
+	{pkg: "ledgerstore/bookietls", tier: 3, subpackages: true},
 	// Tests' in-memory keeper server under the metadata store; it imports
 	// no metadata, so that package's own tests can use it too.
 	{pkg: "ledgerstore/metadata/metadatatest", tier: 3},
