@@ -42,6 +42,17 @@ type Store struct {
 	// Type is PEM, PKCS12 or JKS in any case; "" guesses it from
 	// Location's extension.
 	Type string
+	// LocationKey names the setting that gives Location, for errors; ""
+	// is Key+".location", zoo.cfg's spelling (BookKeeper's is tlsKeyStore).
+	LocationKey string
+}
+
+// locationKey is the setting that gives Location, for errors.
+func (s Store) locationKey() string {
+	if s.LocationKey != "" {
+		return s.LocationKey
+	}
+	return s.Key + ".location"
 }
 
 // storeMagicJKS begins a JKS file; storeMagicJCEKS a JCEKS file, which
@@ -78,10 +89,10 @@ func (s Store) storeType() (StoreType, error) {
 		case ".jks":
 			return JKS, nil
 		case ".bcfks":
-			return "", fmt.Errorf("%s.location: %s: keeper does not read BCFKS stores; use PEM, PKCS12 or JKS", s.Key, s.Location)
+			return "", fmt.Errorf("%s: %s: keeper does not read BCFKS stores; use PEM, PKCS12 or JKS", s.locationKey(), s.Location)
 		}
 	}
-	return "", fmt.Errorf("%s.location: %s: cannot tell the store type from the file name; set %s.type", s.Key, s.Location, s.Key)
+	return "", fmt.Errorf("%s: %s: cannot tell the store type from the file name; set %s.type", s.locationKey(), s.Location, s.Key)
 }
 
 // password returns the store's password, read from PasswordPath when set.
@@ -129,7 +140,7 @@ func (s Store) read() ([]byte, string, StoreType, error) {
 	}
 	data, err := readBounded(s.Location)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("%s.location: %w", s.Key, err)
+		return nil, "", "", fmt.Errorf("%s: %w", s.locationKey(), err)
 	}
 	return data, pass, t, nil
 }
@@ -153,11 +164,11 @@ func LoadKeyPair(s Store) (tls.Certificate, error) {
 		key, chain, err = pkcs12KeyPair(data, pass, t)
 	}
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s.location: %s: %w", s.Key, s.Location, err)
+		return tls.Certificate{}, fmt.Errorf("%s: %s: %w", s.locationKey(), s.Location, err)
 	}
 	cert, err := keyPair(key, chain)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s.location: %s: %w", s.Key, s.Location, err)
+		return tls.Certificate{}, fmt.Errorf("%s: %s: %w", s.locationKey(), s.Location, err)
 	}
 	return cert, nil
 }
@@ -178,11 +189,11 @@ func LoadPEMKeyPair(s Store, certPath, certKey string) (tls.Certificate, error) 
 	data := append(append(append([]byte(nil), keyData...), '\n'), certData...)
 	key, chain, err := pemKeyPair(data, pass)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s: %s: %w", s.Key, s.Location, err)
+		return tls.Certificate{}, fmt.Errorf("%s: %s: %w", s.locationKey(), s.Location, err)
 	}
 	cert, err := keyPair(key, chain)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s: %s and %s: %s: %w", s.Key, s.Location, certKey, certPath, err)
+		return tls.Certificate{}, fmt.Errorf("%s: %s and %s: %s: %w", s.locationKey(), s.Location, certKey, certPath, err)
 	}
 	return cert, nil
 }
@@ -208,7 +219,7 @@ func LoadTrusted(s Store) ([]*x509.Certificate, error) {
 		err = errors.New("no certificates in the trust store")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s.location: %s: %w", s.Key, s.Location, err)
+		return nil, fmt.Errorf("%s: %s: %w", s.locationKey(), s.Location, err)
 	}
 	return certs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,18 +245,29 @@ func TestTLSReload(t *testing.T) {
 // start.
 func TestTLSStartRefused(t *testing.T) {
 	p := newPKI(t)
-	for name, s := range map[string]bookietls.Settings{
-		"no key store":            {Enabled: true},
-		"PEM without certificate": {Enabled: true, KeyStoreType: "PEM", KeyStore: p.bookie.KeyPEM},
-		"client auth, no trust":   {Enabled: true, KeyStoreType: "PEM", KeyStore: p.bookie.KeyPEM, CertificatePath: p.bookie.CertPEM, ClientAuthentication: true},
-		"missing file":            {Enabled: true, KeyStoreType: "PEM", KeyStore: p.dir + "/nope.key", CertificatePath: p.bookie.CertPEM},
-		"key and cert mismatch":   {Enabled: true, KeyStoreType: "PEM", KeyStore: p.client.KeyPEM, CertificatePath: p.bookie.CertPEM},
-		"a protocol gap":          {Enabled: true, KeyStoreType: "PEM", KeyStore: p.bookie.KeyPEM, CertificatePath: p.bookie.CertPEM, EnabledProtocols: []string{"TLSv1.1", "TLSv1.3"}},
+	pem := func(key, cert string) bookietls.Settings {
+		return bookietls.Settings{Enabled: true, KeyStoreType: "PEM", KeyStore: key, CertificatePath: cert}
+	}
+	auth := pem(p.bookie.KeyPEM, p.bookie.CertPEM)
+	auth.ClientAuthentication = true
+	gap := pem(p.bookie.KeyPEM, p.bookie.CertPEM)
+	gap.EnabledProtocols = []string{"TLSv1.1", "TLSv1.3"}
+	for _, tt := range []struct {
+		name string
+		s    bookietls.Settings
+		want string // a part of the error: the key at fault
+	}{
+		{"no key store", bookietls.Settings{Enabled: true}, "tlsKeyStore: not set"},
+		{"PEM without certificate", pem(p.bookie.KeyPEM, ""), "tlsCertificatePath"},
+		{"client auth, no trust", auth, "tlsTrustStore: not set"},
+		{"missing file", pem(p.dir+"/nope.key", p.bookie.CertPEM), "tlsKeyStore: open "},
+		{"key and cert mismatch", pem(p.client.KeyPEM, p.bookie.CertPEM), "no certificate matches the private key"},
+		{"a protocol gap", gap, "tlsEnabledProtocols"},
 	} {
 		e := newEnv(t, false)
-		e.tweak = func(c *Config) { c.TLS = s }
-		if _, err := New(e.config()); err == nil {
-			t.Errorf("%s: bookie created", name)
+		e.tweak = func(c *Config) { c.TLS = tt.s }
+		if _, err := New(e.config()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.name, err, tt.want)
 		}
 	}
 }

@@ -222,7 +222,7 @@ func loadKeyPair(key string, s Settings) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	st := clienttls.Store{Key: key, Location: s.KeyStore, Password: pass, Type: t}
+	st := clienttls.Store{Key: key, LocationKey: key, Location: s.KeyStore, Password: pass, Type: t}
 	if t == "PEM" {
 		return clienttls.LoadPEMKeyPair(st, s.CertificatePath, "tlsCertificatePath")
 	}
@@ -239,7 +239,7 @@ func loadTrust(key string, s Settings) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	certs, err := clienttls.LoadTrusted(clienttls.Store{Key: key, Location: s.TrustStore, Password: pass, Type: t})
+	certs, err := clienttls.LoadTrusted(clienttls.Store{Key: key, LocationKey: key, Location: s.TrustStore, Password: pass, Type: t})
 	if err != nil {
 		return nil, err
 	}
