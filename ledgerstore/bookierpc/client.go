@@ -160,7 +160,7 @@ func startTLS(ctx context.Context, nc net.Conn, addr string, cfg *bookietls.Conf
 }
 
 // readOneFrame reads one length-prefixed response, and no byte more.
-func readOneFrame(nc net.Conn) (*bkproto.Response, error) {
+func readOneFrame(nc io.Reader) (*bkproto.Response, error) {
 	var prefix [bkproto.FrameLengthBytes]byte
 	if _, err := io.ReadFull(nc, prefix[:]); err != nil {
 		return nil, err
