@@ -124,9 +124,10 @@ metadata servers (metadataServiceUri or zkServers, zkLedgersRootPath) and
 lostBookieRecoveryDelay, auditorPeriodicCheckInterval,
 auditorPeriodicBookieCheckInterval, openLedgerRereplicationGracePeriod,
 rwRereplicateBackoffMs, rereplicationEntryBatchSize,
-auditorPeriodicPlacementPolicyCheckInterval, and the placement policy that
+auditorPeriodicPlacementPolicyCheckInterval, the placement policy that
 chooses replacement bookies (ensemblePlacementPolicy, minNumRacksPerWriteQuorum,
-enforceMinNumRacksPerWriteQuorum, reppDnsResolverClass). See docs/autorecovery.md.`,
+enforceMinNumRacksPerWriteQuorum, reppDnsResolverClass), and the TLS keys its
+connections to bookies use (docs/bookie-tls.md). See docs/autorecovery.md.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
