@@ -26,7 +26,8 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/datatree", tier: 1}, {pkg: "coordination/session", tier: 1},
 	{pkg: "coordination/watch", tier: 1}, {pkg: "coordination/acl", tier: 1},
 	{pkg: "coordination/zkcore", tier: 1}, {pkg: "coordination/zab", tier: 1},
-	{pkg: "coordination/sasl", tier: 1}, // SASL mechanisms: token in, token out
+	{pkg: "coordination/sasl", tier: 1},     // SASL mechanisms: token in, token out
+	{pkg: "coordination/kerberos", tier: 1}, // accepting Kerberos GSS-API contexts: keytab bytes and now passed in
 	{pkg: "ledgerstore/ledger", tier: 1}, {pkg: "ledgerstore/bkproto", tier: 1},
 	// Tier 2, storage: files only through vfs.FS.
 	{pkg: "internal/vfs", tier: 2, subpackages: true},
@@ -93,6 +94,10 @@ var thirdParty = map[string][]string{
 	"software.sslmate.com/src/go-pkcs12":         {"coordination/clienttls"},
 	"github.com/pavlo-v-chernykh/keystore-go/v4": {"coordination/clienttls"},
 	"google.golang.org/protobuf":                 {"ledgerstore/bkproto", "ledgerstore/bookie", "ledgerstore/bookierpc", "ledgerstore/metadata", "ledgerstore/ledgerclient", "ledgerstore/autorecovery"},
+	// Kerberos tickets, keytabs and enctypes for SASL GSSAPI (docs/sasl.md):
+	// RFC 3961/3962/8009 cryptography and the RFC 4120 ASN.1 types are not
+	// something to hand-write.
+	"github.com/jcmturner/gokrb5/v8": {"coordination/kerberos"},
 	// keeper shell's line editor (history, completion), as zkCli has JLine's.
 	"github.com/chzyer/readline": {"cmd/keeper"},
 }
