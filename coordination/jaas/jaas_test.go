@@ -2,6 +2,7 @@ package jaas
 
 import (
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -129,6 +130,41 @@ func TestCredentials(t *testing.T) {
 			}
 			if err != nil && strings.Contains(err.Error(), "zkquorum") {
 				t.Fatalf("error %v names an option value", err)
+			}
+		})
+	}
+}
+
+func TestServerKerberos(t *testing.T) {
+	const good = `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k/zk.keytab" storeKey=true principal="zookeeper/localhost@EXAMPLE.COM";`
+	tests := []struct {
+		name, section, wantErr string
+		want                   *KerberosLogin
+	}{
+		{"keytab login", good, "", &KerberosLogin{KeyTab: "/k/zk.keytab", Principal: "zookeeper/localhost@EXAMPLE.COM", Line: 2}},
+		{"digest only", `org.apache.zookeeper.server.auth.DigestLoginModule required user_a="b";`, "", nil},
+		{"no keytab use", `com.sun.security.auth.module.Krb5LoginModule required keyTab="/k" storeKey=true principal="zookeeper/h@R";`, "useKeyTab=true", nil},
+		{"no storeKey", `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=TRUE keyTab="/k" principal="zookeeper/h@R";`, "storeKey=true", nil},
+		{"ticket cache", `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true useTicketCache=true keyTab="/k" principal="zookeeper/h@R";`, "useTicketCache", nil},
+		{"no keyTab", `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true principal="zookeeper/h@R";`, "keyTab is not set", nil},
+		{"any principal", `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="/k" principal="*";`, "principal must", nil},
+		{"mixed", good + "\norg.apache.zookeeper.server.auth.DigestLoginModule required user_a=\"b\";", "only login module", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("Server {\n"+tc.section+"\n};\n"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cfg.ServerKerberos("Server")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
 	}

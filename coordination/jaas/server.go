@@ -23,9 +23,10 @@ const (
 // no such section, or it lists no modules; ZooKeeper then runs without
 // SASL.
 //
-// Every module of the section must be DigestLoginModule: any other (such as
-// Java's Krb5LoginModule, which makes ZooKeeper use GSSAPI) is an error,
-// because keeper does not implement what it asks for.
+// Every module of the section must be DigestLoginModule: any other is an
+// error, because keeper does not implement what it asks for. Callers ask
+// ServerKerberos first: a section with Java's Krb5LoginModule makes
+// ZooKeeper use GSSAPI instead.
 func (c *Config) ServerUsers(name string) (users map[string]string, ok bool, err error) {
 	mods, ok := c.Section(name)
 	if !ok {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"keeper/coordination/acl"
 	"keeper/coordination/jute"
+	"keeper/coordination/kerberos"
 	"keeper/coordination/sasl"
 	"keeper/coordination/zkproto"
 )
@@ -23,6 +25,13 @@ type AuthConfig struct {
 	// Entropy supplies the DIGEST-MD5 nonces (crypto/rand.Reader outside
 	// tests). Required with SASLUsers.
 	Entropy io.Reader
+	// Kerberos, when set, makes SASL GSSAPI instead of DIGEST-MD5: the
+	// JAAS Server section logs in with Krb5LoginModule, and this acceptor
+	// checks tickets for its principal. Not with SASLUsers.
+	Kerberos *kerberos.Acceptor
+	// Now reads the clock for Kerberos' ticket checks. Required with
+	// Kerberos.
+	Now func() time.Time
 	// SASLProvider, SASLAnyUser, SASLSuperUsers, KerberosRealm,
 	// RemoveHostFromPrincipal and RemoveRealmFromPrincipal are
 	// acl.Authenticator's fields of the same names.
@@ -60,6 +69,9 @@ func (a *AuthConfig) validate(auth acl.Authenticator) error {
 	if a.SASLUsers != nil && a.Entropy == nil {
 		return errors.New("zkcore: SASL needs an entropy source")
 	}
+	if a.Kerberos != nil && (a.SASLUsers != nil || a.Now == nil) {
+		return errors.New("zkcore: GSSAPI needs a clock, and excludes DIGEST-MD5 users")
+	}
 	return nil
 }
 
@@ -87,6 +99,15 @@ func (s *Server) digestConfig(a *AuthConfig) *sasl.DigestMD5Config {
 		Authorize:  s.auth.SASLAuthorizedID,
 		Entropy:    a.Entropy,
 	}
+}
+
+// gssapiConfig is the GSSAPI configuration all connections share, or nil
+// without Kerberos.
+func (s *Server) gssapiConfig(a *AuthConfig) *sasl.GSSAPIConfig {
+	if a.Kerberos == nil {
+		return nil
+	}
+	return &sasl.GSSAPIConfig{Acceptor: a.Kerberos, Now: a.Now, Authorize: s.auth.SASLAuthorizedID}
 }
 
 // saslRequired reports whether SASL is among the enforced schemes; a failed
@@ -142,14 +163,18 @@ func (s *Server) runSASL(c *conn, e *entry) {
 		s.closeWithoutReply(c, e)
 		return
 	}
-	if s.digest == nil {
+	if s.digest == nil && s.gssapi == nil {
 		// No JAAS Server section: ZooKeeper's connection has no SASL
 		// server and answers every token with none.
 		s.finishSASL(e, zkproto.CodeOK, nil)
 		return
 	}
 	if c.sasl == nil {
-		c.sasl = sasl.NewDigestMD5(s.digest)
+		if s.gssapi != nil {
+			c.sasl = sasl.NewGSSAPI(s.gssapi)
+		} else {
+			c.sasl = sasl.NewDigestMD5(s.digest)
+		}
 	}
 	token, err := c.sasl.Evaluate(p.Token)
 	if err != nil {

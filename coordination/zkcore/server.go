@@ -226,6 +226,7 @@ type Server struct {
 	// every connection's SASL exchange uses, nil without SASL.
 	authCfg AuthConfig
 	digest  *sasl.DigestMD5Config
+	gssapi  *sasl.GSSAPIConfig // Kerberos for clients; nil without
 
 	conns       map[ConnID]*conn
 	sessionConn map[int64]ConnID // the connection a live session is attached to
@@ -292,6 +293,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.authCfg = cfg.Auth
 	s.digest = s.digestConfig(&cfg.Auth)
+	s.gssapi = s.gssapiConfig(&cfg.Auth)
 	s.view = newView(tree)
 	s.stats.reset()
 	s.metrics = newCoreMetrics(cfg.Metrics)

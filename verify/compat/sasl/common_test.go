@@ -56,6 +56,12 @@ func startZooKeeper(t *testing.T, jaas string, extra map[string]string) string {
 // the JAAS file as ZooKeeper's scripts do, in SERVER_JVMFLAGS.
 func startKeeper(t *testing.T, jaas string, extra map[string]string) string {
 	t.Helper()
+	return startKeeperFlags(t, "-Djava.security.auth.login.config="+jaas, extra)
+}
+
+// startKeeperFlags is startKeeper with SERVER_JVMFLAGS set to flags.
+func startKeeperFlags(t *testing.T, flags string, extra map[string]string) string {
+	t.Helper()
 	lines := "dataDir=" + t.TempDir() + "\nclientPort=2181\nauthProvider.1=" + saslProvider + "\n"
 	for k, v := range extra {
 		lines += k + "=" + v + "\n"
@@ -66,7 +72,7 @@ func startKeeper(t *testing.T, jaas string, extra map[string]string) string {
 	}
 	getenv := func(k string) string {
 		if k == zoocfg.ServerJVMFlagsEnv {
-			return "-Djava.security.auth.login.config=" + jaas
+			return flags
 		}
 		return ""
 	}

@@ -1,0 +1,69 @@
+package jaas
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Krb5LoginModule is Java's Kerberos login module. A ZooKeeper server
+// whose Server section logs in with it authenticates clients with SASL
+// GSSAPI, as the principal the module names, with the keys of its keytab.
+const Krb5LoginModule = "com.sun.security.auth.module.Krb5LoginModule"
+
+// KerberosLogin is a server's Kerberos login: its keytab file and its
+// service principal (service/host@REALM).
+type KerberosLogin struct {
+	KeyTab    string
+	Principal string
+	Line      int // 1-based line of the module
+}
+
+// ServerKerberos returns the Kerberos login of section name, or nil when
+// the section has no Krb5LoginModule (or does not exist). A section that
+// logs in with Kerberos must be one Krb5LoginModule that takes the
+// service's key from a keytab, as a server needs it to accept tickets:
+// useKeyTab=true, storeKey=true, keyTab and principal set. Anything else
+// is an error rather than a login that would fail at every client (Java
+// finds no key to accept with) or fall back to a ticket cache.
+func (c *Config) ServerKerberos(name string) (*KerberosLogin, error) {
+	mods, ok := c.Section(name)
+	if !ok {
+		return nil, nil
+	}
+	var krb *Module
+	for i := range mods {
+		if mods[i].Class == Krb5LoginModule {
+			krb = &mods[i]
+		}
+	}
+	if krb == nil {
+		return nil, nil
+	}
+	if len(mods) != 1 {
+		return nil, fmt.Errorf("jaas: section %s, line %d: %s must be the section's only login module", name, krb.Line, Krb5LoginModule)
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("jaas: section %s, line %d: %s: %s", name, krb.Line, Krb5LoginModule, what)
+	}
+	if !isTrue(krb.Options["useKeyTab"]) {
+		return nil, bad("keeper needs useKeyTab=true: a server accepts tickets with the keys of a keytab")
+	}
+	if !isTrue(krb.Options["storeKey"]) {
+		return nil, bad("keeper needs storeKey=true: without it the server keeps no key to accept tickets with")
+	}
+	if isTrue(krb.Options["useTicketCache"]) {
+		return nil, bad("useTicketCache=true is not supported for a server")
+	}
+	login := &KerberosLogin{KeyTab: krb.Options["keyTab"], Principal: krb.Options["principal"], Line: krb.Line}
+	if login.KeyTab == "" {
+		return nil, bad("keyTab is not set")
+	}
+	if login.Principal == "" || login.Principal == "*" {
+		return nil, bad("principal must name the service principal, service/host@REALM")
+	}
+	return login, nil
+}
+
+// isTrue reads a boolean option as Java's login modules do: "true" in any
+// case is true, anything else false.
+func isTrue(v string) bool { return strings.EqualFold(v, "true") }
