@@ -15,8 +15,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # server, verify/compat/zkreal, with the servlet API its admin server needs),
 # its C client (cli_mt), and kazoo with pytest (the
 # Python client suite, with pure-sasl for kazoo's SASL tests and mock,
-# which kazoo's test_client.py imports).
-APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python3-pytest python3-pure-sasl python3-mock
+# which kazoo's test_client.py imports), and MIT Kerberos (a KDC, kadmin.local
+# and kinit, and pykerberos for kazoo's GSSAPI) for the Kerberos tests of
+# verify/compat/sasl.
+APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python3-pytest python3-pure-sasl python3-mock \
+	krb5-kdc krb5-admin-server krb5-user python3-kerberos
 
 .PHONY: test test-loaded deps race check fuzz build invariants chaos
 
@@ -49,6 +52,10 @@ deps:
 	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	$(PYTHON) -c 'import puresasl' 2>/dev/null || missing="$$missing python3-pure-sasl"; \
 	$(PYTHON) -c 'import mock' 2>/dev/null || missing="$$missing python3-mock"; \
+	[ -x /usr/sbin/krb5kdc ] || missing="$$missing krb5-kdc"; \
+	[ -x /usr/sbin/kadmin.local ] || missing="$$missing krb5-admin-server"; \
+	[ -x /usr/bin/kinit ] || missing="$$missing krb5-user"; \
+	$(PYTHON) -c 'import kerberos' 2>/dev/null || missing="$$missing python3-kerberos"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
