@@ -155,3 +155,111 @@ func TestKerberosZkCliSideBySide(t *testing.T) {
 		t.Errorf("a stale server keytab did not fail the login: %q", kp[2])
 	}
 }
+
+// kazooGSSAPI is a kazoo session with GSSAPI (puresasl over pykerberos,
+// from the credential cache kinit filled): it prints the node's data and
+// ACL, or how it failed.
+const kazooGSSAPI = `
+import sys
+from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError, NoAuthError
+hosts, path = sys.argv[1], sys.argv[2]
+zk = KazooClient(hosts=hosts, timeout=30, sasl_options={"mechanism": "GSSAPI", "service": "zookeeper"})
+try:
+    zk.start(timeout=60)
+except AuthFailedError:
+    print("AuthFailed")
+    sys.exit(0)
+try:
+    data, _ = zk.get(path)
+    print("data", data.decode())
+    acls, _ = zk.get_acls(path)
+    print("acl", ",".join("%s:%s:%d" % (a.id.scheme, a.id.id, a.perms) for a in acls))
+except NoAuthError:
+    print("NoAuth")
+except AuthFailedError:
+    print("AuthFailed")
+zk.stop()
+`
+
+// kazoo runs kazooGSSAPI as principal, whose keytab kinit reads into a
+// fresh credential cache.
+func (k *kdc) kazoo(t *testing.T, principal, keytab, addr, path string) string {
+	t.Helper()
+	ccache := "FILE:" + filepath.Join(t.TempDir(), "ccache")
+	env := append(append(os.Environ(), k.env...), "KRB5CCNAME="+ccache)
+	kinit := exec.Command(mustLook(t, "kinit"), "-k", "-t", keytab, principal)
+	kinit.Env = env
+	if out, err := kinit.CombinedOutput(); err != nil {
+		t.Fatalf("kinit %s: %v\n%s", principal, err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(90*time.Second))
+	defer cancel()
+	// localhost, not 127.0.0.1: puresasl asks for a ticket to
+	// zookeeper@<the host it dialled>.
+	_, port, _ := strings.Cut(addr, ":")
+	cmd := exec.CommandContext(ctx, zkreal.KazooPython, "-c", kazooGSSAPI, "localhost:"+port, path)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kazoo as %s: %v\n%s", principal, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "data ") || strings.HasPrefix(l, "acl ") || l == "NoAuth" || l == "AuthFailed" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestKerberosKazooSideBySide reads a node with a sasl ACL through kazoo's
+// GSSAPI against Apache ZooKeeper and keeper, as the ACL's principal and as
+// another one; the outcomes must be the same, and keeper with a stale
+// keytab fails kazoo's login.
+func TestKerberosKazooSideBySide(t *testing.T) {
+	require(t, "kazoo with pure-sasl and pykerberos", exec.Command(zkreal.KazooPython, "-c", "import kazoo, puresasl, kerberos").Run())
+	if err := zkreal.Available(); err != nil {
+		require(t, "Apache ZooKeeper", err)
+	}
+	if _, err := lookPath("kinit"); err != nil {
+		require(t, "kinit (Debian's krb5-user)", err)
+	}
+	k := startKDC(t)
+	for _, p := range []string{"zookeeper/localhost", "alice", "eve"} {
+		k.addPrincipal(t, p)
+	}
+	stale := k.keytab(t, "zookeeper/localhost", "zk-stale.keytab")
+	service := k.keytab(t, "zookeeper/localhost", "zk.keytab")
+	alice := k.keytab(t, "alice", "alice.keytab")
+	eve := k.keytab(t, "eve", "eve.keytab")
+	jaas := k.jaasFile(t, "server.jaas", service, alice, "alice@"+realm)
+	krbFlag := "-Djava.security.krb5.conf=" + k.krb5Conf
+	aliceACL := "sasl:alice@" + realm + ":cdrwa"
+
+	zk := zkreal.Start(t, zkreal.Options{
+		ExtraConfig: map[string]string{"authProvider.1": saslProvider},
+		JVMFlags:    []string{"-Djava.security.auth.login.config=" + jaas, krbFlag},
+	}).Addr()
+	kp := startKeeperFlags(t, "-Djava.security.auth.login.config="+jaas+" "+krbFlag, nil)
+	results := map[string][2]string{}
+	for name, addr := range map[string]string{"zookeeper": zk, "keeper": kp} {
+		// zkCli.sh as alice creates the node the kazoo sessions read.
+		k.zkCli(t, jaas, addr, "create /k secret-data "+aliceACL+"\nquit\n")
+		results[name] = [2]string{k.kazoo(t, "alice@"+realm, alice, addr, "/k"), k.kazoo(t, "eve@"+realm, eve, addr, "/k")}
+		t.Logf("%s: alice %q, eve %q", name, results[name][0], results[name][1])
+	}
+	if results["zookeeper"] != results["keeper"] {
+		t.Errorf("zookeeper %q, keeper %q", results["zookeeper"], results["keeper"])
+	}
+	if want := "data secret-data\nacl sasl:alice@" + realm + ":31"; results["keeper"][0] != want {
+		t.Errorf("alice on keeper: %q, want %q", results["keeper"][0], want)
+	}
+	if results["keeper"][1] != "NoAuth" {
+		t.Errorf("eve on keeper: %q, want NoAuth", results["keeper"][1])
+	}
+	staleAddr := startKeeperFlags(t, "-Djava.security.auth.login.config="+k.jaasFile(t, "stale.jaas", stale, alice, "alice@"+realm)+" "+krbFlag, nil)
+	if got := k.kazoo(t, "alice@"+realm, alice, staleAddr, "/k"); got != "AuthFailed" {
+		t.Errorf("alice on keeper with a stale keytab: %q, want AuthFailed", got)
+	}
+}
