@@ -65,7 +65,9 @@ const (
 //	wrap([0x01, maxbuf, authzid])    ->
 //	                                 <-      null token (complete)
 //
-// Every failure is an *Error that fails the exchange (AuthFailed).
+// Every failure is an *Error that fails the exchange (AuthFailed), but for
+// a security-layer answer shorter than four bytes, which aborts it (the
+// connection is closed without a reply), as in ZooKeeper.
 type GSSAPI struct {
 	cfg  *GSSAPIConfig
 	step gssStep
@@ -90,6 +92,10 @@ func (m *GSSAPI) Evaluate(token []byte) ([]byte, error) {
 	out, err := m.evaluate(token)
 	if err != nil {
 		m.step, m.id = gssDone, ""
+		var se *Error
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		return nil, &Error{Reason: "GSSAPI: " + err.Error()}
 	}
 	return out, nil
@@ -121,9 +127,14 @@ func (m *GSSAPI) evaluate(token []byte) ([]byte, error) {
 			return nil, err
 		}
 		if len(msg) < 4 {
-			return nil, fmt.Errorf("security-layer answer of %d bytes", len(msg))
+			// Java's server reads past the end of the message: a runtime
+			// error, and ZooKeeper closes the connection without a reply.
+			return nil, &Error{Abort: true, Reason: fmt.Sprintf("GSSAPI: security-layer answer of %d bytes", len(msg))}
 		}
-		if msg[0] != layerNone {
+		if msg[0]&layerNone == 0 {
+			// As Java's server: the choice must include one offered
+			// layer; the other bits are taken as they come, and mean
+			// nothing here since ZooKeeper wraps no later traffic.
 			return nil, fmt.Errorf("client chose security layers %#x; only 0x01 (none) is offered", msg[0])
 		}
 		authz := m.ctx.Peer
