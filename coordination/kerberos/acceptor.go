@@ -113,6 +113,12 @@ type Context struct {
 	recvSeq uint64 // the initiator's next sequence number
 }
 
+// The RC4 encryption types (RFC 4757).
+const (
+	etypeRC4HMAC    = 23
+	etypeRC4HMACExp = 24
+)
+
 // GSS checksum flags (RFC 4121 §4.1.1.1) the acceptor looks at.
 const (
 	gssMutualFlag  = 0x02
@@ -181,8 +187,10 @@ func (a *Acceptor) Accept(token []byte, now time.Time) (*Context, []byte, error)
 	if len(auth.SubKey.KeyValue) > 0 {
 		ctx.key = auth.SubKey
 	}
-	if _, err := crypto.GetEtype(ctx.key.KeyType); err != nil {
-		return nil, nil, fmt.Errorf("key type %d: %v", ctx.key.KeyType, err)
+	if _, err := crypto.GetEtype(ctx.key.KeyType); err != nil || ctx.key.KeyType == etypeRC4HMAC || ctx.key.KeyType == etypeRC4HMACExp {
+		// RC4's wrap tokens are RFC 4757's older format, not
+		// implemented; gokrb5 knows no DES.
+		return nil, nil, fmt.Errorf("session key type %d is not supported", ctx.key.KeyType)
 	}
 	if gssFlags&gssMutualFlag == 0 && !types.IsFlagSet(&req.APOptions, flags.APOptionMutualRequired) {
 		// Without mutual authentication both directions start from the
