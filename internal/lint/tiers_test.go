@@ -26,8 +26,9 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/datatree", tier: 1}, {pkg: "coordination/session", tier: 1},
 	{pkg: "coordination/watch", tier: 1}, {pkg: "coordination/acl", tier: 1},
 	{pkg: "coordination/zkcore", tier: 1}, {pkg: "coordination/zab", tier: 1},
-	{pkg: "coordination/sasl", tier: 1},     // SASL mechanisms: token in, token out
-	{pkg: "coordination/kerberos", tier: 1}, // accepting Kerberos GSS-API contexts: keytab bytes and now passed in
+	{pkg: "coordination/sasl", tier: 1},                  // SASL mechanisms: token in, token out
+	{pkg: "coordination/kerberos", tier: 1},              // accepting Kerberos GSS-API contexts: keytab bytes and now passed in
+	{pkg: "coordination/kerberos/kerberostest", tier: 1}, // tests' Kerberos initiator, without a KDC
 	{pkg: "ledgerstore/ledger", tier: 1}, {pkg: "ledgerstore/bkproto", tier: 1},
 	// Tier 2, storage: files only through vfs.FS.
 	{pkg: "internal/vfs", tier: 2, subpackages: true},
