@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"keeper/coordination/kerberos/kerberostest"
 	"keeper/coordination/zoocfg"
 )
 
@@ -24,25 +25,39 @@ func TestAuthFromZoo(t *testing.T) {
 	client := write("client.conf", `Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="bob" password="b"; };`)
 	broken := write("broken.conf", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="secret"`)
 	krb := write("krb.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };`)
+	keytab := write("zk.keytab", string(kerberostest.Keytab(t, "zookeeper/localhost", "EXAMPLE.COM", "s")))
+	krbModule := func(name, keyTab, principal string) string {
+		return write(name, `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="`+
+			keyTab+`" principal="`+principal+`"; };`)
+	}
+	krbGood := krbModule("good.conf", keytab, "zookeeper/localhost@EXAMPLE.COM")
+	krbOther := krbModule("other.conf", keytab, "zookeeper/otherhost@EXAMPLE.COM")
+	krbMissing := krbModule("missing.conf", filepath.Join(dir, "none.keytab"), "zookeeper/localhost@EXAMPLE.COM")
+	krbGarbled := krbModule("garbled.conf", digest, "zookeeper/localhost@EXAMPLE.COM")
 	for _, tc := range []struct {
 		name      string
 		cfg       string // zoo.cfg lines
 		flags     string // SERVER_JVMFLAGS
 		wantUsers map[string]string
 		err       string
+		wantKrb   bool
 	}{
-		{"no jaas", "", "", nil, ""},
-		{"jaas in the environment", "", "-Djava.security.auth.login.config=" + digest + " -Dbob.pw=b", map[string]string{"super": "s", "bob": "b"}, ""},
-		{"jaas in zoo.cfg", "java.security.auth.login.config=" + digest, "-Dbob.pw=b", map[string]string{"super": "s", "bob": "b"}, ""},
+		{"no jaas", "", "", nil, "", false},
+		{"jaas in the environment", "", "-Djava.security.auth.login.config=" + digest + " -Dbob.pw=b", map[string]string{"super": "s", "bob": "b"}, "", false},
+		{"jaas in zoo.cfg", "java.security.auth.login.config=" + digest, "-Dbob.pw=b", map[string]string{"super": "s", "bob": "b"}, "", false},
 		{"super password", "SASLAuthenticationProvider.superPassword=other", "-Djava.security.auth.login.config=" + digest + " -Dbob.pw=b",
-			map[string]string{"super": "other", "bob": "b"}, ""},
-		{"no server section", "", "-Djava.security.auth.login.config=" + client, nil, ""},
-		{"renamed section", "sasl.serverconfig=Client", "-Djava.security.auth.login.config=" + client, map[string]string{}, ""},
-		{"missing file", "", "-Djava.security.auth.login.config=" + filepath.Join(dir, "none.conf"), nil, `no JAAS configuration section named "Server"`},
-		{"broken file", "", "-Djava.security.auth.login.config=" + broken, nil, "expected option key"},
-		{"unknown property", "", "-Djava.security.auth.login.config=" + digest, nil, `unable to expand property "bob.pw"`},
-		{"kerberos", "", "-Djava.security.auth.login.config=" + krb, nil, "Krb5LoginModule"},
-		{"two files", "java.security.auth.login.config=" + client, "-Djava.security.auth.login.config=" + digest, nil, "the environment names JAAS file"},
+			map[string]string{"super": "other", "bob": "b"}, "", false},
+		{"no server section", "", "-Djava.security.auth.login.config=" + client, nil, "", false},
+		{"renamed section", "sasl.serverconfig=Client", "-Djava.security.auth.login.config=" + client, map[string]string{}, "", false},
+		{"missing file", "", "-Djava.security.auth.login.config=" + filepath.Join(dir, "none.conf"), nil, `no JAAS configuration section named "Server"`, false},
+		{"broken file", "", "-Djava.security.auth.login.config=" + broken, nil, "expected option key", false},
+		{"unknown property", "", "-Djava.security.auth.login.config=" + digest, nil, `unable to expand property "bob.pw"`, false},
+		{"kerberos without a keytab", "", "-Djava.security.auth.login.config=" + krb, nil, "storeKey=true", false},
+		{"kerberos", "", "-Djava.security.auth.login.config=" + krbGood, nil, "", true},
+		{"kerberos, principal not in the keytab", "", "-Djava.security.auth.login.config=" + krbOther, nil, "no key for zookeeper/otherhost", false},
+		{"kerberos, keytab missing", "", "-Djava.security.auth.login.config=" + krbMissing, nil, "none.keytab", false},
+		{"kerberos, keytab garbled", "", "-Djava.security.auth.login.config=" + krbGarbled, nil, "keytab", false},
+		{"two files", "java.security.auth.login.config=" + client, "-Djava.security.auth.login.config=" + digest, nil, "the environment names JAAS file", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/x\nclientPort=2181\n" + tc.cfg))
@@ -67,6 +82,9 @@ func TestAuthFromZoo(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if (auth.Kerberos != nil) != tc.wantKrb || (auth.Kerberos != nil) != (auth.Now != nil) {
+				t.Fatalf("kerberos acceptor %v (clock %v), want %v", auth.Kerberos != nil, auth.Now != nil, tc.wantKrb)
 			}
 			if !maps.Equal(auth.SASLUsers, tc.wantUsers) || (auth.SASLUsers == nil) != (tc.wantUsers == nil) || (auth.SASLUsers != nil) != (auth.Entropy != nil) {
 				t.Fatalf("users %v (entropy %v), want %v", auth.SASLUsers, auth.Entropy != nil, tc.wantUsers)
