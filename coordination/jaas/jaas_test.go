@@ -141,7 +141,9 @@ func TestServerKerberos(t *testing.T) {
 		name, section, wantErr string
 		want                   *KerberosLogin
 	}{
-		{"keytab login", good, "", &KerberosLogin{KeyTab: "/k/zk.keytab", Principal: "zookeeper/localhost@EXAMPLE.COM", Line: 2}},
+		{"keytab login", good, "", &KerberosLogin{KeyTab: "/k/zk.keytab", Principal: "zookeeper/localhost@EXAMPLE.COM", Initiator: true, Line: 2}},
+		{"not an initiator", `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k" storeKey=true isInitiator=False principal="zookeeper/h@R";`, "",
+			&KerberosLogin{KeyTab: "/k", Principal: "zookeeper/h@R", Line: 2}},
 		{"digest only", `org.apache.zookeeper.server.auth.DigestLoginModule required user_a="b";`, "", nil},
 		{"no keytab use", `com.sun.security.auth.module.Krb5LoginModule required keyTab="/k" storeKey=true principal="zookeeper/h@R";`, "useKeyTab=true", nil},
 		{"no storeKey", `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=TRUE keyTab="/k" principal="zookeeper/h@R";`, "storeKey=true", nil},

@@ -15,6 +15,11 @@ const Krb5LoginModule = "com.sun.security.auth.module.Krb5LoginModule"
 type KerberosLogin struct {
 	KeyTab    string
 	Principal string
+	// Initiator is the module's isInitiator: true unless the option says
+	// otherwise. An initiator logs in to the KDC with the keytab at start
+	// (Java's Krb5LoginModule gets a TGT), which proves the keytab
+	// current and the KDC reachable.
+	Initiator bool
 	Line      int // 1-based line of the module
 }
 
@@ -54,7 +59,10 @@ func (c *Config) ServerKerberos(name string) (*KerberosLogin, error) {
 	if isTrue(krb.Options["useTicketCache"]) {
 		return nil, bad("useTicketCache=true is not supported for a server")
 	}
-	login := &KerberosLogin{KeyTab: krb.Options["keyTab"], Principal: krb.Options["principal"], Line: krb.Line}
+	login := &KerberosLogin{KeyTab: krb.Options["keyTab"], Principal: krb.Options["principal"], Initiator: true, Line: krb.Line}
+	if v, set := krb.Options["isInitiator"]; set {
+		login.Initiator = isTrue(v)
+	}
 	if login.KeyTab == "" {
 		return nil, bad("keyTab is not set")
 	}

@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"keeper/coordination/jaas"
-	"keeper/coordination/kerberos"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zoocfg"
 )
@@ -59,13 +57,13 @@ func AuthFromZoo(zc *zoocfg.Config, getenv func(string) string, logger *slog.Log
 		return auth, fmt.Errorf("sasl: %s: %w", file, err)
 	}
 	if krb != nil {
-		acc, err := kerberosAcceptor(krb)
+		acc, err := kerberosAcceptor(krb, props)
 		if err != nil {
 			return auth, fmt.Errorf("sasl: %s, line %d: %w", file, krb.Line, err)
 		}
 		auth.Kerberos, auth.Now = acc, time.Now
 		logger.Info("sasl: GSSAPI (Kerberos) for clients", "file", file, "section", section, "principal", krb.Principal,
-			"keyTab", krb.KeyTab, "defaultRealm", auth.KerberosRealm, "saslProvider", s.Provider)
+			"keyTab", krb.KeyTab, "isInitiator", krb.Initiator, "defaultRealm", auth.KerberosRealm, "saslProvider", s.Provider)
 		return auth, nil
 	}
 	users, ok, err := cfg.ServerUsers(section)
@@ -83,29 +81,6 @@ func AuthFromZoo(zc *zoocfg.Config, getenv func(string) string, logger *slog.Log
 	auth.Entropy = rand.Reader
 	logger.Info("sasl: DIGEST-MD5 for clients", "file", file, "section", section, "users", len(users), "saslProvider", s.Provider)
 	return auth, nil
-}
-
-// maxKeytabBytes bounds the keytab file read at start: a keytab holds a
-// few keys of a few dozen bytes each.
-const maxKeytabBytes = 1 << 20
-
-// kerberosAcceptor reads the login's keytab and checks that it holds a key
-// for the principal: a server that could accept no ticket refuses to
-// start rather than fail every client.
-func kerberosAcceptor(krb *jaas.KerberosLogin) (*kerberos.Acceptor, error) {
-	f, err := os.Open(krb.KeyTab)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeytabBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("keytab %s: %w", krb.KeyTab, err)
-	}
-	if len(data) > maxKeytabBytes {
-		return nil, fmt.Errorf("keytab %s is larger than %d bytes", krb.KeyTab, maxKeytabBytes)
-	}
-	return kerberos.NewAcceptor(kerberos.Config{Keytab: data, Principal: krb.Principal, Entropy: rand.Reader})
 }
 
 // loginConfigFile is the JAAS file the environment (or zoo.cfg) names; ""

@@ -10,6 +10,7 @@ import (
 
 	"keeper/coordination/kerberos/kerberostest"
 	"keeper/coordination/zoocfg"
+	"keeper/internal/testhost"
 )
 
 func TestAuthFromZoo(t *testing.T) {
@@ -26,10 +27,14 @@ func TestAuthFromZoo(t *testing.T) {
 	broken := write("broken.conf", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="secret"`)
 	krb := write("krb.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };`)
 	keytab := write("zk.keytab", string(kerberostest.Keytab(t, "zookeeper/localhost", "EXAMPLE.COM", "s")))
+	// isInitiator=false: no KDC here to log in to at start.
 	krbModule := func(name, keyTab, principal string) string {
-		return write(name, `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="`+
+		return write(name, `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true isInitiator=false keyTab="`+
 			keyTab+`" principal="`+principal+`"; };`)
 	}
+	krbInitiator := write("initiator.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="`+
+		keytab+`" principal="zookeeper/localhost@EXAMPLE.COM"; };`)
+	noKDC := write("krb5.conf", "[libdefaults]\n default_realm = EXAMPLE.COM\n[realms]\n EXAMPLE.COM = {\n  kdc = "+testhost.DeadAddr(t)+"\n }\n")
 	krbGood := krbModule("good.conf", keytab, "zookeeper/localhost@EXAMPLE.COM")
 	krbOther := krbModule("other.conf", keytab, "zookeeper/otherhost@EXAMPLE.COM")
 	krbMissing := krbModule("missing.conf", filepath.Join(dir, "none.keytab"), "zookeeper/localhost@EXAMPLE.COM")
@@ -55,6 +60,8 @@ func TestAuthFromZoo(t *testing.T) {
 		{"kerberos without a keytab", "", "-Djava.security.auth.login.config=" + krb, nil, "storeKey=true", false},
 		{"kerberos", "", "-Djava.security.auth.login.config=" + krbGood, nil, "", true},
 		{"kerberos, principal not in the keytab", "", "-Djava.security.auth.login.config=" + krbOther, nil, "no key for zookeeper/otherhost", false},
+		{"kerberos initiator, KDC down", "", "-Djava.security.auth.login.config=" + krbInitiator + " -Djava.security.krb5.conf=" + noKDC, nil,
+			"could not log in to Kerberos as zookeeper/localhost@EXAMPLE.COM", false},
 		{"kerberos, keytab missing", "", "-Djava.security.auth.login.config=" + krbMissing, nil, "none.keytab", false},
 		{"kerberos, keytab garbled", "", "-Djava.security.auth.login.config=" + krbGarbled, nil, "keytab", false},
 		{"two files", "java.security.auth.login.config=" + client, "-Djava.security.auth.login.config=" + digest, nil, "the environment names JAAS file", false},

@@ -98,7 +98,8 @@ var thirdParty = map[string][]string{
 	// Kerberos tickets, keytabs and enctypes for SASL GSSAPI (docs/sasl.md):
 	// RFC 3961/3962/8009 cryptography and the RFC 4120 ASN.1 types are not
 	// something to hand-write.
-	"github.com/jcmturner/gokrb5/v8": {"coordination/kerberos"},
+	// The server's start-up login to the KDC (isInitiator) uses its client.
+	"github.com/jcmturner/gokrb5/v8": {"coordination/kerberos", "coordination/server"},
 	// keeper shell's line editor (history, completion), as zkCli has JLine's.
 	"github.com/chzyer/readline": {"cmd/keeper"},
 }

@@ -93,6 +93,24 @@ func startKeeperFlags(t *testing.T, flags string, extra map[string]string) strin
 	return s.Addr().String()
 }
 
+// keeperAuthErr is the error keeper's start meets reading its SASL
+// settings with SERVER_JVMFLAGS set to flags.
+func keeperAuthErr(t *testing.T, flags string) error {
+	t.Helper()
+	zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=" + t.TempDir() + "\nclientPort=2181\nauthProvider.1=" + saslProvider + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string {
+		if k == zoocfg.ServerJVMFlagsEnv {
+			return flags
+		}
+		return ""
+	}
+	_, err = server.AuthFromZoo(zc, getenv, slog.New(slog.DiscardHandler))
+	return err
+}
+
 // require skips the test when a client is missing, or fails it when
 // KEEPER_REQUIRE_ZK is set.
 func require(t *testing.T, what string, err error) {

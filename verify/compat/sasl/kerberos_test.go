@@ -34,8 +34,17 @@ Client {
 
 func (k *kdc) jaasFile(t *testing.T, name, serverKeytab, clientKeytab, clientPrincipal string) string {
 	t.Helper()
+	return k.jaasFileOpts(t, name, serverKeytab, clientKeytab, clientPrincipal, "")
+}
+
+// jaasFileOpts is jaasFile with more options for the Server section's
+// module.
+func (k *kdc) jaasFileOpts(t *testing.T, name, serverKeytab, clientKeytab, clientPrincipal, serverOpts string) string {
+	t.Helper()
 	p := filepath.Join(k.dir, name)
-	if err := os.WriteFile(p, []byte(fmt.Sprintf(kerberosJAAS, serverKeytab, clientKeytab, clientPrincipal)), 0o600); err != nil {
+	text := fmt.Sprintf(kerberosJAAS, serverKeytab, clientKeytab, clientPrincipal)
+	text = strings.Replace(text, "useTicketCache=false\n", "useTicketCache=false "+serverOpts+"\n", 1)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -100,7 +109,9 @@ func TestKerberosZkCliSideBySide(t *testing.T) {
 	eve := k.keytab(t, "eve", "eve.keytab")
 	aliceJAAS := k.jaasFile(t, "alice.jaas", service, alice, "alice@"+realm)
 	eveJAAS := k.jaasFile(t, "eve.jaas", service, eve, "eve@"+realm)
-	staleJAAS := k.jaasFile(t, "stale.jaas", stale, alice, "alice@"+realm)
+	// isInitiator=false: the server does not log in to the KDC at start,
+	// so ZooKeeper starts with a stale keytab too.
+	staleJAAS := k.jaasFileOpts(t, "stale.jaas", stale, alice, "alice@"+realm, "isInitiator=false")
 	krbFlag := "-Djava.security.krb5.conf=" + k.krb5Conf
 
 	const aliceScript = "create /k secret-data sasl:alice@" + realm + ":cdrwa\nget /k\ngetAcl /k\nquit\n"
@@ -125,21 +136,26 @@ func TestKerberosZkCliSideBySide(t *testing.T) {
 		addr := s.start(aliceJAAS)
 		a := k.zkCli(t, aliceJAAS, addr, aliceScript)
 		e := k.zkCli(t, eveJAAS, addr, eveScript)
-		// Apache ZooKeeper logs in to the KDC with its keytab at start, so
-		// a stale keytab stops its start ("Checksum failed"); keeper reads
-		// the keytab without a KDC and fails each login instead.
-		var st string
-		if s.name == "keeper" {
-			st = k.zkCli(t, staleJAAS, s.start(staleJAAS), staleScript)
-		}
+		st := k.zkCli(t, staleJAAS, s.start(staleJAAS), staleScript)
 		results[s.name] = [][]string{outcome(a), outcome(e), outcome(st)}
 		t.Logf("%s: alice %q, eve %q, stale keytab %q", s.name, outcome(a), outcome(e), outcome(st))
 		if testing.Verbose() {
 			t.Logf("%s alice output:\n%s", s.name, a)
 		}
 	}
+	// With the default isInitiator=true the server logs in to the KDC at
+	// start: on a stale keytab ZooKeeper stops ("Checksum failed", seen
+	// with 3.8.0) and keeper refuses to start too.
+	staleLogin := k.jaasFile(t, "stale-login.jaas", stale, alice, "alice@"+realm)
+	if err := keeperAuthErr(t, "-Djava.security.auth.login.config="+staleLogin+" "+krbFlag); err == nil ||
+		!strings.Contains(err.Error(), "could not log in to Kerberos") {
+		t.Errorf("keeper with a stale keytab, isInitiator=true: %v, want a refusal to start", err)
+	}
+	if err := keeperAuthErr(t, "-Djava.security.auth.login.config="+aliceJAAS+" "+krbFlag); err != nil {
+		t.Errorf("keeper with a current keytab: %v", err)
+	}
 	zk, kp := results["zookeeper"], results["keeper"]
-	for i, what := range []string{"alice", "eve"} {
+	for i, what := range []string{"alice", "eve", "stale keytab"} {
 		if strings.Join(zk[i], "\n") != strings.Join(kp[i], "\n") {
 			t.Errorf("%s: zookeeper %q, keeper %q", what, zk[i], kp[i])
 		}
@@ -258,7 +274,8 @@ func TestKerberosKazooSideBySide(t *testing.T) {
 	if results["keeper"][1] != "NoAuth" {
 		t.Errorf("eve on keeper: %q, want NoAuth", results["keeper"][1])
 	}
-	staleAddr := startKeeperFlags(t, "-Djava.security.auth.login.config="+k.jaasFile(t, "stale.jaas", stale, alice, "alice@"+realm)+" "+krbFlag, nil)
+	staleJAAS := k.jaasFileOpts(t, "stale.jaas", stale, alice, "alice@"+realm, "isInitiator=false")
+	staleAddr := startKeeperFlags(t, "-Djava.security.auth.login.config="+staleJAAS+" "+krbFlag, nil)
 	if got := k.kazoo(t, "alice@"+realm, alice, staleAddr, "/k"); got != "AuthFailed" {
 		t.Errorf("alice on keeper with a stale keytab: %q, want AuthFailed", got)
 	}

@@ -40,10 +40,10 @@ xid = 0
 def request(op, body):
     global xid
     xid += 1
-    send(struct.pack(">ii", xid, op) + body)
     try:
+        send(struct.pack(">ii", xid, op) + body)
         r = recv()
-    except (EOFError, ConnectionResetError):
+    except (EOFError, OSError):
         return "closed", None
     err = struct.unpack(">i", r[12:16])[0]
     return err, r[16:]
