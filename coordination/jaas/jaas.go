@@ -1,7 +1,8 @@
 // Package jaas reads a JAAS login configuration file, the file Apache
 // ZooKeeper names with -Djava.security.auth.login.config, and gives the
 // ZooKeeper server's view of it: the DIGEST-MD5 users of its Server
-// section (docs/sasl.md).
+// section, or the keytab and principal of its Kerberos login
+// (docs/sasl.md).
 //
 // The package is pure: Parse takes the file's bytes and a lookup for the
 // ${property} references Java expands in option values.

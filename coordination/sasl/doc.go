@@ -1,7 +1,8 @@
 // Package sasl is the server side of the SASL mechanisms ZooKeeper clients
 // authenticate with over sasl(102) (docs/sasl.md,
-// docs/zookeeper-protocol.md §7.6). So far that is DIGEST-MD5, as Java's
-// server implements RFC 2831 for ZooKeeper.
+// docs/zookeeper-protocol.md §7.6): DIGEST-MD5, as Java's server
+// implements RFC 2831 for ZooKeeper, and GSSAPI (RFC 4752; gssapi.go has
+// the exchange), whose Kerberos side is coordination/kerberos.
 //
 // The package is pure: a mechanism is a state machine that takes the
 // client's token and returns the server's, with no I/O; the nonces come
@@ -33,7 +34,7 @@ type Mechanism interface {
 	Complete() bool
 	// AuthorizationID is the authorized id once Complete.
 	AuthorizationID() string
-	// Mechanism names the mechanism ("DIGEST-MD5").
+	// Mechanism names the mechanism ("DIGEST-MD5", "GSSAPI").
 	Mechanism() string
 }
 

@@ -11,9 +11,14 @@
 //   - raw connections send good, wrong, garbled and cut-off DIGEST-MD5
 //     exchanges, and both servers must answer them byte for byte alike
 //     (but for the nonce) and close the same connections, while another
-//     connection keeps being served.
+//     connection keeps being served;
+//   - with Kerberos, an MIT KDC (Debian's krb5-kdc) in a temp dir and the
+//     same keytabs for both servers: zkCli.sh and kazoo (pure-sasl over
+//     pykerberos) with GSSAPI and sasl ACLs, raw first tokens (good,
+//     replayed, for another principal, garbled), every branch of the
+//     security-layer step (testdata/gssapi_layer.py), and a stale keytab.
 //
-// The package has tests only. Without Java, ZooKeeper, zkCli.sh, kazoo or
-// pytest the tests skip, unless KEEPER_REQUIRE_ZK is set (make test sets
-// it), in which case they fail.
+// The package has tests only. Without Java, ZooKeeper, zkCli.sh, kazoo,
+// pytest, pykerberos or the MIT KDC the tests skip, unless
+// KEEPER_REQUIRE_ZK is set (make test sets it), in which case they fail.
 package sasl
