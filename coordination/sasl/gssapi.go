@@ -59,11 +59,14 @@ const (
 //
 //	client                                   server
 //	initial context token (AP-REQ)   ->
-//	                                 <-      AP-REP, or empty without mutual authentication
-//	empty token                      ->
+//	                                 <-      AP-REP, when mutual authentication was asked
+//	empty token                      ->      (only after an AP-REP)
 //	                                 <-      wrap([layers=0x01, maxbuf 65536])
 //	wrap([0x01, maxbuf, authzid])    ->
 //	                                 <-      null token (complete)
+//
+// Without mutual authentication (Java's client asks for none) the first
+// reply is the wrapped offer itself, as Java's server sends it.
 //
 // Every failure is an *Error that fails the exchange (AuthFailed), but for
 // a security-layer answer shorter than four bytes, which aborts it (the
@@ -87,6 +90,15 @@ func (m *GSSAPI) Complete() bool { return m.step == gssDone && m.id != "" }
 // AuthorizationID is the connection's identity once Complete.
 func (m *GSSAPI) AuthorizationID() string { return m.id }
 
+// offer returns the wrapped security-layer offer: no layer, and the
+// receive buffer size.
+func (m *GSSAPI) offer() ([]byte, error) {
+	offer := binary.BigEndian.AppendUint32(nil, GSSAPIMaxBufBytes)
+	offer[0] = layerNone
+	m.step = gssLayer
+	return m.ctx.Wrap(offer)
+}
+
 // Evaluate takes the client's next token.
 func (m *GSSAPI) Evaluate(token []byte) ([]byte, error) {
 	out, err := m.evaluate(token)
@@ -108,19 +120,19 @@ func (m *GSSAPI) evaluate(token []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.ctx, m.step = ctx, gssEmpty
+		m.ctx = ctx
 		if out == nil {
-			out = []byte{}
+			// No mutual authentication, so no AP-REP: Java's server
+			// sends the security-layer offer in this same reply.
+			return m.offer()
 		}
+		m.step = gssEmpty
 		return out, nil
 	case gssEmpty:
 		if len(token) != 0 {
 			return nil, errors.New("expected an empty token after the context was established")
 		}
-		offer := binary.BigEndian.AppendUint32(nil, GSSAPIMaxBufBytes)
-		offer[0] = layerNone
-		m.step = gssLayer
-		return m.ctx.Wrap(offer)
+		return m.offer()
 	case gssLayer:
 		msg, err := m.ctx.Unwrap(token)
 		if err != nil {

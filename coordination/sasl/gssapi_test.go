@@ -1,8 +1,10 @@
 package sasl
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,50 +59,67 @@ func TestGSSAPIExchange(t *testing.T) {
 		{name: "non-empty second token", second: []byte("x"), fail: true},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			login := kerberostest.NewLogin(t, "alice", testService, testRealm, "service-secret", gssNow)
-			m := NewGSSAPI(gssapiConfig(t))
-			out, err := m.Evaluate(login.Token)
-			if err != nil || out == nil || len(out) != 0 {
-				t.Fatalf("context step: %x, %v; want the empty token (no mutual authentication)", out, err)
+		for _, mutual := range []bool{true, false} {
+			if tc.second != nil && !mutual {
+				continue // without an AP-REP there is no second token to get wrong
 			}
-			second := tc.second
-			if second == nil {
-				second = []byte{}
-			}
-			offer, err := m.Evaluate(second)
-			if err == nil {
-				_, err = m.Evaluate(login.Wrap(t, tc.answer))
-			}
-			var se *Error
-			switch {
-			case tc.fail || tc.abort:
-				if !errors.As(err, &se) || se.Abort != tc.abort {
-					t.Fatalf("err %v, want a failure with Abort=%v", err, tc.abort)
-				}
-				if m.Complete() {
-					t.Fatal("complete after a failure")
-				}
-			default:
+			t.Run(fmt.Sprintf("%s/mutual=%v", tc.name, mutual), func(t *testing.T) {
+				login := kerberostest.NewLogin(t, "alice", testService, testRealm, "service-secret", gssNow, mutual)
+				m := NewGSSAPI(gssapiConfig(t))
+				first, err := m.Evaluate(login.Token)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(offer) < 16 || !m.Complete() || m.AuthorizationID() != tc.wantID {
-					t.Fatalf("offer %x, complete %v, id %q; want %q", offer, m.Complete(), m.AuthorizationID(), tc.wantID)
+				offer := first
+				if mutual {
+					// An AP-REP (a context token), then the offer for the
+					// empty token.
+					if len(first) == 0 || first[0] != 0x60 {
+						t.Fatalf("context step: %x, want an AP-REP", first)
+					}
+					second := tc.second
+					if second == nil {
+						second = []byte{}
+					}
+					offer, err = m.Evaluate(second)
 				}
-			}
-			if _, err := m.Evaluate([]byte{}); err == nil {
-				t.Fatal("a token after the exchange ended was taken")
-			}
-		})
+				if err == nil {
+					// Java's server: the wrapped offer, no layer and 65536.
+					if len(offer) < 20 || offer[0] != 0x05 || offer[1] != 0x04 || !bytes.Equal(offer[16:20], []byte{1, 1, 0, 0}) {
+						t.Fatalf("offer %x", offer)
+					}
+					_, err = m.Evaluate(login.Wrap(t, tc.answer))
+				}
+				var se *Error
+				switch {
+				case tc.fail || tc.abort:
+					if !errors.As(err, &se) || se.Abort != tc.abort {
+						t.Fatalf("err %v, want a failure with Abort=%v", err, tc.abort)
+					}
+					if m.Complete() {
+						t.Fatal("complete after a failure")
+					}
+				default:
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !m.Complete() || m.AuthorizationID() != tc.wantID {
+						t.Fatalf("complete %v, id %q; want %q", m.Complete(), m.AuthorizationID(), tc.wantID)
+					}
+				}
+				if _, err := m.Evaluate([]byte{}); err == nil {
+					t.Fatal("a token after the exchange ended was taken")
+				}
+			})
+		}
 	}
 }
 
 func TestGSSAPIBadTickets(t *testing.T) {
 	for name, login := range map[string]*kerberostest.Login{
-		"wrong service key":  kerberostest.NewLogin(t, "alice", testService, testRealm, "stale", gssNow),
-		"wrong principal":    kerberostest.NewLogin(t, "alice", "zookeeper/other", testRealm, "service-secret", gssNow),
-		"clock far off":      kerberostest.NewLogin(t, "alice", testService, testRealm, "service-secret", gssNow.Add(-time.Hour)),
+		"wrong service key":  kerberostest.NewLogin(t, "alice", testService, testRealm, "stale", gssNow, false),
+		"wrong principal":    kerberostest.NewLogin(t, "alice", "zookeeper/other", testRealm, "service-secret", gssNow, false),
+		"clock far off":      kerberostest.NewLogin(t, "alice", testService, testRealm, "service-secret", gssNow.Add(-time.Hour), false),
 		"garbage as a token": {Token: []byte("garbage")},
 	} {
 		m := NewGSSAPI(gssapiConfig(t))
@@ -120,12 +139,9 @@ func FuzzGSSAPI(f *testing.F) {
 	f.Add([]byte("\x01\x00\x00\x00bob"))
 	f.Add([]byte{4})
 	f.Fuzz(func(t *testing.T, answer []byte) {
-		login := kerberostest.NewLogin(t, "alice", testService, testRealm, "service-secret", gssNow)
+		login := kerberostest.NewLogin(t, "alice", testService, testRealm, "service-secret", gssNow, false)
 		m := NewGSSAPI(gssapiConfig(t))
 		if _, err := m.Evaluate(login.Token); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.Evaluate([]byte{}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := m.Evaluate(login.Wrap(t, answer))

@@ -48,8 +48,8 @@ type Login struct {
 
 // NewLogin makes client@realm's initial context token for a ticket to
 // service (service/host) encrypted with the key from servicePassword,
-// issued and used at now, without mutual authentication.
-func NewLogin(t testing.TB, client, service, realm, servicePassword string, now time.Time) *Login {
+// issued and used at now, asking for mutual authentication or not.
+func NewLogin(t testing.TB, client, service, realm, servicePassword string, now time.Time, mutual bool) *Login {
 	t.Helper()
 	cname := types.NewPrincipalName(1, client)
 	sname := types.NewPrincipalName(3, service)
@@ -68,6 +68,9 @@ func NewLogin(t testing.TB, client, service, realm, servicePassword string, now 
 	}
 	sum := make([]byte, 24)
 	binary.LittleEndian.PutUint32(sum, 16)
+	if mutual {
+		binary.LittleEndian.PutUint32(sum[20:], 0x02) // GSS_C_MUTUAL_FLAG
+	}
 	auth.Cksum = types.Checksum{CksumType: 0x8003, Checksum: sum}
 	req, err := messages.NewAPReq(tkt, sessionKey, auth)
 	if err != nil {
