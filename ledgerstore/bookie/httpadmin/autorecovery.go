@@ -83,6 +83,18 @@ func (a *api) noRecovery(w http.ResponseWriter) bool {
 	return false
 }
 
+// withRecovery runs call with the autorecovery backend under the
+// request's metadata deadline, or answers as noRecovery does on a bookie
+// without it.
+func (a *api) withRecovery(w http.ResponseWriter, r *http.Request, call func(ctx context.Context, rec Recovery)) {
+	if a.noRecovery(w) {
+		return
+	}
+	ctx, cancel := mdContext(r)
+	defer cancel()
+	call(ctx, a.o.Recovery)
+}
+
 // startJob runs a recovery in the background, one at a time: BookKeeper
 // queues them on an executor without bound; keeper refuses a second one
 // while the first runs (errBusy). Close cancels it.
@@ -209,8 +221,7 @@ func (a *api) recoverBookie(w http.ResponseWriter, r *http.Request) {
 // decommission is PUT /api/v1/autorecovery/decommission: {"bookie_src":
 // id, "delete_cookie": bool}.
 func (a *api) decommission(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		text(w, http.StatusNotFound, "Not found method. Should be PUT method")
+	if !allow(w, r, notPut, http.MethodPut) {
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -252,92 +263,78 @@ func (a *api) decommission(w http.ResponseWriter, r *http.Request) {
 // listUnderReplicated is GET /api/v1/autorecovery/list_under_replicated_ledger,
 // with missingreplica, excludingmissingreplica and printmissingreplica.
 func (a *api) listUnderReplicated(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Not found method. Should be GET method")
+	if !allow(w, r, notGet, http.MethodGet) {
 		return
 	}
-	if a.noRecovery(w) {
-		return
-	}
-	q := r.URL.Query()
-	ctx, cancel := mdContext(r)
-	defer cancel()
-	ids, missing, err := a.o.Recovery.UnderReplicated(ctx, q.Get("missingreplica"), q.Get("excludingmissingreplica"))
-	if err != nil {
-		text(w, http.StatusNotFound, "Exception when get."+err.Error())
-		return
-	}
-	if len(ids) == 0 {
-		text(w, http.StatusNotFound, "No under replicated ledgers found")
-		return
-	}
-	if !q.Has("printmissingreplica") {
-		list := make([]any, len(ids))
+	a.withRecovery(w, r, func(ctx context.Context, rec Recovery) {
+		q := r.URL.Query()
+		ids, missing, err := rec.UnderReplicated(ctx, q.Get("missingreplica"), q.Get("excludingmissingreplica"))
+		if err != nil {
+			text(w, http.StatusNotFound, "Exception when get."+err.Error())
+			return
+		}
+		if len(ids) == 0 {
+			text(w, http.StatusNotFound, "No under replicated ledgers found")
+			return
+		}
+		if !q.Has("printmissingreplica") {
+			jsonBody(w, anySlice(ids))
+			return
+		}
+		byID := make(obj, len(ids))
 		for i, id := range ids {
-			list[i] = id
+			byID[i] = field{strconv.FormatInt(id, 10), anySlice(missing[i])}
 		}
-		jsonBody(w, list)
-		return
+		jsonBody(w, byID)
+	})
+}
+
+// anySlice is s as a JSON array.
+func anySlice[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
 	}
-	byID := make(obj, len(ids))
-	for i, id := range ids {
-		replicas := make([]any, len(missing[i]))
-		for j, b := range missing[i] {
-			replicas[j] = b
-		}
-		byID[i] = field{strconv.FormatInt(id, 10), replicas}
-	}
-	jsonBody(w, byID)
+	return out
 }
 
 // whoIsAuditor is GET /api/v1/autorecovery/who_is_auditor: plain text, as
 // BookKeeper's service answers (its documentation shows JSON).
 func (a *api) whoIsAuditor(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Not found method. Should be GET method")
+	if !allow(w, r, notGet, http.MethodGet) {
 		return
 	}
-	if a.noRecovery(w) {
-		return
-	}
-	ctx, cancel := mdContext(r)
-	defer cancel()
-	id, ok, err := a.o.Recovery.CurrentAuditor(ctx)
-	switch {
-	case err != nil:
-		text(w, http.StatusNotFound, "Exception when get."+err.Error())
-	case !ok:
-		text(w, http.StatusNotFound, "No auditor elected")
-	default:
-		text(w, http.StatusOK, "Auditor: "+id)
-	}
+	a.withRecovery(w, r, func(ctx context.Context, rec Recovery) {
+		id, ok, err := rec.CurrentAuditor(ctx)
+		switch {
+		case err != nil:
+			text(w, http.StatusNotFound, "Exception when get."+err.Error())
+		case !ok:
+			text(w, http.StatusNotFound, "No auditor elected")
+		default:
+			text(w, http.StatusOK, "Auditor: "+id)
+		}
+	})
 }
 
 // triggerAudit is PUT /api/v1/autorecovery/trigger_audit.
 func (a *api) triggerAudit(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		text(w, http.StatusNotFound, "Not found method. Should be PUT method")
+	if !allow(w, r, notPut, http.MethodPut) {
 		return
 	}
-	if a.noRecovery(w) {
-		return
-	}
-	ctx, cancel := mdContext(r)
-	defer cancel()
-	if err := a.o.Recovery.TriggerAudit(ctx); err != nil {
-		text(w, http.StatusNotFound, "Exception when do operation."+err.Error())
-		return
-	}
-	text(w, http.StatusOK, "Success trigger audit.")
+	a.withRecovery(w, r, func(ctx context.Context, rec Recovery) {
+		if err := rec.TriggerAudit(ctx); err != nil {
+			text(w, http.StatusNotFound, "Exception when do operation."+err.Error())
+			return
+		}
+		text(w, http.StatusOK, "Success trigger audit.")
+	})
 }
 
 // lostBookieRecoveryDelay is GET and PUT ({"delay_seconds": n})
 // /api/v1/autorecovery/lost_bookie_recovery_delay.
 func (a *api) lostBookieRecoveryDelay(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodPut, http.MethodGet:
-	default:
-		text(w, http.StatusNotFound, "Not found method. Should be PUT method")
+	if !allow(w, r, notPut, http.MethodPut, http.MethodGet) {
 		return
 	}
 	var seconds int
@@ -349,25 +346,22 @@ func (a *api) lostBookieRecoveryDelay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if a.noRecovery(w) {
-		return
-	}
-	ctx, cancel := mdContext(r)
-	defer cancel()
-	if r.Method == http.MethodPut {
-		if err := a.o.Recovery.SetDelay(ctx, seconds); err != nil {
-			text(w, http.StatusInternalServerError, err.Error())
+	a.withRecovery(w, r, func(ctx context.Context, rec Recovery) {
+		if r.Method == http.MethodPut {
+			if err := rec.SetDelay(ctx, seconds); err != nil {
+				text(w, http.StatusInternalServerError, err.Error())
+				return
+			}
+			text(w, http.StatusOK, fmt.Sprintf("Success set lostBookieRecoveryDelay to %d", seconds))
 			return
 		}
-		text(w, http.StatusOK, fmt.Sprintf("Success set lostBookieRecoveryDelay to %d", seconds))
-		return
-	}
-	seconds, err := a.o.Recovery.StoredDelay(ctx)
-	if err != nil {
-		text(w, http.StatusNotFound, "Exception when get lostBookieRecoveryDelay."+err.Error())
-		return
-	}
-	text(w, http.StatusOK, fmt.Sprintf("lostBookieRecoveryDelay value: %d", seconds))
+		seconds, err := rec.StoredDelay(ctx)
+		if err != nil {
+			text(w, http.StatusNotFound, "Exception when get lostBookieRecoveryDelay."+err.Error())
+			return
+		}
+		text(w, http.StatusOK, fmt.Sprintf("lostBookieRecoveryDelay value: %d", seconds))
+	})
 }
 
 // delayBody reads {"delay_seconds": n}: whole seconds, 0 to Java's
@@ -399,10 +393,7 @@ func delayBody(r *http.Request) (int, int, string) {
 // autorecoveryStatus is GET and PUT (?enabled=true|false)
 // /api/v1/autorecovery/status: whether workers take work.
 func (a *api) autorecoveryStatus(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodPut, http.MethodGet:
-	default:
-		text(w, http.StatusNotFound, "Not found method. Should be GET or PUT method")
+	if !allow(w, r, "Not found method. Should be GET or PUT method", http.MethodPut, http.MethodGet) {
 		return
 	}
 	q := r.URL.Query()
@@ -415,21 +406,18 @@ func (a *api) autorecoveryStatus(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, "Param 'enabled' not found in {"+strings.Join(keys, ", ")+"}")
 		return
 	}
-	if a.noRecovery(w) {
-		return
-	}
-	ctx, cancel := mdContext(r)
-	defer cancel()
-	if r.Method == http.MethodPut {
-		if err := a.o.Recovery.SetReplicationEnabled(ctx, strings.EqualFold(q.Get("enabled"), "true")); err != nil {
+	a.withRecovery(w, r, func(ctx context.Context, rec Recovery) {
+		if r.Method == http.MethodPut {
+			if err := rec.SetReplicationEnabled(ctx, strings.EqualFold(q.Get("enabled"), "true")); err != nil {
+				text(w, http.StatusInternalServerError, err.Error())
+				return
+			}
+		}
+		enabled, err := rec.ReplicationEnabled(ctx)
+		if err != nil {
 			text(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-	}
-	enabled, err := a.o.Recovery.ReplicationEnabled(ctx)
-	if err != nil {
-		text(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	jsonBody(w, obj{{"enabled", enabled}})
+		jsonBody(w, obj{{"enabled", enabled}})
+	})
 }

@@ -1,6 +1,7 @@
 package httpadmin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -80,8 +82,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) info(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Only GET is supported.")
+	if !allow(w, r, "Only GET is supported.", http.MethodGet) {
 		return
 	}
 	free, total, err := a.o.Bookie.DiskSpace()
@@ -93,8 +94,7 @@ func (a *api) info(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) state(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Only support GET method to retrieve bookie state.")
+	if !allow(w, r, "Only support GET method to retrieve bookie state.", http.MethodGet) {
 		return
 	}
 	b := a.o.Bookie
@@ -107,8 +107,7 @@ func (a *api) state(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) isReady(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Only support GET method check if bookie is ready.")
+	if !allow(w, r, "Only support GET method check if bookie is ready.", http.MethodGet) {
 		return
 	}
 	if a.o.Bookie.Running() && !a.o.Bookie.ShuttingDown() {
@@ -129,8 +128,7 @@ func (a *api) noMetadata(w http.ResponseWriter) bool {
 }
 
 func (a *api) listBookies(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Not found method. Should be GET method")
+	if !allow(w, r, notGet, http.MethodGet) {
 		return
 	}
 	if a.noMetadata(w) {
@@ -188,9 +186,8 @@ func (a *api) gc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) gcDetails(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Only support GET method to retrieve GC details."+
-			" If you want to trigger gc, send a POST to gc endpoint.")
+	if !allow(w, r, "Only support GET method to retrieve GC details."+
+		" If you want to trigger gc, send a POST to gc endpoint.", http.MethodGet) {
 		return
 	}
 	st := a.o.Bookie.GCStatus()
@@ -239,8 +236,7 @@ func gcFlags(r *http.Request, b Bookie) (major, minor bool, err error) {
 const ledgerPage = 100
 
 func (a *api) listLedgers(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Not found method. Should be GET method")
+	if !allow(w, r, notGet, http.MethodGet) {
 		return
 	}
 	q := r.URL.Query()
@@ -311,8 +307,7 @@ func (a *api) listLedgers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) ledgerMetadata(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		text(w, http.StatusNotFound, "Not found method. Should be GET method")
+	if !allow(w, r, notGet, http.MethodGet) {
 		return
 	}
 	q := r.URL.Query()
@@ -325,19 +320,28 @@ func (a *api) ledgerMetadata(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, "Invalid ledger_id: "+q.Get("ledger_id"))
 		return
 	}
-	if a.noMetadata(w) {
-		return
-	}
 	ctx, cancel := mdContext(r)
 	defer cancel()
+	if md, ok := a.readMetadata(ctx, w, id); ok {
+		jsonBody(w, obj{{strconv.FormatInt(id, 10), metadataObject(id, md)}})
+	}
+}
+
+// readMetadata reads ledger id's metadata; if it cannot, it has answered
+// (404 for a ledger that does not exist, 500 for a failure or a bookie
+// without a metadata store).
+func (a *api) readMetadata(ctx context.Context, w http.ResponseWriter, id int64) (ledger.Metadata, bool) {
+	if a.noMetadata(w) {
+		return ledger.Metadata{}, false
+	}
 	md, _, err := a.o.Metadata.Read(ctx, id)
 	if errors.Is(err, metadata.ErrNoLedger) {
 		text(w, http.StatusNotFound, fmt.Sprintf("Ledger %d does not exist", id))
-		return
+		return ledger.Metadata{}, false
 	}
 	if err != nil {
 		text(w, http.StatusInternalServerError, err.Error())
-		return
+		return ledger.Metadata{}, false
 	}
-	jsonBody(w, obj{{strconv.FormatInt(id, 10), metadataObject(id, md)}})
+	return md, true
 }

@@ -37,8 +37,7 @@ func ledgerParam(w http.ResponseWriter, r *http.Request) (id int64, ok bool) {
 // ledger's metadata, as the client's delete does; bookies drop the entries
 // at their next garbage collection.
 func (a *api) deleteLedger(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodDelete {
-		text(w, http.StatusNotFound, "Not found method. Should be DELETE method")
+	if !allow(w, r, "Not found method. Should be DELETE method", http.MethodDelete) {
 		return
 	}
 	if !r.URL.Query().Has("ledger_id") {
@@ -143,18 +142,10 @@ func (a *api) readLedger(w http.ResponseWriter, r *http.Request) {
 		text(w, code, msg)
 		return
 	}
-	if a.noMetadata(w) {
-		return
-	}
 	ctx, cancel := mdContext(r)
 	defer cancel()
-	md, _, err := a.o.Metadata.Read(ctx, id)
-	if errors.Is(err, metadata.ErrNoLedger) {
-		text(w, http.StatusNotFound, fmt.Sprintf("Ledger %d does not exist", id))
-		return
-	}
-	if err != nil {
-		text(w, http.StatusInternalServerError, err.Error())
+	md, ok := a.readMetadata(ctx, w, id)
+	if !ok {
 		return
 	}
 	if a.o.Ledgers == nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -248,6 +249,23 @@ func (a *api) route(path string) (http.HandlerFunc, bool) {
 		return a.decommission, true
 	}
 	return nil, false
+}
+
+// BookKeeper's most common answers to a method a service does not serve
+// (with 404).
+const (
+	notGet = "Not found method. Should be GET method"
+	notPut = "Not found method. Should be PUT method"
+)
+
+// allow reports whether r's method is one of methods; if not it answers
+// 404 with refusal, as most of BookKeeper's services do.
+func allow(w http.ResponseWriter, r *http.Request, refusal string, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	text(w, http.StatusNotFound, refusal)
+	return false
 }
 
 func text(w http.ResponseWriter, code int, body string) {
