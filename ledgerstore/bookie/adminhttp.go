@@ -94,12 +94,6 @@ func (b *Bookie) DiskSpace() (free, total uint64, err error) {
 	return free, total, nil
 }
 
-// CompactionSuspended reports which compactions are suspended: major
-// compaction while a ledger directory is above diskUsageWarnThreshold.
-func (b *Bookie) CompactionSuspended() (major, minor bool) {
-	return b.aboveWarn.Load(), false
-}
-
 // ForceGC asks the GC loop for a garbage collection run now, followed by a
 // major compaction if major, or else a minor one if minor (each only if
 // enabled by its threshold and interval); it does not
@@ -151,10 +145,20 @@ type gcStatus struct {
 	lastMinor            time.Time
 	running              int // 0 none, 1 minor, 2 major; gcMu orders runs
 	majorRuns, minorRuns int64
+	lastIndex            time.Time // the last entry location index compaction
+	indexRuns            int64
+}
+
+// indexCompacted records an entry location index compaction that ended.
+func (s *gcStatus) indexCompacted(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastIndex = now
+	s.indexRuns++
 }
 
 func (s *gcStatus) init(now time.Time) {
-	s.started, s.lastMajor, s.lastMinor = now, now, now
+	s.started, s.lastMajor, s.lastMinor, s.lastIndex = now, now, now, now
 }
 
 // begin and end bracket a compaction run (Compact), successful or not.
@@ -192,8 +196,9 @@ func (b *Bookie) GCStatus() httpadmin.GCStatus {
 		MinorCompacting:             s.running == 1,
 		LastMajorCompaction:         s.lastMajor,
 		LastMinorCompaction:         s.lastMinor,
-		LastEntryLocationCompaction: s.started,
+		LastEntryLocationCompaction: s.lastIndex,
 		MajorCompactions:            s.majorRuns,
 		MinorCompactions:            s.minorRuns,
+		EntryLocationCompactions:    s.indexRuns,
 	}
 }

@@ -68,6 +68,13 @@ type Bookie struct {
 	gcForceCh chan gcForce
 	gcForced  atomic.Int32
 	gcStat    gcStatus // compactions, for the admin API's gc_details
+	// indexCompactCh (cap 1) carries the admin API's request for an entry
+	// location index compaction to the GC loop; indexCompacting counts the
+	// requests queued or running.
+	indexCompactCh  chan struct{}
+	indexCompacting atomic.Int32
+	// The periodic compactions an operator suspended (admin API).
+	majorSuspended, minorSuspended atomic.Bool
 
 	locks [ledgerLockStripes]sync.Mutex
 	lacs  lacWatch
@@ -87,13 +94,15 @@ type Bookie struct {
 	flushedMu sync.Mutex
 	flushed   chan struct{} // closed (and replaced) when a checkpoint ends
 
-	stateMu   sync.Mutex
-	diskFull  bool  // every ledger directory is above the threshold
-	failure   error // the journal or storage failed; permanent until restart
-	modeMu    sync.Mutex
-	published bool        // the mode last applied (true: read-only); modeMu guards it
-	readOnly  atomic.Bool // read on every add
-	aboveWarn atomic.Bool // a ledger directory is above the warning threshold
+	stateMu  sync.Mutex
+	diskFull bool // every ledger directory is above the threshold
+	// manualReadOnly: an operator turned the bookie read-only (admin API).
+	manualReadOnly bool
+	failure        error // the journal or storage failed; permanent until restart
+	modeMu         sync.Mutex
+	published      bool        // the mode last applied (true: read-only); modeMu guards it
+	readOnly       atomic.Bool // read on every add
+	aboveWarn      atomic.Bool // a ledger directory is above the warning threshold
 
 	connMu sync.Mutex
 	conns  map[*conn]struct{}
@@ -130,20 +139,21 @@ func New(cfg Config) (*Bookie, error) {
 	}
 	life, endLife := context.WithCancel(context.Background())
 	b := &Bookie{
-		life:      life,
-		endLife:   endLife,
-		cfg:       cfg,
-		tls:       tlsCfg,
-		log:       cfg.Logger,
-		m:         newMetrics(),
-		ckptKick:  make(chan struct{}, 1),
-		gcForceCh: make(chan gcForce, 1),
-		flushed:   make(chan struct{}),
-		conns:     make(map[*conn]struct{}),
-		stopping:  make(chan struct{}),
-		done:      make(chan struct{}),
-		lacs:      lacWatch{waiters: make(map[int64][]*lacWaiter)},
-		mem:       newMemBudget(cfg.MaxPendingBytes),
+		life:           life,
+		endLife:        endLife,
+		cfg:            cfg,
+		tls:            tlsCfg,
+		log:            cfg.Logger,
+		m:              newMetrics(),
+		ckptKick:       make(chan struct{}, 1),
+		gcForceCh:      make(chan gcForce, 1),
+		indexCompactCh: make(chan struct{}, 1),
+		flushed:        make(chan struct{}),
+		conns:          make(map[*conn]struct{}),
+		stopping:       make(chan struct{}),
+		done:           make(chan struct{}),
+		lacs:           lacWatch{waiters: make(map[int64][]*lacWaiter)},
+		mem:            newMemBudget(cfg.MaxPendingBytes),
 	}
 	b.m.watchConnBytes(b.mem)
 	b.gcStat.init(time.Now())
@@ -426,7 +436,7 @@ func (b *Bookie) updateMode() {
 	b.modeMu.Lock()
 	defer b.modeMu.Unlock()
 	b.stateMu.Lock()
-	ro := b.diskFull || b.failure != nil
+	ro := b.diskFull || b.failure != nil || b.manualReadOnly
 	b.stateMu.Unlock()
 	b.readOnly.Store(ro)
 	if ro {

@@ -43,11 +43,17 @@ func (b *Bookie) gcLoop() {
 			_, err = b.GC()
 		case f := <-b.gcForceCh:
 			err = b.forcedGC(f)
+		case <-b.indexCompactCh:
+			err = b.compactIndex()
 		case <-minorTick:
+			if b.minorSuspended.Load() {
+				b.log.Info("minor compaction suspended by an operator")
+				continue
+			}
 			_, err = b.Compact(false)
 		case <-majorTick:
-			if b.aboveWarn.Load() {
-				b.log.Info("major compaction suspended: a ledger directory is above diskUsageWarnThreshold")
+			if major, _ := b.CompactionSuspended(); major {
+				b.log.Info("major compaction suspended: by an operator, or a ledger directory is above diskUsageWarnThreshold")
 				continue
 			}
 			_, err = b.Compact(true)

@@ -1,6 +1,7 @@
 package httpadmin
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -23,6 +24,12 @@ type fakeBookie struct {
 	forceErr              error
 	inForce               bool
 	gcStatus              GCStatus
+	roDisabled            bool
+	marks                 []LogMark
+	files                 map[FileKind][]string
+	filesErr, cookieErr   error
+	indexCompacting       bool
+	indexCompactions      int
 }
 
 func (f *fakeBookie) ID() string                           { return "bookie-1:3181" }
@@ -34,6 +41,32 @@ func (f *fakeBookie) DiskSpace() (uint64, uint64, error)   { return f.free, f.to
 func (f *fakeBookie) InForceGC() bool                      { return f.inForce }
 func (f *fakeBookie) CompactionSuspended() (bool, bool)    { return f.majorSusp, f.minorSusp }
 func (f *fakeBookie) GCStatus() GCStatus                   { return f.gcStatus }
+func (f *fakeBookie) AdvertisedAddr() string               { return "10.0.0.1:3181" }
+func (f *fakeBookie) LastLogMarks() []LogMark              { return f.marks }
+func (f *fakeBookie) CheckCookies(context.Context) error   { return f.cookieErr }
+func (f *fakeBookie) IndexPath() string                    { return "/data/ledgers/current/index" }
+func (f *fakeBookie) IndexCompacting() bool                { return f.indexCompacting }
+func (f *fakeBookie) CompactIndex() error                  { f.indexCompactions++; return nil }
+func (f *fakeBookie) DiskFiles(k FileKind, ext string) ([]string, error) {
+	return f.files[k], f.filesErr
+}
+
+func (f *fakeBookie) SuspendCompaction(major, minor bool) {
+	f.majorSusp, f.minorSusp = f.majorSusp || major, f.minorSusp || minor
+}
+
+func (f *fakeBookie) ResumeCompaction(major, minor bool) {
+	f.majorSusp, f.minorSusp = f.majorSusp && !major, f.minorSusp && !minor
+}
+
+func (f *fakeBookie) SetReadOnly(ro bool) error {
+	if ro && f.roDisabled {
+		return ErrReadOnlyDisabled
+	}
+	f.ro = ro
+	return nil
+}
+
 func (f *fakeBookie) ForceGC(major, minor bool) error {
 	if f.forceErr != nil {
 		return f.forceErr
@@ -67,7 +100,7 @@ func TestEndpointsWithoutMetadata(t *testing.T) {
 		{name: "heartbeat PUT", method: "PUT", path: "/heartbeat", code: 200, want: "OK\n"},
 		{name: "heartbeat HEAD", method: "HEAD", path: "/heartbeat", code: 405},
 		{name: "heartbeat PATCH", method: "PATCH", path: "/heartbeat", code: 405, want: "Method Not Allowed"},
-		{name: "unknown path", method: "GET", path: "/api/v1/bookie/list_bookie_info", code: 404, want: notFoundBody},
+		{name: "unknown path", method: "GET", path: "/api/v1/bookie/nope", code: 404, want: notFoundBody},
 		{name: "unknown autorecovery path", method: "GET", path: "/api/v1/autorecovery/nope", code: 404, want: notFoundBody},
 		{name: "metrics", method: "GET", path: "/metrics", code: 200, want: "m 1\n"},
 		{name: "metrics POST", method: "POST", path: "/metrics", code: 403, want: "POST is forbidden. Should be GET method"},
@@ -234,6 +267,10 @@ func FuzzHandler(f *testing.F) {
 	f.Add("PUT", "/api/v1/autorecovery/decommission", `{"bookie_src":"b:1"}`)
 	f.Add("PUT", "/api/v1/autorecovery/lost_bookie_recovery_delay", `{"delay_seconds":1e3}`)
 	f.Add("PUT", "/api/v1/autorecovery/status?enabled=false", "")
+	f.Add("PUT", "/api/v1/bookie/gc/suspend_compaction", `{"suspendMajor":true,"suspendMinor":null}`)
+	f.Add("PUT", "/api/v1/bookie/state/readonly", `{"readOnly":true}`)
+	f.Add("PUT", "/api/v1/bookie/entry_location_compact", `{"entryLocationRocksDBCompact":true,"entryLocations":"a,b"}`)
+	f.Add("GET", "/api/v1/bookie/list_disk_file?file_type=journal", "")
 	f.Add("GET", "/api/v1/ledger/read?ledger_id=1&page=3&start_entry_id=2500&end_entry_id=-1", "")
 	f.Fuzz(func(t *testing.T, method, target, body string) {
 		req, err := http.NewRequest(method, "http://h"+target, strings.NewReader(body))

@@ -39,6 +39,8 @@ const (
 // Bookie is what the admin API asks of the bookie it serves.
 type Bookie interface {
 	ID() string
+	// AdvertisedAddr is the host:port clients dial.
+	AdvertisedAddr() string
 	// Running is true once the bookie has started and until it begins to
 	// shut down; ShuttingDown from then on.
 	Running() bool
@@ -58,7 +60,51 @@ type Bookie interface {
 	CompactionSuspended() (major, minor bool)
 	// GCStatus reports the garbage collector's state for gc_details.
 	GCStatus() GCStatus
+	// SuspendCompaction and ResumeCompaction suspend or resume the
+	// periodic major and minor compactions, those whose flag is true.
+	SuspendCompaction(major, minor bool)
+	ResumeCompaction(major, minor bool)
+	// SetReadOnly turns the bookie read-only (true) or lets it be writable
+	// again (false), at an operator's request; it fails with
+	// ErrReadOnlyDisabled under readOnlyModeEnabled=false. A bookie
+	// read-only for another reason (full disks, a failed journal) stays so.
+	SetReadOnly(ro bool) error
+	// LastLogMarks reports, per journal, the position the last checkpoint
+	// persisted in its lastMark file.
+	LastLogMarks() []LogMark
+	// DiskFiles lists the names of the files whose names end in "."+ext
+	// below the directories of kind (journal, entry log or index
+	// directories, searched recursively), oldest first.
+	DiskFiles(kind FileKind, ext string) ([]string, error)
+	// CheckCookies checks the cookies of the bookie's directories against
+	// its cookie in the metadata store, as a start does.
+	CheckCookies(ctx context.Context) error
+	// IndexPath is the entry location index's directory.
+	IndexPath() string
+	// CompactIndex asks for a compaction of the entry location index; it
+	// does not wait for it. IndexCompacting reports whether one is asked
+	// for or running.
+	CompactIndex() error
+	IndexCompacting() bool
 }
+
+// ErrReadOnlyDisabled refuses a turn to read-only under
+// readOnlyModeEnabled=false.
+var ErrReadOnlyDisabled = errors.New("read-only mode is disabled")
+
+// LogMark is a journal position: the journal file's id and the offset in
+// it.
+type LogMark struct{ LogID, Offset int64 }
+
+// FileKind names a set of a bookie's directories.
+type FileKind int
+
+// The directories DiskFiles searches.
+const (
+	JournalFiles FileKind = iota
+	EntryLogFiles
+	IndexFiles
+)
 
 // GCStatus is BookKeeper's garbage collection status: whether a forced run
 // and a compaction are under way, when each kind of compaction last ended
@@ -225,6 +271,20 @@ func (a *api) route(path string) (http.HandlerFunc, bool) {
 		return a.gc, true
 	case "/api/v1/bookie/gc_details":
 		return a.gcDetails, true
+	case "/api/v1/bookie/gc/suspend_compaction":
+		return a.compactionSwitch(true), true
+	case "/api/v1/bookie/gc/resume_compaction":
+		return a.compactionSwitch(false), true
+	case "/api/v1/bookie/state/readonly":
+		return a.stateReadOnly, true
+	case "/api/v1/bookie/last_log_mark":
+		return a.lastLogMark, true
+	case "/api/v1/bookie/list_disk_file":
+		return a.listDiskFile, true
+	case "/api/v1/bookie/expand_storage":
+		return a.expandStorage, true
+	case "/api/v1/bookie/entry_location_compact":
+		return a.entryLocationCompact, true
 	case "/api/v1/ledger/list":
 		return a.listLedgers, true
 	case "/api/v1/ledger/metadata":
@@ -274,9 +334,11 @@ func text(w http.ResponseWriter, code int, body string) {
 	_, _ = w.Write([]byte(body))
 }
 
-func jsonBody(w http.ResponseWriter, v any) {
+func jsonBody(w http.ResponseWriter, v any) { answerJSON(w, http.StatusOK, v) }
+
+func answerJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(code)
 	_, _ = w.Write(pretty(v))
 }
 
