@@ -9,6 +9,7 @@ import (
 	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/httpadmin"
+	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/metadata"
 )
@@ -54,6 +55,15 @@ func (a *adminClient) OpenNoRecovery(ctx context.Context, id int64, password []b
 		return nil, err
 	}
 	return h, nil
+}
+
+// SanityTest runs /api/v1/bookie/sanity's test.
+func (a *adminClient) SanityTest(ctx context.Context, bookie ledger.BookieID, entries int) error {
+	c, err := a.get()
+	if err != nil {
+		return err
+	}
+	return c.SanityTest(ctx, bookie, entries)
 }
 
 // Close closes the client, if it was opened.

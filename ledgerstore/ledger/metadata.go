@@ -321,6 +321,24 @@ type Candidates struct {
 	Racks map[BookieID]string
 }
 
+// Only returns c with only the bookies in allowed; an empty allowed
+// allows every one.
+func (c Candidates) Only(allowed []BookieID) Candidates {
+	if len(allowed) == 0 {
+		return c
+	}
+	keep := func(ids []BookieID) []BookieID {
+		var out []BookieID
+		for _, id := range ids {
+			if slices.Contains(allowed, id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	return Candidates{Available: keep(c.Available), ReadOnly: keep(c.ReadOnly)}
+}
+
 // ChooseBookies picks n distinct bookies from c.Available that are neither
 // read-only nor in exclude (docs/bookkeeper-protocol.md §2.1, §2.3). The choice depends only on
 // the arguments: the pool is sorted and then shuffled with rng (nil: no

@@ -187,6 +187,25 @@ func TestChooseBookies(t *testing.T) {
 	}
 }
 
+func TestCandidatesOnly(t *testing.T) {
+	c := Candidates{Available: []BookieID{"a", "b", "c"}, ReadOnly: []BookieID{"c"}}
+	tests := []struct {
+		allowed []BookieID
+		want    Candidates
+	}{
+		{nil, c},
+		{[]BookieID{"b"}, Candidates{Available: []BookieID{"b"}}},
+		{[]BookieID{"c", "x"}, Candidates{Available: []BookieID{"c"}, ReadOnly: []BookieID{"c"}}},
+		{[]BookieID{"x"}, Candidates{}},
+	}
+	for _, tc := range tests {
+		got := c.Only(tc.allowed)
+		if !slices.Equal(got.Available, tc.want.Available) || !slices.Equal(got.ReadOnly, tc.want.ReadOnly) {
+			t.Errorf("Only(%v) = %v, want %v", tc.allowed, got, tc.want)
+		}
+	}
+}
+
 func TestMetadataValidateAndSegments(t *testing.T) {
 	md, err := NewMetadata(CreateConfig{EnsembleSize: 3, WriteQuorum: 2, AckQuorum: 2}, []BookieID{"a", "b", "c"})
 	if err != nil {

@@ -25,6 +25,11 @@ type WriterConfig struct {
 	Metadata Metadata
 	// Bookies are the candidates for replacements; see SetBookies.
 	Bookies Candidates
+	// OnlyBookies, if not empty, are the only bookies the ledger may ever
+	// use: replacements come from them alone, as BookKeeper's
+	// LocalBookieEnsemblePlacementPolicy keeps a ledger on one bookie (a
+	// failed bookie then fails the writer rather than move the ledger).
+	OnlyBookies []BookieID
 	// Rand drives the choice of replacements. nil: the first eligible
 	// bookie in sorted order.
 	Rand *rand.Rand
@@ -62,6 +67,7 @@ type Writer struct {
 	masterKey [bkproto.MasterKeyBytes]byte
 	macKey    []byte
 	bookies   Candidates
+	only      []BookieID // WriterConfig.OnlyBookies
 	rng       *rand.Rand
 	policy    PlacementPolicy
 	logger    *slog.Logger
@@ -147,7 +153,8 @@ func newWriter(cfg WriterConfig, lac, length int64) *Writer {
 		placement: md.Placement(),
 		ensemble:  md.LastSegment().Bookies,
 		masterKey: bkproto.MasterKey(md.Password),
-		bookies:   cfg.Bookies,
+		bookies:   cfg.Bookies.Only(cfg.OnlyBookies),
+		only:      cfg.OnlyBookies,
 		rng:       cfg.Rand,
 		policy:    cfg.Policy,
 		logger:    orDiscard(cfg.Logger),
@@ -191,8 +198,8 @@ func (w *Writer) Err() error { return w.err }
 func (w *Writer) Ready() Ready { return w.ready.take() }
 
 // SetBookies replaces the candidates for replacement bookies (after a
-// registration change).
-func (w *Writer) SetBookies(c Candidates) { w.bookies = c }
+// registration change), keeping only those OnlyBookies allows.
+func (w *Writer) SetBookies(c Candidates) { w.bookies = c.Only(w.only) }
 
 // Append assigns payload the next entry id and queues its adds to the
 // write set. It returns the entry id, or an error if the add was not sent

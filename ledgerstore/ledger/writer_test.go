@@ -387,3 +387,26 @@ func TestNewWriterRejectsUsedLedger(t *testing.T) {
 		t.Fatal("NewWriter accepted a closed ledger")
 	}
 }
+
+// TestWriterOnlyBookies: a writer held to its bookies never moves the
+// ledger elsewhere, not even after SetBookies offers others: a failed
+// bookie fails the adds instead.
+func TestWriterOnlyBookies(t *testing.T) {
+	md := testMetadata(t, 1, 1, 1, "a")
+	w, err := NewWriter(WriterConfig{LedgerID: testLedger, Metadata: md, OnlyBookies: []BookieID{"a"},
+		Bookies: Candidates{Available: []BookieID{"a", "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetBookies(Candidates{Available: []BookieID{"a", "b", "c"}})
+	w.Append([]byte("x"))
+	w.Ready()
+	w.BookieFailed("a")
+	rd := w.Ready()
+	if rd.MetadataWrite != nil {
+		t.Fatalf("ensemble change to %v", rd.MetadataWrite.Metadata.LastSegment().Bookies)
+	}
+	if len(rd.Completions) != 1 || !errors.Is(rd.Completions[0].Err, ErrNotEnoughBookies) {
+		t.Fatalf("completions %v, want the add failed with ErrNotEnoughBookies", rd.Completions)
+	}
+}

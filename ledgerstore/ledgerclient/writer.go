@@ -29,6 +29,11 @@ type CreateOptions struct {
 	Password []byte
 	// CustomMetadata is stored with the ledger's metadata, unchanged.
 	CustomMetadata map[string][]byte
+	// Bookies, if not empty, are the only bookies the ledger may use: the
+	// ensemble is chosen among them and never leaves them, as BookKeeper's
+	// LocalBookieEnsemblePlacementPolicy keeps a ledger on the local
+	// bookie. A failed bookie then fails the adds.
+	Bookies []ledger.BookieID
 }
 
 func (o CreateOptions) withDefaults() CreateOptions {
@@ -93,6 +98,7 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 	if err != nil {
 		return nil, err
 	}
+	cands = cands.Only(opts.Bookies)
 	rng := c.newRand()
 	ensemble, adheres, err := c.cfg.Placement.NewEnsemble(opts.Ensemble, opts.WriteQuorum, cands, nil, rng)
 	if err != nil {
@@ -118,7 +124,7 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 		return nil, err
 	}
 	lw, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Bookies: cands, Rand: rng,
-		Policy: c.cfg.Placement, MaxPendingAdds: c.cfg.MaxPendingAdds, Logger: c.log})
+		Policy: c.cfg.Placement, OnlyBookies: opts.Bookies, MaxPendingAdds: c.cfg.MaxPendingAdds, Logger: c.log})
 	if err != nil {
 		return nil, err
 	}

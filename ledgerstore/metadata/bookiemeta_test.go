@@ -11,6 +11,9 @@ import (
 func TestCookies(t *testing.T) {
 	s, conn := keeperStore(t, Config{Root: "/bk/ledgers"})
 	ctx := testContext(t)
+	if ids, err := s.CookieBookies(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("CookieBookies before any cookie = %v, %v", ids, err)
+	}
 	if _, _, err := s.Cookie(ctx, "b1:3181"); !errors.Is(err, ErrNoCookie) {
 		t.Fatalf("Cookie of a new bookie: %v, want ErrNoCookie", err)
 	}
@@ -32,6 +35,9 @@ func TestCookies(t *testing.T) {
 	}
 	if _, err := s.CreateCookie(ctx, "b2:3181", nil); err != nil {
 		t.Fatalf("CreateCookie of a second bookie: %v", err)
+	}
+	if ids, err := s.CookieBookies(ctx); err != nil || len(ids) != 2 || ids[0] != "b1:3181" || ids[1] != "b2:3181" {
+		t.Fatalf("CookieBookies = %v, %v", ids, err)
 	}
 	for _, bad := range []ledger.BookieID{"", "readonly", "a/b"} {
 		if _, _, err := s.Cookie(ctx, bad); err == nil {

@@ -22,6 +22,21 @@ func (s *Store) CookiePath(id ledger.BookieID) string {
 	return s.root + "/" + cookiesNode + "/" + string(id)
 }
 
+// CookieBookies lists the bookies that have a cookie: every bookie the
+// cluster knows, running or not, as BookKeeper's registration client
+// counts them (getAllBookies). Names that are not bookie ids are skipped.
+func (s *Store) CookieBookies(ctx context.Context) ([]ledger.BookieID, error) {
+	p := s.root + "/" + cookiesNode
+	names, _, err := s.conn.Children(ctx, p)
+	if errors.Is(err, zkproto.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metadata: list %s: %w", p, err)
+	}
+	return s.bookieIDs(names), nil
+}
+
 // Cookie returns bookie id's cookie as stored (the bookie package parses
 // it, docs/bookkeeper-protocol.md §8.2) and its znode version, or ErrNoCookie.
 func (s *Store) Cookie(ctx context.Context, id ledger.BookieID) ([]byte, Version, error) {

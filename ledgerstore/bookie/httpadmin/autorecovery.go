@@ -47,11 +47,15 @@ type Recovery interface {
 	RecoverBookies(ctx context.Context, bookies []ledger.BookieID, deleteCookies bool) error
 }
 
-// Ledgers opens ledgers for /api/v1/ledger/read (the ledger client, wired
-// in by the bookie's owner like Recovery: the bookie does not import the
-// ledger client, whose tests run bookies).
+// Ledgers is the ledger client as /api/v1/ledger/read and
+// /api/v1/bookie/sanity use it (wired in by the bookie's owner like
+// Recovery: the bookie does not import the ledger client, whose tests run
+// bookies).
 type Ledgers interface {
 	OpenNoRecovery(ctx context.Context, id int64, password []byte) (LedgerReader, error)
+	// SanityTest writes entries to a new ledger held to bookie alone,
+	// reads them back, and deletes the ledger.
+	SanityTest(ctx context.Context, bookie ledger.BookieID, entries int) error
 }
 
 // LedgerReader reads one ledger opened without recovery.

@@ -110,6 +110,10 @@ func (l testLedgers) OpenNoRecovery(ctx context.Context, id int64, pw []byte) (h
 	return h, nil
 }
 
+func (l testLedgers) SanityTest(ctx context.Context, bookie ledger.BookieID, entries int) error {
+	return l.c.SanityTest(ctx, bookie, entries)
+}
+
 func (w *world) get(t *testing.T, method, path string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, w.base+path, nil)
@@ -213,7 +217,7 @@ func TestBookieHTTP(t *testing.T) {
 		{"GET", "/api/v1/ledger/metadata/?ledger_id=2", 200, wantMeta, false},
 		{"GET", "/api/v1/ledger/metadata?ledger_id=3", 404, "Ledger 3 does not exist", false},
 		{"DELETE", "/api/v1/ledger/delete?ledger_id=3", 404, "Ledger 3 does not exist", false},
-		{"GET", "/api/v1/bookie/sanity", 404, "<html><body><h1>Resource not found</h1></body></html>", false},
+		{"GET", "/api/v1/bookie/nope", 404, "<html><body><h1>Resource not found</h1></body></html>", false},
 	}
 	for _, tc := range tests {
 		code, body := w.get(t, tc.method, tc.path)

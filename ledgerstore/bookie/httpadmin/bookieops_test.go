@@ -126,3 +126,52 @@ func TestBookieOperations(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterEndpointsRefuse: cluster_info, list_bookie_info and sanity
+// refuse other methods as BookKeeper does, and answer 500 on a bookie
+// without the metadata store or ledger client they need.
+func TestClusterEndpointsRefuse(t *testing.T) {
+	const bk = "/api/v1/bookie/"
+	tests := []struct {
+		method, target string
+		code           int
+		want           string
+	}{
+		{"PUT", bk + "cluster_info", 404, "Only GET is supported."},
+		{"GET", bk + "cluster_info", 500, "The bookie runs without a metadata store"},
+		{"POST", bk + "list_bookie_info", 404, notGet},
+		{"GET", bk + "list_bookie_info", 500, "The bookie runs without a metadata store"},
+		{"DELETE", bk + "sanity", 404, "Only support GET method to retrieve bookie sanity state."},
+		{"GET", bk + "sanity", 500, "The bookie runs without a ledger client"},
+	}
+	h := Handler(Options{Bookie: &fakeBookie{}})
+	defer h.Close()
+	for _, tc := range tests {
+		if code, body := do(t, h, tc.method, tc.target, ""); code != tc.code || body != tc.want {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.method, tc.target, code, body, tc.code, tc.want)
+		}
+	}
+}
+
+// TestReadableBytes: list_bookie_info's sizes, as BookKeeper prints them
+// (powers of 1000, three decimals at most, cut).
+func TestReadableBytes(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"},
+		{999, "999"},
+		{1000, "1000(1KB)"},
+		{1999, "1999(1.999KB)"},
+		{1234567, "1234567(1.234MB)"},
+		{1073741824, "1073741824(1.073GB)"},
+		{2_500_000_000_000, "2500000000000(2.5TB)"},
+		{7_000_000_000_000_000, "7000000000000000(7000TB)"},
+	}
+	for _, tc := range tests {
+		if got := readableBytes(tc.n); got != tc.want {
+			t.Errorf("readableBytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

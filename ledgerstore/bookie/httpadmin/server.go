@@ -194,6 +194,8 @@ type api = API
 type API struct {
 	o   Options
 	sem chan struct{}
+	// sanityRun holds the one sanity test running.
+	sanityRun chan struct{}
 	// life ends with Close; background jobs run under it.
 	life context.Context
 	stop context.CancelFunc
@@ -209,7 +211,7 @@ func Handler(o Options) *API {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &API{o: o, sem: make(chan struct{}, maxInFlight)}
+	a := &API{o: o, sem: make(chan struct{}, maxInFlight), sanityRun: make(chan struct{}, 1)}
 	a.life, a.stop = context.WithCancel(context.Background())
 	return a
 }
@@ -277,6 +279,12 @@ func (a *api) route(path string) (http.HandlerFunc, bool) {
 		return a.compactionSwitch(false), true
 	case "/api/v1/bookie/state/readonly":
 		return a.stateReadOnly, true
+	case "/api/v1/bookie/cluster_info":
+		return a.clusterInfo, true
+	case "/api/v1/bookie/list_bookie_info":
+		return a.listBookieInfo, true
+	case "/api/v1/bookie/sanity":
+		return a.sanity, true
 	case "/api/v1/bookie/last_log_mark":
 		return a.lastLogMark, true
 	case "/api/v1/bookie/list_disk_file":
