@@ -108,9 +108,9 @@ const (
 
 // GCStatus is BookKeeper's garbage collection status: whether a forced run
 // and a compaction are under way, when each kind of compaction last ended
-// (the collector's start before the first), and how many have run.
-// keeper has no entry location compaction: its time is the start and its
-// count 0.
+// (the collector's start before the first), and how many have run. The
+// entry location compaction is keeper's compaction of its pebble index
+// (entry_location_compact).
 type GCStatus struct {
 	ForceCompacting, MajorCompacting, MinorCompacting bool
 	LastMajorCompaction, LastMinorCompaction          time.Time
