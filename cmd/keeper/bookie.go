@@ -115,6 +115,7 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 	fl.StringVar(&f.advertised, "advertised-address", "", "host clients dial (advertisedAddress)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this host:port at /metrics")
 	fl.BoolVar(&f.readOnlyMode, "read-only-mode", true, "turn read-only when disks fill, instead of stopping (readOnlyModeEnabled)")
+	cmd.AddCommand(newBookieLastMarkCmd(), newBookieListFilesCmd())
 	return cmd, f
 }
 

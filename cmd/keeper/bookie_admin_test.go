@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,6 +68,8 @@ func TestBookieHTTPAdminWired(t *testing.T) {
 		{"GET", "/api/v1/autorecovery/lost_bookie_recovery_delay", "", 200, "lostBookieRecoveryDelay value: 9"},
 		{"GET", "/api/v1/autorecovery/status", "", 200, "{\n  \"enabled\" : true\n}"},
 		{"GET", "/api/v1/ledger/read?ledger_id=" + id, "", 200, "{\n  \"0\" : "},
+		{"GET", "/api/v1/bookie/sanity", "", 200, "{\n  \"passed\" : true,"},
+		{"GET", "/api/v1/bookie/cluster_info", "", 200, "{\n  \"auditorElected\" : false,"},
 	}
 	for _, s := range steps {
 		if code, body := call(s.method, s.path, s.body); code != s.code || !strings.HasPrefix(body, s.prefix) {
@@ -76,5 +79,27 @@ func TestBookieHTTPAdminWired(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+
+	// The stopped bookie's directories, as the shell's lastmark and
+	// listfilesondisc show them.
+	marks, err := bookie.ReadLastMarks(cfg)
+	if err != nil || len(marks) != 1 || marks[0].LogID == 0 {
+		t.Fatalf("marks after a clean stop: %v, %v", marks, err)
+	}
+	dirs := []string{"--journal-dirs", cfg.JournalDirs[0], "--ledger-dirs", cfg.LedgerDirs[0]}
+	want := fmt.Sprintf("LastLogMark : Journal Id - %d(%x.txn), Pos - %d\n", marks[0].LogID, marks[0].LogID, marks[0].Offset)
+	if out, err := runKeeper(t, t.Context(), append([]string{"bookie", "lastmark"}, dirs...)...); err != nil || out != want {
+		t.Fatalf("keeper bookie lastmark: %q, %v; want %q", out, err, want)
+	}
+	out, err := runKeeper(t, t.Context(), append([]string{"bookie", "listfilesondisc", "-txn", "--index"}, dirs...)...)
+	journalFile := filepath.Join(cfg.JournalDirs[0], "current", fmt.Sprintf("%x.txn", marks[0].LogID))
+	if err != nil || !strings.HasPrefix(out, "--------- Printing the list of Journal Files ---------\n") ||
+		!strings.Contains(out, "\n"+journalFile+"\n") ||
+		!strings.HasSuffix(out, "\n\n--------- Printing the list of Index Files ---------\n\n") {
+		t.Fatalf("keeper bookie listfilesondisc -txn --index: %q, %v", out, err)
+	}
+	if _, err := runKeeper(t, t.Context(), append([]string{"bookie", "listfilesondisc"}, dirs...)...); err == nil {
+		t.Fatal("listfilesondisc without a kind succeeded")
 	}
 }

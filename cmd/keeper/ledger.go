@@ -90,7 +90,8 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
   keeper ledger ls | stat 7 | delete 7 | recover 7
   keeper ledger underreplicated | recover-bookie <id> | decommission <id>
   keeper ledger triggeraudit | whoisauditor | lostbookierecoverydelay --get
-  keeper ledger autorecovery [--enable | --disable]`,
+  keeper ledger autorecovery [--enable | --disable]
+  keeper ledger clusterinfo | queryautorecoverystatus [-v]`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.zk, "zk", "127.0.0.1:2181", "metadata servers, host:port, comma-separated")
@@ -108,7 +109,7 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 		newLedgerLsCmd(f), newLedgerStatCmd(f), newLedgerDeleteCmd(f), newLedgerRecoverCmd(f))
 	cmd.AddCommand(newLedgerUnderreplicatedCmd(f), newLedgerRecoverBookieCmd(f), newLedgerDecommissionCmd(f),
 		newLedgerTriggerAuditCmd(f), newLedgerWhoIsAuditorCmd(f), newLedgerLostBookieRecoveryDelayCmd(f),
-		newLedgerAutorecoverySwitchCmd(f))
+		newLedgerAutorecoverySwitchCmd(f), newLedgerClusterInfoCmd(f), newLedgerQueryAutorecoveryStatusCmd(f))
 	return cmd
 }
 

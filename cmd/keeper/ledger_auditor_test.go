@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -94,6 +95,37 @@ func TestLedgerAuditorCommands(t *testing.T) {
 	says("", "underreplicated", "--excludingmissingreplica", string(gone))
 	says("0\n", "underreplicated", "--missingreplica", "nobody:1", "-c")
 	says("3600\n", "lostbookierecoverydelay", "--get")
+
+	// clusterinfo: four bookies with cookies, one gone, ledgers marked.
+	says(`{
+  "auditorElected": true,
+  "auditorId": "auditor-cli",
+  "clusterUnderReplicated": true,
+  "ledgerReplicationEnabled": true,
+  "totalBookiesCount": 4,
+  "writableBookiesCount": 3,
+  "readonlyBookiesCount": 0,
+  "unavailableBookiesCount": 1
+}
+`, "clusterinfo")
+	// queryautorecoverystatus lists only the ledgers a worker holds.
+	says("CurrentRecoverLedgerInfo:\nNo Ledger is being recovered\n", "queryautorecoverystatus")
+	worker, err := autorecovery.NewManager(ctx, st, "worker-cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, ok, err := worker.Acquire(ctx)
+	if err != nil || !ok {
+		t.Fatalf("Acquire: %v %v", ok, err)
+	}
+	says(fmt.Sprintf("CurrentRecoverLedgerInfo:\n\tLedgerId: %d\tBookieId: worker-cli\n", lock.LedgerID),
+		"queryautorecoverystatus")
+	md, _, err := st.Read(ctx, lock.LedgerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	says(fmt.Sprintf("CurrentRecoverLedgerInfo:\n\tLedgerId: %d\tBookieId: worker-cli\tLedgerSize: %d\n",
+		lock.LedgerID, md.Length), "queryautorecoverystatus", "-v")
 }
 
 // waitUntil polls cond until it holds or ctx ends.

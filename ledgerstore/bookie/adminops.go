@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"keeper/internal/vfs"
 	"keeper/ledgerstore/bookie/httpadmin"
+	"keeper/ledgerstore/bookie/journal"
 	"keeper/ledgerstore/ledger"
 )
 
@@ -85,36 +87,54 @@ func (b *Bookie) LastLogMarks() []httpadmin.LogMark {
 // directory tree is the operator's, not ours.
 const maxListedFiles = 100_000
 
-// DiskFiles lists the files named *.ext below the journal, ledger or index
-// directories (the index directory is the first ledger directory unless
-// indexDirectories names one), recursively, oldest modification first.
+// DiskFiles lists the names of the files named *.ext below the
+// directories of kind (ListDiskFiles), oldest modification first.
 func (b *Bookie) DiskFiles(kind httpadmin.FileKind, ext string) ([]string, error) {
+	paths, err := ListDiskFiles(b.cfg, kind, ext)
+	for i, p := range paths {
+		paths[i] = filepath.Base(p)
+	}
+	return paths, err
+}
+
+// ListDiskFiles lists the paths of the files named *.ext below cfg's
+// journal, ledger or index directories (the index directory is the first
+// ledger directory unless IndexDir names one), recursively, oldest
+// modification first, as BookKeeper's listfilesondisc does. It only reads:
+// a running bookie's directories may be listed.
+func ListDiskFiles(cfg Config, kind httpadmin.FileKind, ext string) ([]string, error) {
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
 	var dirs []string
 	switch kind {
 	case httpadmin.JournalFiles:
-		dirs = b.cfg.JournalDirs
+		dirs = cfg.JournalDirs
 	case httpadmin.EntryLogFiles:
-		dirs = b.cfg.LedgerDirs
+		dirs = cfg.LedgerDirs
 	case httpadmin.IndexFiles:
-		dirs = []string{b.cfg.IndexDir}
-		if b.cfg.IndexDir == "" {
-			dirs = b.cfg.LedgerDirs[:1]
+		switch {
+		case cfg.IndexDir != "":
+			dirs = []string{cfg.IndexDir}
+		case len(cfg.LedgerDirs) > 0:
+			dirs = cfg.LedgerDirs[:1]
 		}
 	}
 	type file struct {
-		name string
+		path string
 		mod  time.Time
 	}
 	var files []file
 	var walk func(dir string) error
 	walk = func(dir string) error {
-		names, err := b.cfg.FS.List(dir)
+		names, err := fsys.List(dir)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
 			p := filepath.Join(dir, n)
-			fi, err := b.cfg.FS.Stat(p)
+			fi, err := fsys.Stat(p)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed since the listing
 			}
@@ -128,9 +148,9 @@ func (b *Bookie) DiskFiles(kind httpadmin.FileKind, ext string) ([]string, error
 				}
 			case strings.HasSuffix(n, "."+ext):
 				if len(files) == maxListedFiles {
-					return fmt.Errorf("bookie: more than %d files below %v", maxListedFiles, dirs)
+					return fmt.Errorf("more than %d files below %v", maxListedFiles, dirs)
 				}
-				files = append(files, file{n, fi.ModTime()})
+				files = append(files, file{p, fi.ModTime()})
 			}
 		}
 		return nil
@@ -143,7 +163,27 @@ func (b *Bookie) DiskFiles(kind httpadmin.FileKind, ext string) ([]string, error
 	slices.SortStableFunc(files, func(x, y file) int { return x.mod.Compare(y.mod) })
 	out := make([]string, len(files))
 	for i, f := range files {
-		out[i] = f.name
+		out[i] = f.path
+	}
+	return out, nil
+}
+
+// ReadLastMarks reads each journal's persisted mark (its lastMark file in
+// the ledger directories) as a start would, in journal order, as
+// BookKeeper's lastmark does. It only reads.
+func ReadLastMarks(cfg Config) ([]journal.Position, error) {
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	dirs := markDirs(cfg)
+	out := make([]journal.Position, len(cfg.JournalDirs))
+	for i := range cfg.JournalDirs {
+		p, err := journal.ReadLastMark(fsys, dirs, journal.LastMarkName(i, len(cfg.JournalDirs)))
+		if err != nil {
+			return nil, fmt.Errorf("bookie: read the journal's last mark: %w", err)
+		}
+		out[i] = p
 	}
 	return out, nil
 }

@@ -86,7 +86,8 @@ func TestCompactionSuspension(t *testing.T) {
 // entry logs are listed, oldest first; the persisted mark names the
 // journal file the checkpoint reached.
 func TestDiskFilesAndMarks(t *testing.T) {
-	b := newEnv(t, false).start()
+	e := newEnv(t, false)
+	b := e.start()
 	c := dial(t, b)
 	addEntries(t, c, 1, 0, 5)
 	if err := b.Checkpoint(); err != nil {
@@ -121,6 +122,18 @@ func TestDiskFilesAndMarks(t *testing.T) {
 	if len(marks) != 1 || marks[0].Offset <= 0 ||
 		!slices.Contains(journals, journal.FileName(marks[0].LogID)) {
 		t.Fatalf("marks %v, journal files %v", marks, journals)
+	}
+	// What the offline commands read: the same marks, and paths.
+	onDisk, err := ReadLastMarks(e.config())
+	if err != nil || len(onDisk) != 1 || onDisk[0].LogID != marks[0].LogID || onDisk[0].Offset != marks[0].Offset {
+		t.Fatalf("ReadLastMarks = %v, %v; the bookie says %v", onDisk, err, marks)
+	}
+	paths, err := ListDiskFiles(e.config(), httpadmin.JournalFiles, "txn")
+	if err != nil || len(paths) != len(journals) || !strings.HasPrefix(paths[0], "/journal/current/") {
+		t.Fatalf("ListDiskFiles = %v, %v", paths, err)
+	}
+	if _, err := ListDiskFiles(Config{LedgerDirs: []string{"/nowhere"}, FS: e.fs}, httpadmin.EntryLogFiles, "log"); err == nil {
+		t.Fatal("ListDiskFiles of a directory that does not exist succeeded")
 	}
 }
 

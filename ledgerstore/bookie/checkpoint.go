@@ -86,9 +86,11 @@ func (b *Bookie) replayRecord(rec journal.Record, st *replayStats) error {
 
 // markDirs are the directories lastMark files go in: every ledger
 // directory's current subdirectory, as in BookKeeper.
-func (b *Bookie) markDirs() []string {
-	dirs := make([]string, len(b.cfg.LedgerDirs))
-	for i, d := range b.cfg.LedgerDirs {
+func (b *Bookie) markDirs() []string { return markDirs(b.cfg) }
+
+func markDirs(cfg Config) []string {
+	dirs := make([]string, len(cfg.LedgerDirs))
+	for i, d := range cfg.LedgerDirs {
 		dirs[i] = filepath.Join(d, "current")
 	}
 	return dirs

@@ -243,9 +243,8 @@ func (a *api) entryLocationCompact(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, "Empty request body")
 		return
 	case err != nil:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(pretty(err.Error()))
+		// BookKeeper's JSON helper's message for a body it cannot read.
+		answerJSON(w, http.StatusBadRequest, "Failed to deserialize Object from Json string")
 		return
 	}
 	v, has := kv["entryLocationRocksDBCompact"]
