@@ -114,7 +114,8 @@
 // diskUsageLwmThreshold it turns writable again. Above
 // diskUsageWarnThreshold major compaction is suspended. A journal or
 // storage failure turns it read-only for good (readOnlyModeEnabled=false:
-// it stops). Every gcWaitTime, GC snapshots the local ledgers, lists the
+// it stops). An operator may turn it read-only too, and suspend either
+// compaction, through the HTTP admin API (SetReadOnly, SuspendCompaction). Every gcWaitTime, GC snapshots the local ledgers, lists the
 // metadata store's ledgers (metadata.Store.List: any error, any odd
 // znode in the ledger tree and any unknown child of the root keeps
 // everything), confirms each missing one with a direct read of its znode,
