@@ -62,13 +62,7 @@ func (b *Bookie) SetReadOnly(ro bool) error {
 	if ro && b.cfg.ReadOnlyModeDisabled {
 		return httpadmin.ErrReadOnlyDisabled
 	}
-	b.stateMu.Lock()
-	changed := b.manualReadOnly != ro
-	b.manualReadOnly = ro
-	b.stateMu.Unlock()
-	if changed {
-		b.updateMode()
-	}
+	b.setModeFlag(&b.manualReadOnly, ro)
 	return nil
 }
 

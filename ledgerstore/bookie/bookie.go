@@ -420,10 +420,14 @@ func (b *Bookie) stopOnOwn(err error) {
 }
 
 // setDiskFull records the disk monitor's verdict.
-func (b *Bookie) setDiskFull(full bool) {
+func (b *Bookie) setDiskFull(full bool) { b.setModeFlag(&b.diskFull, full) }
+
+// setModeFlag sets flag, one of the stateMu fields updateMode reads, and
+// applies the mode if the flag changed.
+func (b *Bookie) setModeFlag(flag *bool, v bool) {
 	b.stateMu.Lock()
-	changed := b.diskFull != full
-	b.diskFull = full
+	changed := *flag != v
+	*flag = v
 	b.stateMu.Unlock()
 	if changed {
 		b.updateMode()
