@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"keeper/ledgerstore/bookie/httpadmin"
+	"keeper/ledgerstore/bookietls"
 )
 
 // What the HTTP admin API (httpServerEnabled, package httpadmin) asks of
@@ -34,6 +36,14 @@ func (b *Bookie) startHTTPAdmin() error {
 	}
 	if b.md != nil {
 		opts.Ledgers = b.cfg.HTTPLedgers
+	}
+	if b.cfg.ClientTLS.Enabled {
+		// list_bookie_info asks bookies as the bookie's ledger clients do.
+		tlsCfg, err := bookietls.New(bookietls.Client, b.cfg.ClientTLS, b.log)
+		if err != nil {
+			return fmt.Errorf("bookie: the admin API's client TLS: %w", err)
+		}
+		opts.BookieTLS = tlsCfg
 	}
 	srv, err := httpadmin.Listen(b.cfg.HTTPServerAddr, opts)
 	if err != nil {

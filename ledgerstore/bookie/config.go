@@ -299,7 +299,8 @@ type Config struct {
 	// ClientTLS is what the bookie's own ledger clients (autorecovery, the
 	// admin API's) use towards bookies: the same keys read as BookKeeper's
 	// ClientConfiguration reads them (clientKeyStore* and clientTrustStore*
-	// before tlsKeyStore* and tlsTrustStore*). The bookie does not use it.
+	// before tlsKeyStore* and tlsTrustStore*). The bookie itself uses it
+	// only for the admin API's list_bookie_info, which asks bookies too.
 	ClientTLS bookietls.Settings
 	// Logger receives the bookie's logs; nil discards them.
 	Logger *slog.Logger

@@ -321,8 +321,8 @@ type Candidates struct {
 	Racks map[BookieID]string
 }
 
-// Only returns c with only the bookies in allowed; an empty allowed
-// allows every one.
+// Only returns c with only the bookies in allowed (and their racks); an
+// empty allowed allows every one.
 func (c Candidates) Only(allowed []BookieID) Candidates {
 	if len(allowed) == 0 {
 		return c
@@ -336,7 +336,8 @@ func (c Candidates) Only(allowed []BookieID) Candidates {
 		}
 		return out
 	}
-	return Candidates{Available: keep(c.Available), ReadOnly: keep(c.ReadOnly)}
+	c.Available, c.ReadOnly = keep(c.Available), keep(c.ReadOnly)
+	return c // Racks kept: locations of bookies left out are never asked for
 }
 
 // ChooseBookies picks n distinct bookies from c.Available that are neither

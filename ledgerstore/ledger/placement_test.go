@@ -188,7 +188,10 @@ func TestChooseBookies(t *testing.T) {
 }
 
 func TestCandidatesOnly(t *testing.T) {
-	c := Candidates{Available: []BookieID{"a", "b", "c"}, ReadOnly: []BookieID{"c"}}
+	c := Candidates{Available: []BookieID{"a", "b", "c"}, ReadOnly: []BookieID{"c"}, Racks: map[BookieID]string{"b": "/r1"}}
+	if got := c.Only([]BookieID{"b"}); got.Racks["b"] != "/r1" {
+		t.Errorf("Only dropped b's rack: %v", got.Racks)
+	}
 	tests := []struct {
 		allowed []BookieID
 		want    Candidates

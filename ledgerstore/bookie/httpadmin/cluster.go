@@ -145,7 +145,7 @@ func (a *api) bookieInfo(ctx context.Context, id ledger.BookieID) (free, total i
 	if err != nil {
 		return 0, 0, err
 	}
-	c, err := bookierpc.Dial(ctx, addr)
+	c, err := bookierpc.DialWith(ctx, addr, bookierpc.Options{TLS: a.o.BookieTLS})
 	if err != nil {
 		return 0, 0, err
 	}

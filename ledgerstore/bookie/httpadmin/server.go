@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -134,7 +135,10 @@ type Options struct {
 	// Recovery backs the /api/v1/autorecovery endpoints; nil: they answer
 	// 500.
 	Recovery Recovery
-	Logger   *slog.Logger
+	// BookieTLS secures list_bookie_info's connections to bookies, as the
+	// bookie's ledger clients are secured (its client TLS keys); nil: plain.
+	BookieTLS *bookietls.Config
+	Logger    *slog.Logger
 }
 
 // Server is a listening admin API.
