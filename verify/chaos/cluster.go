@@ -198,15 +198,21 @@ func NewCluster(cfg Config) (*Cluster, error) {
 			ClientPort: ports[per*i], QuorumPort: ports[per*i+1], ElecPort: ports[per*i+2]}
 		if cfg.Reconfig {
 			s.FrontQuorum, s.FrontElection = ports[per*i+3], ports[per*i+4]
-			if err := c.startFronts(s); err != nil {
-				c.Close()
-				return nil, err
-			}
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ClientPort))
 		s.Dir = filepath.Join(cfg.Dir, s.Name)
 		s.DataDir = filepath.Join(s.Dir, "data")
 		c.Servers = append(c.Servers, s)
+	}
+	// The fronts read c.Servers: start them once it is complete.
+	for _, s := range c.Servers {
+		if !cfg.Reconfig {
+			break
+		}
+		if err := c.startFronts(s); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	for _, s := range c.Servers {
 		if err := c.writeConfig(s); err != nil {
