@@ -34,7 +34,7 @@ test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$' ./verify/sim
-	$(GO) test -count=1 -timeout 30m -run 'TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=200
+	$(GO) test -count=1 -timeout 30m -run 'TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 
 # test-loaded is make test on a busy machine: a busy loop per core and an
 # fdatasync-heavy writer on the same disk run until it ends. The suite's
