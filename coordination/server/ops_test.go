@@ -571,7 +571,7 @@ func TestMultiRaw(t *testing.T) {
 		r := rawSession(t, srv.Addr)
 		r.mustCreate("/r", 0)
 		// create2 inside a multi is answered with a create2 result, as the
-		// spec recommends (3.8.0-3.8.3 answer with a create result).
+		// docs/zookeeper-protocol.md recommends (3.8.0-3.8.3 answer with a create result).
 		body := r.mustOK(zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
 			{Op: zkproto.OpCreate2, Record: &zkproto.CreateRequest{Path: "/r/c2", ACL: zkproto.OpenACLUnsafe}},
 			{Op: zkproto.OpSetData, Record: &zkproto.SetDataRequest{Path: "/r", Data: []byte("x"), Version: -1}},

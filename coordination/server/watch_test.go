@@ -365,8 +365,8 @@ func TestAddCheckRemoveWatches(t *testing.T) {
 	})
 }
 
-// TestSetWatchesCatchUp sends setWatches and setWatches2 by hand (spec
-// §3.4): events missed since relativeZxid arrive before the reply, and
+// TestSetWatchesCatchUp sends setWatches and setWatches2 by hand
+// (docs/zookeeper-protocol.md §3.4): events missed since relativeZxid arrive before the reply, and
 // only the watches that did not fire are registered.
 func TestSetWatchesCatchUp(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {

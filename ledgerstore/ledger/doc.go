@@ -101,7 +101,7 @@
 // crash, an unacknowledged add may not; TestPitfall8_BookieCrashes), and
 // nothing in this package deletes data.
 //
-// One rule goes beyond the spec: recovery re-adds carry LAC_r, the LAC
+// One rule goes beyond BookKeeper's protocol (docs/bookkeeper-protocol.md): recovery re-adds carry LAC_r, the LAC
 // recovery started from, in their LAC field, not the recovering client's
 // running LAC. Two recoveries can close at different points (one finds an
 // unacknowledged entry the other declares absent); with running LACs the
