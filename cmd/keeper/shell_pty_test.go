@@ -55,6 +55,8 @@ type ptySession struct {
 	mu      sync.Mutex
 	screen  bytes.Buffer // everything the process wrote, escape sequences removed
 	done    chan struct{}
+	exited  chan struct{} // closed once cmd.Wait returned; waitErr is then set
+	waitErr error
 }
 
 // ansi matches the terminal control sequences the line editor writes.
@@ -64,7 +66,7 @@ func startPTYShell(t *testing.T, bin string, args ...string) *ptySession {
 	t.Helper()
 	control, term := openPTY(t)
 	p := &ptySession{t: t, cmd: exec.Command(bin, append([]string{"shell"}, args...)...), control: control,
-		done: make(chan struct{})}
+		done: make(chan struct{}), exited: make(chan struct{})}
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = term, term, term
 	p.cmd.Env = append(os.Environ(), "TERM=xterm")
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
@@ -72,9 +74,15 @@ func startPTYShell(t *testing.T, bin string, args ...string) *ptySession {
 		t.Fatal(err)
 	}
 	term.Close() // the child has it
+	// One goroutine waits for the process; wait and the cleanup read its
+	// result, so cmd.Wait is never called twice at once.
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
-		p.cmd.Wait()
+		<-p.exited
 	})
 	go func() {
 		defer close(p.done)
@@ -122,10 +130,9 @@ func (p *ptySession) typeKeys(keys string) {
 // wait waits for the process to exit and returns its exit status.
 func (p *ptySession) wait() int {
 	p.t.Helper()
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
 	select {
-	case err := <-exited:
+	case <-p.exited:
+		err := p.waitErr
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode()
 		} else if err != nil {
@@ -181,6 +188,7 @@ func TestShellTerminal(t *testing.T) {
 		"4 - getAllChildrenNumber /c1", "5 - history"} {
 		p.expect(want, 1)
 	}
+	p.expect("(CONNECTED) 6]", 1)
 	p.typeKeys("addauth digest u:secret" + keyEnter)
 	p.expect("(CONNECTED) 7]", 1)
 	p.typeKeys("quit" + keyEnter)
@@ -205,6 +213,9 @@ func TestShellTerminal(t *testing.T) {
 	p.expect("(CONNECTED) 0]", 1)
 	p.typeKeys(keyUp + keyUp + keyEnter)
 	p.expect("0 - history", 1)
+	// Ctrl-D only once the editor reads keys again: typed while the command
+	// runs, the terminal (not yet in raw mode) would swallow it.
+	p.expect("(CONNECTED) 1]", 1)
 	p.typeKeys("\x04") // Ctrl-D on an empty line leaves
 	if code := p.wait(); code != 0 {
 		t.Fatalf("exit status %d after Ctrl-D", code)
