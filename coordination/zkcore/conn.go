@@ -41,6 +41,10 @@ type entry struct {
 	// revalidating: a learner's reattach waiting for the leader's
 	// verdict (Revalidated).
 	revalidating bool
+	// connect is a handshake's request (kindConnect), kept so that a
+	// handshake still unanswered when the member changes role can be held
+	// again instead of refused (rehold).
+	connect *zkproto.ConnectRequest
 	// gated: enforced authentication may refuse this request; pump
 	// decides when it comes to it, after the auth and sasl requests before
 	// it ran. unknown: the opcode is one a client may not send.
@@ -109,6 +113,9 @@ func (s *Server) classify(op zkproto.Op) kind {
 // the connection's output is over budget (see outputBlocked): the request
 // waits in the queue, and Written pumps again once the client has read.
 func (s *Server) pump(c *conn, now Now) {
+	if c.hold != nil {
+		return // nothing runs or leaves before the handshake's answer
+	}
 	pendingWrites := 0
 	produced := 0 // bytes of replies made by this pump, not yet emitted
 	c.blocked = false

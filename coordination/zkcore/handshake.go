@@ -2,6 +2,7 @@ package zkcore
 
 import (
 	"crypto/subtle"
+	"slices"
 
 	"keeper/coordination/jute"
 	"keeper/coordination/session"
@@ -22,13 +23,22 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 	if s.hold(c, req, now) {
 		return
 	}
-	s.stats.packetsReceived++
-	s.metrics.connectionRequests.Inc()
-	var enc jute.Encoder
-	req.Encode(&enc)
-	s.metrics.bytesReceived.Add(int64(len(enc.B) + frameHeaderBytes))
-	c.stats.received++
-	c.stats.lastOp = zkproto.OpCreateSession
+	s.connect(c, req, now, now.MonoMs, true)
+}
+
+// connect runs c's handshake, which arrived at arrivedMs; count is false
+// for one counted already, before a role change held it again.
+func (s *Server) connect(c *conn, req *zkproto.ConnectRequest, now Now, arrivedMs int64, count bool) {
+	id := c.id
+	if count {
+		s.stats.packetsReceived++
+		s.metrics.connectionRequests.Inc()
+		var enc jute.Encoder
+		req.Encode(&enc)
+		s.metrics.bytesReceived.Add(int64(len(enc.B) + frameHeaderBytes))
+		c.stats.received++
+		c.stats.lastOp = zkproto.OpCreateSession
+	}
 	c.readOnlyByte = req.HasReadOnly
 	if s.mode == NotServing || (s.mode == ReadOnly && !req.ReadOnly) {
 		// No leader: Apache ZooKeeper is not serving either, or serves
@@ -45,8 +55,10 @@ func (s *Server) Connect(id ConnID, req *zkproto.ConnectRequest, now Now) {
 		return
 	}
 	timeout := session.Negotiate(req.TimeoutMs, s.cfg.MinSessionTimeoutMs, s.cfg.MaxSessionTimeoutMs)
-	e := &entry{kind: kindConnect, executed: true, received: now.MonoMs}
-	c.queue = append(c.queue, e)
+	e := &entry{kind: kindConnect, executed: true, received: arrivedMs, connect: copyConnect(req)}
+	// First in the queue: requests left behind a handshake held again
+	// (rehold) wait in it for this answer.
+	c.queue = slices.Insert(c.queue, 0, e)
 	if req.SessionID == 0 && s.mode == ReadOnly {
 		s.localSession(c, e, timeout, now)
 		s.pump(c, now)
@@ -172,14 +184,17 @@ func (s *Server) Revalidated(sid int64, valid bool, now Now) {
 	s.pump(c, now)
 }
 
-// dropRevalidations closes the connections waiting for a leader's verdict
-// that will not come (the leader changed, or the member stopped serving).
-func (s *Server) dropRevalidations() {
+// dropRevalidations holds again, or else closes, the connections waiting
+// for a leader's verdict that will not come (the leader changed, or the
+// member stopped serving).
+func (s *Server) dropRevalidations(now Now) {
 	for _, id := range s.sortedConns() {
 		c := s.conns[id]
 		if len(c.queue) > 0 && c.queue[0].revalidating {
 			c.queue[0].revalidating = false
-			s.closeConn(c)
+			if !s.rehold(c, now) {
+				s.closeConn(c)
+			}
 		}
 	}
 }

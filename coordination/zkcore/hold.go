@@ -30,12 +30,25 @@ import (
 // brings the learner there is on its way, and the handshake is answered
 // once it is applied. ZooKeeper closes such a connection at once too.
 
+//
+// A handshake the member took but had not answered when it lost its leader
+// (a reattach waiting for the old leader's verdict, a new session whose
+// createSession the old leader never committed) is held again, within the
+// same bounds counted from its arrival, rather than closed: a client
+// reconnects exactly when the ensemble changes hands (its member left or
+// lost the leader), and ZooKeeper's refusals then cost it a whole round of
+// members, after which go-zookeeper fails its queued requests.
+
 // heldHandshake is a connection's handshake waiting for the member to
 // serve, or to apply what the client has seen.
 type heldHandshake struct {
 	req     *zkproto.ConnectRequest
 	reqs    []Request // requests that followed it, in order
 	untilMs int64     // MonoMs after which the connection is closed
+	// arrivedMs is when the handshake arrived; counted is set once it was
+	// counted in the statistics (it was taken, then held again).
+	arrivedMs int64
+	counted   bool
 	// ahead is the state the client has seen, when the member serves but
 	// is behind it; 0 when the member was not serving.
 	ahead zxid.ID
@@ -62,12 +75,65 @@ func (s *Server) hold(c *conn, req *zkproto.ConnectRequest, now Now) bool {
 	if now.MonoMs >= until {
 		return false
 	}
-	held := *req // the driver may reuse req once Connect returns
-	held.Passwd = append([]byte(nil), req.Passwd...)
-	c.hold = &heldHandshake{req: &held, untilMs: until, ahead: ahead}
+	c.hold = &heldHandshake{req: copyConnect(req), untilMs: until, ahead: ahead, arrivedMs: now.MonoMs}
 	c.heldAhead = c.heldAhead || behind
 	s.held = append(s.held, c.id)
 	return true
+}
+
+// copyConnect copies req: the driver may reuse it once Connect returns.
+func copyConnect(req *zkproto.ConnectRequest) *zkproto.ConnectRequest {
+	held := *req
+	held.Passwd = append([]byte(nil), req.Passwd...)
+	return &held
+}
+
+// rehold holds again the handshake c's member took but has not answered,
+// now that the member lost its leader (see above); it reports whether it
+// did. The requests queued behind the handshake stay queued, unrun, and the
+// session it named or created is left to its fate: the client reattaches
+// or starts over when the handshake is answered.
+func (s *Server) rehold(c *conn, now Now) bool {
+	if c.closing || c.hold != nil || len(c.queue) == 0 || s.writeErr != nil || s.cfg.HoldHandshakeMs <= 0 {
+		return false
+	}
+	e := c.queue[0]
+	if e.kind != kindConnect || e.done || e.connect == nil || e.connect.TimeoutMs <= 0 {
+		return false
+	}
+	until := min(s.notServingSinceMs+s.cfg.HoldHandshakeMs, e.received+int64(e.connect.TimeoutMs)/4)
+	if now.MonoMs >= until {
+		return false
+	}
+	if c.session != 0 {
+		if s.sessionConn[c.session] == c.id {
+			delete(s.sessionConn, c.session)
+		}
+		c.session, c.timeoutMs = 0, 0
+	}
+	c.queue = slices.Delete(c.queue, 0, 1)
+	c.hold = &heldHandshake{req: e.connect, untilMs: until, arrivedMs: e.received, counted: true}
+	s.held = append(s.held, c.id)
+	return true
+}
+
+// answer takes c's held handshake off hold and runs it, then the requests
+// that arrived behind it while it was held.
+func (s *Server) answer(c *conn, now Now) {
+	h := c.hold
+	c.hold = nil
+	if c.closing {
+		return
+	}
+	if s.hold(c, h.req, now) {
+		// Serving, but behind what the client has seen: held once more.
+		c.hold.reqs, c.hold.arrivedMs, c.hold.counted = h.reqs, h.arrivedMs, h.counted
+		return
+	}
+	s.connect(c, h.req, now, h.arrivedMs, !h.counted)
+	for _, r := range h.reqs {
+		s.Request(c.id, r, now)
+	}
 }
 
 // releaseCaughtUp answers the handshakes held for a state the member has
@@ -90,13 +156,8 @@ func (s *Server) releaseOne(id ConnID, now Now) {
 	if !ok || c.hold == nil {
 		return
 	}
-	h := c.hold
-	c.hold = nil
 	s.held = slices.DeleteFunc(s.held, func(x ConnID) bool { return x == id })
-	s.Connect(id, h.req, now)
-	for _, r := range h.reqs {
-		s.Request(id, r, now)
-	}
+	s.answer(c, now)
 }
 
 // releaseHeld answers the held handshakes, and runs the requests behind
@@ -109,12 +170,7 @@ func (s *Server) releaseHeld(now Now) {
 		if !ok || c.hold == nil {
 			continue
 		}
-		h := c.hold
-		c.hold = nil
-		s.Connect(id, h.req, now)
-		for _, r := range h.reqs {
-			s.Request(id, r, now)
-		}
+		s.answer(c, now)
 	}
 }
 

@@ -163,3 +163,61 @@ func TestHandshakeHeldUntilCaughtUp(t *testing.T) {
 		t.Fatalf("conn 4 not released after applying %s (closed %v)", next, h.closed[4])
 	}
 }
+
+// A handshake the member took but had not answered when it lost its
+// leader (here a new session forwarded to that leader, with an auth and a
+// read pipelined behind it) is held again rather than refused: once the
+// member serves, the session is asked of the new leader, and the client
+// gets the handshake and then its replies, in order. Held again, it is
+// still bounded by a quarter of its timeout from its arrival.
+func TestHandshakeHeldThroughRoleChange(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.HoldHandshakeMs = 1000 })
+	h.s.SetMode(Learner, 1, h.now)
+	for id, timeout := range map[ConnID]int32{1: 10000, 2: 1000} {
+		h.s.NewConn(id, netip.MustParseAddrPort("127.0.0.1:1"), h.now)
+		h.s.Connect(id, &zkproto.ConnectRequest{TimeoutMs: timeout, Passwd: make([]byte, 16)}, h.now)
+	}
+	xa := h.send(1, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")})
+	xe := h.send(1, zkproto.OpExists, &zkproto.ExistsRequest{Path: "/"})
+	h.drive()
+	if len(h.forwards) != 2 {
+		t.Fatalf("%d forwards, want both createSessions", len(h.forwards))
+	}
+	h.forwards = nil
+	h.now.MonoMs += 200
+	h.s.SetMode(NotServing, 0, h.now)
+	h.drive()
+	if h.closed[1] || h.closed[2] || len(h.take(1)) != 0 {
+		t.Fatalf("handshakes refused or answered on losing the leader: closed %v", h.closed)
+	}
+	if got := h.s.Outstanding(1); got != 2 {
+		t.Fatalf("Outstanding = %d, want the auth and the read behind the held handshake", got)
+	}
+	h.now.MonoMs += 100 // 300 ms after conn 2 arrived: past a quarter of its 1 s
+	h.s.Tick(h.now)
+	h.drive()
+	if h.closed[1] || !h.closed[2] {
+		t.Fatalf("closed %v, want conn 2 only, its hold over", h.closed)
+	}
+	h.s.SetMode(Learner, 2, h.now)
+	h.drive()
+	if len(h.forwards) != 1 || h.forwards[0].Op != zkproto.OpCreateSession {
+		t.Fatalf("forwards to the new leader: %+v, want one createSession", h.forwards)
+	}
+	sid := h.forwards[0].SessionID
+	h.s.Apply(&txn.Txn{Header: txn.Header{ClientID: sid, Zxid: zxid.Make(2, 1), Type: zkproto.OpCreateSession},
+		Record: &txn.CreateSession{TimeoutMs: 10000}}, h.now)
+	h.drive()
+	fs := h.take(1)
+	if len(fs) != 3 || h.closed[1] {
+		t.Fatalf("%d frames %+v, closed %v; want the handshake, the auth reply, the read", len(fs), headers(fs), h.closed[1])
+	}
+	var resp zkproto.ConnectResponse
+	resp.Decode(jute.NewDecoder(fs[0].raw, 0))
+	if resp.SessionID != sid || fs[1].hdr.Xid != xa || fs[2].hdr.Xid != xe || fs[2].hdr.Err != zkproto.CodeOK {
+		t.Fatalf("session %#x (want %#x), replies %+v", resp.SessionID, sid, headers(fs[1:]))
+	}
+	if st := h.s.Stats(); st.PacketsReceived != 4 {
+		t.Fatalf("%d packets counted, want 4: a handshake held again counts once", st.PacketsReceived)
+	}
+}

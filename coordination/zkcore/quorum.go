@@ -101,7 +101,7 @@ func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 	if old != m {
 		// A reattach waiting for the old leader's verdict will not get
 		// it: the client reconnects.
-		s.dropRevalidations()
+		s.dropRevalidations(now)
 		// Whoever leads now expires sessions from a fresh start: closes
 		// the old leader began went with it, and a follower only saw its
 		// own clients' activity (Apache ZooKeeper rebuilds its session
@@ -119,7 +119,13 @@ func (s *Server) SetMode(m Mode, epoch zxid.Epoch, now Now) {
 	}
 	if old != m && (m == NotServing || m == ReadOnly || old == ReadOnly) {
 		for _, id := range s.sortedConns() {
-			s.closeConn(s.conns[id])
+			c := s.conns[id]
+			if c.hold != nil || (m == NotServing && s.rehold(c, now)) {
+				// Unanswered: the client has nothing in flight, and is
+				// answered once the member serves (hold.go).
+				continue
+			}
+			s.closeConn(c)
 		}
 		s.syncs = nil
 	}

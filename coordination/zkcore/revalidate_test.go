@@ -146,28 +146,61 @@ func TestRevalidatePipelined(t *testing.T) {
 	}
 }
 
-// A reattach waiting for a verdict from a leader that is gone is closed;
-// a verdict that comes after its connection closed is ignored.
+// A reattach waiting for a verdict from a leader that is gone is held
+// again while the member has no leader (within the handshake hold), and
+// asks the next leader once the member serves; a member that changes role
+// long after it last lost a leader closes it, as ZooKeeper does. A verdict
+// from the old leader is ignored either way.
 func TestRevalidateLeaderLost(t *testing.T) {
-	for _, mode := range []Mode{NotServing, Leader} {
-		t.Run(mode.String(), func(t *testing.T) {
-			p := newPair(t)
-			sid := learnerSession(t, p)
-			f := p.learner
-			pw := session.Password(sid)
-			f.reattach(2, sid, pw[:])
-			f.s.SetMode(mode, 2, f.now)
-			f.drive()
-			if !f.closed[2] || len(f.take(2)) != 0 {
-				t.Fatal("a reattach waits for a verdict that will not come")
-			}
-			f.s.Revalidated(sid, true, f.now)
-			f.drive()
-			if len(f.take(2)) != 0 {
-				t.Fatal("a verdict answered a closed connection")
-			}
-		})
-	}
+	t.Run("held until a new leader", func(t *testing.T) {
+		p := newPair(t)
+		sid := learnerSession(t, p)
+		f := p.learner
+		pw := session.Password(sid)
+		f.reattach(2, sid, pw[:])
+		x := f.send(2, zkproto.OpGetData, &zkproto.GetDataRequest{Path: "/e"})
+		f.revals = nil
+		f.s.SetMode(NotServing, 0, f.now)
+		f.drive()
+		if f.closed[2] || len(f.take(2)) != 0 {
+			t.Fatal("a reattach was refused or answered when the leader was lost")
+		}
+		f.s.Revalidated(sid, true, f.now) // the old leader's late verdict
+		f.drive()
+		if f.closed[2] || len(f.take(2)) != 0 {
+			t.Fatal("the old leader's verdict answered a held reattach")
+		}
+		f.now.MonoMs += 100
+		f.s.SetMode(Learner, 2, f.now)
+		f.drive()
+		if len(f.revals) != 1 || f.revals[0].SessionID != sid {
+			t.Fatalf("REVALIDATEs to the new leader: %+v, want one for %#x", f.revals, sid)
+		}
+		f.s.Revalidated(sid, true, f.now)
+		f.drive()
+		fs := f.take(2)
+		if len(fs) != 2 || connectAnswer(t, fs).SessionID != sid || fs[1].hdr.Xid != x || f.closed[2] {
+			t.Fatalf("frames %+v, closed %v; want the handshake, then the read behind it", headers(fs), f.closed[2])
+		}
+	})
+	t.Run("closed long after", func(t *testing.T) {
+		p := newPair(t)
+		sid := learnerSession(t, p)
+		f := p.learner
+		pw := session.Password(sid)
+		f.now.MonoMs += 60000 // long after the learner last lost a leader
+		f.reattach(2, sid, pw[:])
+		f.s.SetMode(Leader, 2, f.now)
+		f.drive()
+		if !f.closed[2] || len(f.take(2)) != 0 {
+			t.Fatal("a reattach waits for a verdict that will not come")
+		}
+		f.s.Revalidated(sid, true, f.now)
+		f.drive()
+		if len(f.take(2)) != 0 {
+			t.Fatal("a verdict answered a closed connection")
+		}
+	})
 }
 
 // A member of an ensemble whose storage failed leaves the service for
