@@ -81,6 +81,9 @@ reconfig -remove 1,2,3
 reconfig -add server.x=1:2:3
 reconfig -remove 2 -add server.2=127.0.0.1:Q2:E2
 reconfig -remove 5,9
+reconfig -members server.1=127.0.0.1:Q1:E1:participant;127.0.0.1:P1,server.2=127.0.0.1:Q2:E2:participant;127.0.0.1:P2,server.3=127.0.0.1:Q3:E3:participant;127.0.0.1:P3
+config
+reconfig -members server.1=127.0.0.1:Q1:E1:participant;127.0.0.1:P1,server.9=127.0.0.1:1:2:participant;127.0.0.1:3
 reconfig -remove C,F
 reconfig
 reconfig -v zz -remove 3
@@ -89,7 +92,9 @@ config -c
 
 // TestZkCliReconfigSideBySide runs the same zkCli.sh session of
 // reconfigs (remove and add back a follower, add and remove an observer,
-// a stale version, a new participant that is not running, invalid
+// a stale version, a new participant that is not running, the whole
+// membership given at once (-members), one whose new quorum cannot
+// answer, invalid
 // requests, a change that would leave too few voters, the usage errors)
 // against an Apache ZooKeeper 3.8 ensemble and a keeper ensemble, and
 // expects the same output once ports and versions are named.
@@ -118,7 +123,7 @@ func TestZkCliReconfigSideBySide(t *testing.T) {
 			names[fmt.Sprintf("P%d", m.ID)] = fmt.Sprint(m.ClientPort)
 		}
 		names["QF"], names["EF"], names["PF"] = fmt.Sprint(moved.QuorumPort), fmt.Sprint(moved.ElecPort), fmt.Sprint(moved.ClientPort)
-		script := regexp.MustCompile(`\b(QF|EF|PF|Q\d|E\d|F|C)\b`).ReplaceAllStringFunc(zkCliScript, func(s string) string { return names[s] })
+		script := regexp.MustCompile(`\b(QF|EF|PF|Q\d|E\d|P\d|F|C)\b`).ReplaceAllStringFunc(zkCliScript, func(s string) string { return names[s] })
 		cmd := exec.Command(zkCliPath, "-server", conn.Addr)
 		cmd.Stdin = strings.NewReader(script)
 		cmd.Env = append(cmd.Environ(), "ZOO_LOG_DIR="+t.TempDir())
