@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,19 +94,33 @@ func waitEvent(t *testing.T, ch <-chan zk.Event) zk.Event {
 
 // waitState waits for a session event with the given state on a
 // go-zookeeper event channel, skipping others.
-func waitState(t *testing.T, ch <-chan zk.Event, want zk.State) {
+func waitState(t *testing.T, states *sessionStates, want zk.State) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
-	for {
-		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventSession && ev.State == want {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no session event %v", want)
-		}
+	eventually(t, waitTimeout, func() bool { return states.seen(want) }, "session event %v", want)
+}
+
+// sessionStates records every session state a go-zookeeper client
+// reports, through its event callback: go-zookeeper drops events when
+// nobody drains its channel, which a client retrying through a cut
+// connection fills within seconds.
+type sessionStates struct {
+	mu     sync.Mutex
+	states []zk.State
+}
+
+func (s *sessionStates) record(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.states = append(s.states, ev.State)
+}
+
+func (s *sessionStates) seen(want zk.State) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.states, want)
 }
 
 // goZKErrors maps go-zookeeper's error values back to wire codes.

@@ -147,7 +147,14 @@ func TestSessionExpiry(t *testing.T) {
 	mustCreate(t, observer, "/locks", nil, 0, openACL)
 
 	px := newProxy(t, s.Addr().String())
-	victim, victimEvents := dialZK(t, 500*time.Millisecond, px.Addr(), px.Addr())
+	victimStates := &sessionStates{}
+	victim, _, err := zk.Connect([]string{px.Addr(), px.Addr()}, 500*time.Millisecond, zk.WithLogger(quietLogger{}),
+		zk.WithLogInfo(false), zk.WithEventCallback(victimStates.record))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(victim.Close)
+	eventually(t, waitTimeout, func() bool { return victim.State() == zk.StateHasSession }, "a session")
 	sid := victim.SessionID()
 	mustCreate(t, victim, "/eph", []byte("mine"), zk.FlagEphemeral, openACL)
 	lockPath := mustCreate(t, victim, "/locks/lock-", nil, zk.FlagEphemeralSequential, openACL)
@@ -180,7 +187,7 @@ func TestSessionExpiry(t *testing.T) {
 	}
 
 	px.Restore()
-	waitState(t, victimEvents, zk.StateExpired)
+	waitState(t, victimStates, zk.StateExpired)
 	// go-zk then starts a new session of its own.
 	eventually(t, waitTimeout, func() bool {
 		return victim.State() == zk.StateHasSession && victim.SessionID() != sid
