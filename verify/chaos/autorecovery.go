@@ -24,26 +24,31 @@ const (
 	arReplicateMax = 3 * time.Minute        // how long full replication may take before it counts as failed
 	arPoll         = 100 * time.Millisecond // how often the harness looks at the metadata
 	arFill         = 6 * time.Second        // writing before the kill, so the lost bookie holds something
+	arAddTimeout   = 30 * time.Second       // the writer's add timeout (see autorecoveryBody)
 )
 
-// AutorecoveryScenario is "a bookie lost for good" (scenario 13): four
-// bookies, each running autorecovery (autoRecoveryDaemonEnabled, a one
-// second lostBookieRecoveryDelay, a three second grace for open ledgers),
-// a writer appending 16 KiB entries to E3/Qw2/Qa2 ledgers, a new ledger
-// every few seconds. After the warm-up one bookie of the writer's
-// ensemble is killed with SIGKILL and never restarted. The auditor (in
-// one of the survivors) marks its ledgers, the workers copy what it held
-// and swap it out. Checks: every ledger is closed at or past its
-// acknowledged entries and reads back (checkLedger), no ledger names the
-// lost bookie within arReplicateMax, nothing stays marked, and every entry
-// has Qw copies with the payload written on bookies of its write set.
-// Figures: the bytes the lost bookie held, the time from the kill to full
+// AutorecoveryScenario is "a bookie lost for good" (scenario 13): six
+// bookies in three racks of two (autorecovery_racks.go), each running
+// autorecovery (autoRecoveryDaemonEnabled, a one second
+// lostBookieRecoveryDelay, a three second grace for open ledgers) with
+// the rack-aware policy and minNumRacksPerWriteQuorum=2 enforced, the
+// racks in Pulsar's /bookies document, and a writer with the same policy
+// appending 16 KiB entries to E3/Qw2/Qa2 ledgers, a new ledger every few
+// seconds. After the warm-up one bookie of the writer's ensemble is
+// killed with SIGKILL and never restarted. The auditor (in one of the
+// survivors) marks its ledgers, the workers copy what it held and swap
+// it out. Checks: every ledger is closed at or past its acknowledged
+// entries and reads back (checkLedger), no ledger names the lost bookie
+// within arReplicateMax, nothing stays marked, every entry has Qw copies
+// with the payload written on bookies of its write set, and every write
+// set is on registered bookies in two racks (checkRacks). Figures: the
+// bytes the lost bookie held, the time from the kill to full
 // replication, and that time per GiB.
 func AutorecoveryScenario() *LedgerScenario {
-	return &LedgerScenario{ID: 13, Name: "bookie lost for good, autorecovery", Servers: 1, Bookies: 4,
-		MaxSessionTimeoutMs: 4000, Duration: 15 * time.Second,
-		BookieConf: []string{"autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=1",
-			"openLedgerRereplicationGracePeriod=3000", "rwRereplicateBackoffMs=500"},
+	return &LedgerScenario{ID: 13, Name: "bookie lost for good, autorecovery, racks kept", Servers: 1,
+		Bookies: arRacks * arBookiesPerRack, MaxSessionTimeoutMs: 4000, Duration: 15 * time.Second,
+		BookieConf: append([]string{"autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=1",
+			"openLedgerRereplicationGracePeriod=3000", "rwRereplicateBackoffMs=500"}, arPlacementConf...),
 		Body: autorecoveryBody}
 }
 
@@ -104,7 +109,17 @@ func (w *arWriter) run(ctx context.Context, r *LedgerRun, c *ledgerclient.Client
 }
 
 func autorecoveryBody(ctx context.Context, r *LedgerRun) {
-	c, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog("writer")})
+	racks, err := writeRackInfo(ctx, r)
+	if err != nil {
+		r.Report.Violate("harness", "rack document: %v", err)
+		return
+	}
+	// A dead connection, not a timeout, tells the writer that the victim
+	// is gone; a long add timeout keeps a slow machine from making it
+	// replace the victim's spare too, which the enforced racks would
+	// refuse (the victim's rack has no third bookie).
+	c, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog("writer"), Placement: arPolicy,
+		RackInfoPath: metadata.DefaultRackInfoPath, AddTimeout: arAddTimeout})
 	if err != nil {
 		r.Report.Violate("harness", "client: %v", err)
 		return
@@ -196,10 +211,18 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 	<-ctx.Done()
 	stopWriter()
 	<-done
+	reg, err := store.Bookies(after)
+	if err != nil {
+		r.Report.Violate("harness", "bookie registry: %v", err)
+		return
+	}
+	sets := 0
 	for _, wl := range w.snapshot() {
 		checkLedger(after, r, c, wl)
 		checkFullQuorum(after, r, c, wl, victim)
+		sets += checkRacks(after, r, store, wl, racks, reg)
 	}
+	r.Report.Figure("write sets checked for racks", "%d", sets)
 }
 
 // heldBytes adds up the payload bytes of the acknowledged entries whose
