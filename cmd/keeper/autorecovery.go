@@ -81,25 +81,54 @@ func openStore(ctx context.Context, servers []string, root string, timeout time.
 // startAutorecovery starts an autorecovery daemon with its own metadata
 // session and ledger client, named id; stop ends it.
 func startAutorecovery(ctx context.Context, servers []string, root, id string, cfg autorecovery.Config,
-	clientTLS bookietls.Settings, logger *slog.Logger) (stop func(), err error) {
+	clientTLS bookietls.Settings, logger *slog.Logger) (d *autorecovery.Daemon, stop func(), err error) {
 	store, closeStore, err := openStore(ctx, servers, root, metadata.DefaultSessionTimeout, logger)
 	if err != nil {
-		return nil, fmt.Errorf("autorecovery: %w", err)
+		return nil, nil, fmt.Errorf("autorecovery: %w", err)
 	}
 	client, err := ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: root, Logger: logger,
 		Placement: cfg.Placement, Racks: cfg.Racks, RackInfoPath: cfg.RackInfoPath, TLS: clientTLS})
 	if err != nil {
 		closeStore()
-		return nil, fmt.Errorf("autorecovery: %w", err)
+		return nil, nil, fmt.Errorf("autorecovery: %w", err)
 	}
 	cfg.Store, cfg.Client, cfg.ID, cfg.Logger = store, client, id, logger.With("component", "autorecovery")
-	d, err := autorecovery.Start(ctx, cfg)
+	d, err = autorecovery.Start(ctx, cfg)
 	if err != nil {
 		client.Close()
 		closeStore()
+		return nil, nil, err
+	}
+	return d, func() { d.Close(); client.Close(); closeStore() }, nil
+}
+
+// bookieAutorecovery starts the autorecovery daemon of a bookie with
+// autoRecoveryDaemonEnabled, under the bookie's id, and exports its
+// figures with the bookie's metrics under "replication_", the scope
+// BookKeeper's bookie gives its embedded autorecovery
+// (docs/observability.md).
+func bookieAutorecovery(ctx context.Context, b *bookie.Bookie, bcfg bookie.Config, cfg autorecovery.Config,
+	logger *slog.Logger) (stop func(), err error) {
+	d, stop, err := startAutorecovery(ctx, bcfg.MetadataServers, bcfg.LedgersRoot, b.ID(), cfg, bcfg.ClientTLS, logger)
+	if err != nil {
 		return nil, err
 	}
-	return func() { d.Close(); client.Close(); closeStore() }, nil
+	for _, f := range d.Figures() {
+		name := "replication_" + f.Name
+		switch f.Kind {
+		case autorecovery.Gauge:
+			err = b.RegisterGauge(name, f.Help, f.Value)
+		case autorecovery.Counter:
+			err = b.RegisterCounter(name, f.Help, f.Value)
+		case autorecovery.Sizes:
+			err = b.RegisterSizes(name, f.Help, f.Sizes)
+		}
+		if err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
 }
 
 // autorecoveryFlags are `keeper autorecovery`'s flags.
@@ -165,7 +194,7 @@ connections to bookies use (docs/bookie-tls.md). See docs/autorecovery.md.`,
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			end, err := startAutorecovery(ctx, servers, root, id, cfg, bcfg.ClientTLS, logger)
+			_, end, err := startAutorecovery(ctx, servers, root, id, cfg, bcfg.ClientTLS, logger)
 			if err != nil {
 				return err
 			}

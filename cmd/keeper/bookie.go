@@ -93,8 +93,7 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 				}
 				// autoRecoveryDaemonEnabled: the bookie runs an auditor
 				// vote and a worker too, or does not run at all.
-				if stopRecovery, arErr = startAutorecovery(ctx, cfg.MetadataServers, cfg.LedgersRoot, b.ID(), arCfg,
-					cfg.ClientTLS, logger); arErr != nil {
+				if stopRecovery, arErr = bookieAutorecovery(ctx, b, cfg, arCfg, logger); arErr != nil {
 					stopRecovery = func() {}
 					cancel()
 				}

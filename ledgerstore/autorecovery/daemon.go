@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"keeper/internal/metric"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -21,8 +22,9 @@ type Daemon struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	auditing atomic.Bool
-	marked   atomic.Int64
+	auditing        atomic.Bool
+	marked          atomic.Int64
+	underReplicated metric.OpStats // ledgers marked per audit that marked any (MetricUnderReplicated)
 
 	mu        sync.Mutex // guards placement
 	placement PlacementCheck
@@ -186,7 +188,12 @@ func (d *Daemon) audit(ctx context.Context, vote string) {
 		}
 	})
 	a := &auditor{cfg: d.cfg, mgr: d.mgr, store: d.cfg.Store, log: d.cfg.Logger,
-		marked: func(n int) { d.marked.Add(int64(n)) },
+		marked: func(n int) {
+			d.marked.Add(int64(n))
+			if n > 0 { // BookKeeper records nothing for lost bookies without ledgers
+				d.underReplicated.Record(int64(n), true)
+			}
+		},
 		placed: func(r PlacementCheck) {
 			d.mu.Lock()
 			r.Runs = d.placement.Runs + 1
