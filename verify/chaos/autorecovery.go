@@ -19,7 +19,7 @@ import (
 // Scenario 13's settings.
 const (
 	arPassword     = "s13"
-	arLedgerLife   = 3 * time.Second        // the writer closes its ledger and starts another after this
+	arLedgerLife   = 2 * time.Second        // the writer closes its ledger and starts another after this
 	arEntryBytes   = 16 << 10               // payload of every entry
 	arReplicateMax = 3 * time.Minute        // how long full replication may take before it counts as failed
 	arPoll         = 100 * time.Millisecond // how often the harness looks at the metadata
@@ -34,7 +34,8 @@ const (
 // the rack-aware policy and minNumRacksPerWriteQuorum=2 enforced, the
 // racks in Pulsar's /bookies document, and a writer with the same policy
 // appending 16 KiB entries to E3/Qw2/Qa2 ledgers, a new ledger every few
-// seconds. After the warm-up one bookie of the writer's ensemble is
+// seconds. After the warm-up (six seconds, or a third of a longer run)
+// the bookie of the writer's ensemble that the most segments name is
 // killed with SIGKILL and never restarted. The auditor (in one of the
 // survivors) marks its ledgers, the workers copy what it held and swap
 // it out. Checks: every ledger is closed at or past its acknowledged
@@ -149,22 +150,37 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(wctx, r, c, rand.New(rand.NewPCG(r.Seed, 13))) }()
 	defer func() { stopWriter(); <-done }()
-	if !sleepCtx(ctx, arFill) {
+	// A longer run (CHAOS_DURATION) writes for a third of it before the
+	// kill, so that the lost bookie holds more to copy.
+	fill := arFill
+	if end, ok := ctx.Deadline(); ok {
+		fill = max(fill, time.Until(end)/3)
+	}
+	if !sleepCtx(ctx, fill) {
 		ctx = after
 	}
 
-	// The victim: a bookie of the ledger being written.
+	// The victim: the bookie of the ledger being written that the most
+	// segments name, so that the workers, not only the writer, have
+	// segments to re-place in its rack.
 	ls := w.snapshot()
 	md, err := c.Stat(after, ls[len(ls)-1].ID)
 	if err != nil {
 		r.Report.Violate("harness", "stat: %v", err)
 		return
 	}
-	victim := md.LastSegment().Bookies[r.IntN(len(md.LastSegment().Bookies))]
+	var victim ledger.BookieID
+	segs := -1
+	for _, i := range r.perm(len(md.LastSegment().Bookies)) {
+		b := md.LastSegment().Bookies[i]
+		if n := segmentsOn(after, c, ls, b); n > segs {
+			victim, segs = b, n
+		}
+	}
 	held := heldBytes(after, c, w.snapshot(), victim)
 	r.Bookies.Kill(r.Bookies.Bookie(string(victim)))
 	killed := time.Now()
-	r.Fault("killed bookie %s for good (it held %d bytes of entries)", victim, held)
+	r.Fault("killed bookie %s for good (it held %d bytes of entries in %d segments)", victim, held, segs)
 
 	// Full replication, measured under the writer's load: no ledger names
 	// the victim and nothing is marked.
@@ -199,6 +215,7 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 	r.Logf("replicated %d bytes of %s in %v (%v after the first marker)", held, victim, took.Round(time.Millisecond),
 		copying.Round(time.Millisecond))
 	r.Report.Figure("lost bookie's bytes", "%d", held)
+	r.Report.Figure("segments naming the lost bookie at the kill", "%d", segs)
 	r.Report.Figure("time to full replication", "%v", took.Round(time.Millisecond))
 	r.Report.Figure("time from the first marker", "%v", copying.Round(time.Millisecond))
 	if held > 0 {
@@ -225,6 +242,13 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 	r.Report.Figure("write sets checked for racks", "%d", sets)
 }
 
+// perm returns a random order of 0..n-1 from the run's seeded source.
+func (r *LedgerRun) perm(n int) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rng.Perm(n)
+}
+
 // heldBytes adds up the payload bytes of the acknowledged entries whose
 // write set holds b, by the ledgers' metadata now.
 func heldBytes(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLedger, b ledger.BookieID) int64 {
@@ -237,6 +261,25 @@ func heldBytes(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLedger,
 		for e := int64(0); e <= wl.Acked && e < int64(len(wl.Sent)); e++ {
 			if slices.Contains(md.WriteSetBookies(e), b) {
 				n += int64(len(wl.Sent[e]))
+			}
+		}
+	}
+	return n
+}
+
+// segmentsOn counts the segments that name b, by the ledgers' metadata
+// now: what the workers (and, for an open ledger's last segment, the
+// writer) must re-place.
+func segmentsOn(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLedger, b ledger.BookieID) int {
+	n := 0
+	for _, wl := range ls {
+		md, err := c.Stat(ctx, wl.ID)
+		if err != nil {
+			continue
+		}
+		for _, seg := range md.Segments {
+			if slices.Contains(seg.Bookies, b) {
+				n++
 			}
 		}
 	}
