@@ -168,6 +168,10 @@ func (s *Server) writeReply(e *entry, t *txn.Txn, res datatree.Result) {
 
 // multiReply builds a multi's results. A failed multi answers every op with
 // an error result; its reply header still says OK (docs/zookeeper-protocol.md §2.3).
+// keeper's leader writes an error sub-txn for every op of a failed multi,
+// but Apache ZooKeeper's leader writes the real sub-txns of the ops before
+// the failing one: those answer OK, and ops after the first error sub-txn
+// RuntimeInconsistency, as datatree applies them.
 func multiReply(req *zkproto.MultiRequest, m *txn.Multi, res datatree.Result) *zkproto.MultiResponse {
 	out := &zkproto.MultiResponse{Results: make([]zkproto.MultiResult, len(m.Ops))}
 	failed := false
@@ -176,10 +180,17 @@ func multiReply(req *zkproto.MultiRequest, m *txn.Multi, res datatree.Result) *z
 			failed = true
 		}
 	}
+	postFailed := false
 	for i, op := range m.Ops {
 		r := &out.Results[i]
 		if failed {
-			code := zkproto.Code(op.Record.(*txn.Error).Err)
+			code := zkproto.CodeOK
+			if postFailed {
+				code = zkproto.CodeRuntimeInconsistency
+			}
+			if et, ok := op.Record.(*txn.Error); ok && op.Type == zkproto.OpError {
+				code, postFailed = zkproto.Code(et.Err), true
+			}
 			*r = zkproto.MultiResult{Op: zkproto.OpError, Err: code, Record: &zkproto.ErrorResponse{Err: code}}
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"keeper/coordination/txn"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zxid"
 )
@@ -166,5 +167,62 @@ func TestReadOnlyMode(t *testing.T) {
 	h.drive()
 	if !h.closed[3] {
 		t.Fatal("a local session outlived its timeout")
+	}
+}
+
+// Apache ZooKeeper's leader writes a failed multi with the real sub-txns of
+// the ops before the failing one (keeper's leader writes error sub-txns for
+// all); a learner answers those ops OK and the ops after the failure
+// RuntimeInconsistency, and changes nothing.
+func TestLearnerFailedMultiFromZooKeeperLeader(t *testing.T) {
+	p := newPair(t)
+	f := p.learner
+	f.s.NewConn(1, netip.MustParseAddrPort("127.0.0.1:1"), f.now)
+	f.s.Connect(1, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16)}, f.now)
+	p.settle()
+	f.take(1)
+	x := f.send(1, zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+		{Op: zkproto.OpCheck, Record: &zkproto.CheckVersionRequest{Path: "/", Version: -1}},
+		{Op: zkproto.OpCreate, Record: create("/a", "", 0)},
+		{Op: zkproto.OpCreate, Record: create("/no/b", "", 0)},
+		{Op: zkproto.OpCreate, Record: create("/c", "", 0)},
+	}})
+	for _, fw := range f.forwards {
+		p.leader.s.Remote(fw, p.leader.now)
+	}
+	f.forwards = nil
+	p.leader.drive()
+	props := p.leader.pending
+	p.leader.pending = nil
+	if len(props) != 1 {
+		t.Fatalf("leader proposed %d txns, want the multi", len(props))
+	}
+	m, isMulti := props[0].Record.(*txn.Multi)
+	if !isMulti || len(m.Ops) != 4 {
+		t.Fatalf("leader proposed %+v, want a multi of 4", props[0].Record)
+	}
+	// Rewrite it as ZooKeeper's leader writes it.
+	java := *props[0]
+	java.Record = &txn.Multi{Ops: []txn.Op{
+		{Type: zkproto.OpCheck, Record: &txn.CheckVersion{Path: "/", Version: 1}},
+		{Type: zkproto.OpCreate, Record: &txn.Create{Path: "/a", Data: []byte{}, ACL: zkproto.OpenACLUnsafe, ParentCversion: 1}},
+		m.Ops[2], m.Ops[3],
+	}}
+	f.s.Apply(&java, f.now)
+	f.drive()
+	fs := f.expect(1, ok(x))
+	var resp zkproto.MultiResponse
+	f.decode(fs[0], &resp)
+	want := []zkproto.Code{zkproto.CodeOK, zkproto.CodeOK, zkproto.CodeNoNode, zkproto.CodeRuntimeInconsistency}
+	if len(resp.Results) != len(want) {
+		t.Fatalf("results %+v, want %v", resp.Results, want)
+	}
+	for i, r := range resp.Results {
+		if r.Op != zkproto.OpError || r.Err != want[i] {
+			t.Errorf("result %d: %v/%v, want error/%v", i, r.Op, r.Err, want[i])
+		}
+	}
+	if f.s.Tree().Node("/a") != nil {
+		t.Error("the learner created /a of a failed multi")
 	}
 }
