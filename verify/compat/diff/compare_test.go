@@ -35,6 +35,15 @@ func (s *side) session(id int64) string {
 	return fmt.Sprintf("unknown(%#x)", id)
 }
 
+// nodeData renders node data, rewritten by the side's data replacer (an
+// ensemble's ports in /zookeeper/config).
+func (s *side) nodeData(b []byte) string {
+	if b != nil && s.data != nil {
+		b = []byte(s.data.Replace(string(b)))
+	}
+	return data(b)
+}
+
 // stat renders a Stat. ctime and mtime are replaced by what both servers
 // must agree on: whether ctime is set, that mtime equals ctime while the
 // node has never been written (version 0), and that mtime is never before
@@ -104,7 +113,7 @@ func (s *side) record(rec jute.Record) string {
 	case *zkproto.SetACLResponse:
 		return "stat" + s.stat(r.Stat)
 	case *zkproto.GetDataResponse:
-		return fmt.Sprintf("data{%s stat=%s}", data(r.Data), s.stat(r.Stat))
+		return fmt.Sprintf("data{%s stat=%s}", s.nodeData(r.Data), s.stat(r.Stat))
 	case *zkproto.GetACLResponse:
 		return fmt.Sprintf("acl{%s stat=%s}", acls(canonicalACL(r.ACL)), s.stat(r.Stat))
 	case *zkproto.GetChildrenResponse:

@@ -161,20 +161,26 @@ func histogram(m map[string]int) string {
 // into res. It stops at the first difference (after it, the servers' states
 // may have drifted).
 func runSeed(t *testing.T, seed uint64, ops int, res *seedResult) {
+	runSeedOn(t, startPair(t, slots, serverOptions{extendedTypes: true, enforceQuota: true}), seed, ops, res)
+}
+
+// runSeedOn runs ops steps from seed on p, counting into res, and stops at
+// the first difference.
+func runSeedOn(t *testing.T, p *pair, seed uint64, ops int, res *seedResult) {
 	res.norm = normalizer{counts: map[string]int{}}
 	res.byKind, res.byCode = map[string]int{}, map[string]int{}
-	p := startPair(t, slots, serverOptions{extendedTypes: true, enforceQuota: true})
+	replayCmd := func(seed uint64, ops int) string { return replay(p.runMatch, seed, ops) }
 	g := newGen(seed, slots, gated())
 	var history []string
 	began := time.Now()
 	for i := range ops {
 		st := g.next()
 		if err := p.probeExists(st); err != nil {
-			t.Fatalf("seed %d step %d: %v\n%s", seed, i, err, replay(seed, ops))
+			t.Fatalf("seed %d step %d: %v\n%s", seed, i, err, replayCmd(seed, ops))
 		}
 		k, z, err := p.run(st)
 		if err != nil {
-			t.Fatalf("seed %d step %d: %s: %v\n%s", seed, i, st, err, replay(seed, ops))
+			t.Fatalf("seed %d step %d: %s: %v\n%s", seed, i, st, err, replayCmd(seed, ops))
 		}
 		res.norm.apply(st, k, z)
 		kl, zl := p.keeper.render(k), p.zk.render(z)
@@ -182,7 +188,7 @@ func runSeed(t *testing.T, seed uint64, ops int, res *seedResult) {
 			t.Fatalf("seed %d step %d: keeper and ZooKeeper differ\nstep: %s\n%s\nkeeper:\n  %s\nzookeeper:\n  %s\nlast steps:\n%s\n%s",
 				seed, i, st, differingLine(kl, zl, d),
 				strings.Join(kl, "\n  "), strings.Join(zl, "\n  "),
-				strings.Join(history, "\n"), replay(seed, ops))
+				strings.Join(history, "\n"), replayCmd(seed, ops))
 		}
 		if *traceFlag {
 			t.Logf("step %d: %s\n  %s", i, st, strings.Join(zl, "\n  "))
@@ -219,8 +225,13 @@ func summary(lines []string) string {
 	return s
 }
 
-func replay(seed uint64, ops int) string {
-	cmd := fmt.Sprintf("replay: KEEPER_REQUIRE_ZK=1 go test ./verify/compat/diff -run 'TestDifferential' -seed=%d -diff.ops=%d", seed, ops)
+// replay is the command that replays a seed; run is the -run pattern
+// ("" for TestDifferential).
+func replay(run string, seed uint64, ops int) string {
+	if run == "" {
+		run = "TestDifferential$"
+	}
+	cmd := fmt.Sprintf("replay: KEEPER_REQUIRE_ZK=1 go test ./verify/compat/diff -run '%s' -seed=%d -diff.ops=%d", run, seed, ops)
 	if *ungate != "" {
 		cmd += " -diff.ungate=" + *ungate
 	}

@@ -106,15 +106,25 @@ func startKeeper(t *testing.T, o serverOptions) string {
 	return s.Addr().String()
 }
 
-// side is one server and the sessions the test holds on it, one per slot.
+// side is one server, or one ensemble, and the sessions the test holds on
+// it, one per slot. Slot i's sessions connect to addrs[i%len(addrs)]: with
+// an ensemble's members listed, every member takes requests.
 type side struct {
 	name   string
-	addr   string
+	addrs  []string
 	conns  []*wireConn
 	base   int64            // the zxid once slot 0's session exists
 	labels map[int64]string // session id -> slot label, for ephemeralOwner
 	gens   []int            // sessions opened so far, per slot
 	ended  []credentials    // per slot: the last session closed there
+	// syncBarrier makes the barrier sync every connection before its
+	// ping. In an ensemble a member applies a write made through another
+	// member a little later; sync makes it catch up with the leader's
+	// commit point first, and the notifications those writes fire arrive
+	// before the sync's reply.
+	syncBarrier bool
+	// data rewrites node data before it is compared (nil: as it is).
+	data *strings.Replacer
 }
 
 // credentials identify a session to reattach to.
@@ -123,16 +133,19 @@ type credentials struct {
 	passwd []byte
 }
 
-func newSide(name, addr string, slots int) *side {
+func newSide(name string, addrs []string, slots int) *side {
 	return &side{
 		name:   name,
-		addr:   addr,
+		addrs:  addrs,
 		conns:  make([]*wireConn, slots),
 		labels: make(map[int64]string),
 		gens:   make([]int, slots),
 		ended:  make([]credentials, slots),
 	}
 }
+
+// addr is the server slot's sessions connect to.
+func (s *side) addr(slot int) string { return s.addrs[slot%len(s.addrs)] }
 
 // connected is a handshake's outcome.
 type connected struct {
@@ -142,7 +155,7 @@ type connected struct {
 
 // openSlot creates a new session in slot, replacing its connection.
 func (s *side) openSlot(slot int, timeoutMs int32) (connected, error) {
-	c, resp, err := dialSession(s.addr, connectReq{timeoutMs: timeoutMs})
+	c, resp, err := dialSession(s.addr(slot), connectReq{timeoutMs: timeoutMs})
 	if err != nil {
 		return connected{}, fmt.Errorf("%s: open slot %d: %w", s.name, slot, err)
 	}
@@ -159,7 +172,7 @@ func (s *side) openSlot(slot int, timeoutMs int32) (connected, error) {
 func (s *side) reattach(slot int) ([]connected, error) {
 	old := s.conns[slot]
 	old.close()
-	c, resp, err := dialSession(s.addr, connectReq{
+	c, resp, err := dialSession(s.addr(slot), connectReq{
 		timeoutMs: defaultTimeoutMs, sid: old.sid, passwd: old.passwd, lastZxid: old.lastZxid,
 	})
 	if err != nil {
@@ -335,7 +348,7 @@ func (s *side) execBadReattach(st *step, o *outcome) error {
 	if st.stale && s.ended[st.slot].sid != 0 {
 		cred = s.ended[st.slot]
 	}
-	c, resp, err := dialSession(s.addr, connectReq{timeoutMs: defaultTimeoutMs, sid: cred.sid, passwd: cred.passwd})
+	c, resp, err := dialSession(s.addr(st.slot), connectReq{timeoutMs: defaultTimeoutMs, sid: cred.sid, passwd: cred.passwd})
 	if err != nil {
 		return fmt.Errorf("reattach attempt: %w", err)
 	}
@@ -406,17 +419,36 @@ func (s *side) execReconnect(st *step, o *outcome) error {
 	return nil
 }
 
-// barrier pings every open connection and waits for the replies, so that
-// every notification sent before them has arrived. A connection the server
-// closed is marked in o.closed. Events are then taken from every
-// connection.
+// barrier pings every open connection (after a sync, with syncBarrier)
+// and waits for the replies, so that every notification sent before them
+// has arrived. A connection the server closed is marked in o.closed.
+// Events are then taken from every connection.
 func (s *side) barrier(o *outcome) error {
+	if s.syncBarrier {
+		if err := s.roundTrip(o, zkproto.OpSync, &zkproto.SyncRequest{Path: "/"}); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	if err := s.roundTrip(o, zkproto.OpPing, nil); err != nil {
+		return err
+	}
+	for slot, c := range s.conns {
+		if !o.gone[slot] {
+			o.events[slot] = c.takeEvents()
+		}
+	}
+	return nil
+}
+
+// roundTrip sends op on every open connection, then waits for every
+// reply. A connection the server closed is marked in o.closed.
+func (s *side) roundTrip(o *outcome, op zkproto.Op, rec jute.Record) error {
 	xids := make([]int32, len(s.conns))
 	for slot, c := range s.conns {
 		if o.closed[slot] || o.gone[slot] {
 			continue
 		}
-		xid, err := c.send(zkproto.OpPing, nil)
+		xid, err := c.send(op, rec)
 		switch {
 		case isClosedErr(err):
 			o.closed[slot] = true
@@ -429,17 +461,14 @@ func (s *side) barrier(o *outcome) error {
 		if o.closed[slot] || o.gone[slot] {
 			continue
 		}
-		_, err := c.await(xids[slot], zkproto.OpPing)
+		r, err := c.await(xids[slot], op)
 		switch {
 		case isClosedErr(err):
 			o.closed[slot] = true
 		case err != nil:
 			return fmt.Errorf("slot %d: %w", slot, err)
-		}
-	}
-	for slot, c := range s.conns {
-		if !o.gone[slot] {
-			o.events[slot] = c.takeEvents()
+		case r.hdr.Err != zkproto.CodeOK:
+			return fmt.Errorf("slot %d: %v answered %v", slot, op, r.hdr.Err)
 		}
 	}
 	return nil
@@ -449,18 +478,19 @@ func (s *side) barrier(o *outcome) error {
 type pair struct {
 	keeper, zk *side
 	slots      int
+	runMatch   string // the -run pattern that replays a seed on this pair ("": TestDifferential)
 }
 
 // startPair starts both servers and opens every slot's session on each.
 func startPair(t *testing.T, slots int, o serverOptions) *pair {
 	t.Helper()
 	p := &pair{
-		zk:     newSide("zookeeper", startZooKeeper(t, o), slots),
-		keeper: newSide("keeper", startKeeper(t, o), slots),
+		zk:     newSide("zookeeper", []string{startZooKeeper(t, o)}, slots),
+		keeper: newSide("keeper", []string{startKeeper(t, o)}, slots),
 		slots:  slots,
 	}
 	t.Cleanup(func() { p.keeper.closeAll(); p.zk.closeAll() })
-	if err := closeStraySessions(p.zk.addr); err != nil {
+	if err := closeStraySessions(p.zk.addrs[0]); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []*side{p.keeper, p.zk} {
