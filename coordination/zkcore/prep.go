@@ -336,7 +336,7 @@ func (p *prep) multi(m *zkproto.MultiRequest) (*txn.Multi, error) {
 		}
 		rec, err := p.op(sub.Op, sub.Record)
 		if err == nil {
-			ops[i] = txn.Op{Type: sub.Op, Record: rec}
+			ops[i] = txn.Op{Type: loggedMultiOp(sub.Op), Record: rec}
 			continue
 		}
 		p.reset()
@@ -356,6 +356,19 @@ func (p *prep) multi(m *zkproto.MultiRequest) (*txn.Multi, error) {
 		break
 	}
 	return &txn.Multi{Ops: ops}, nil
+}
+
+// loggedMultiOp is the type a multi's sub-txn is logged with. A create2
+// op is logged as create, as Apache ZooKeeper logs it (its multi decoder
+// makes every create op a create, or a createContainer by its flags): 3.8
+// replays no create2 sub-txn, and a ZooKeeper follower or a ZooKeeper
+// server reading keeper's log would drop the rest of the multi. Only the
+// reply shows that the op was a create2.
+func loggedMultiOp(op zkproto.Op) zkproto.Op {
+	if op == zkproto.OpCreate2 {
+		return zkproto.OpCreate
+	}
+	return op
 }
 
 // closeSession deletes every ephemeral the session will own once pending

@@ -226,3 +226,36 @@ func TestLearnerFailedMultiFromZooKeeperLeader(t *testing.T) {
 		t.Error("the learner created /a of a failed multi")
 	}
 }
+
+// A create2 op of a multi is logged as a create sub-txn, which ZooKeeper
+// 3.8 followers can replay (they know no create2 sub-txn), and still
+// answered with a create2 result.
+func TestMultiCreate2LoggedAsCreate(t *testing.T) {
+	p := newPair(t)
+	l := p.leader
+	l.s.NewConn(1, netip.MustParseAddrPort("127.0.0.1:1"), l.now)
+	l.s.Connect(1, &zkproto.ConnectRequest{TimeoutMs: 10000, Passwd: make([]byte, 16)}, l.now)
+	p.settle()
+	l.take(1)
+	x := l.send(1, zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+		{Op: zkproto.OpCreate2, Record: create("/a", "v", 0)},
+		{Op: zkproto.OpCreate2, Record: create("/b", "", zkproto.FlagEphemeralSequential)},
+	}})
+	if len(l.pending) != 1 {
+		t.Fatalf("leader proposed %d txns, want the multi", len(l.pending))
+	}
+	m, isMulti := l.pending[0].Record.(*txn.Multi)
+	if !isMulti || len(m.Ops) != 2 {
+		t.Fatalf("leader proposed %+v, want a multi of 2", l.pending[0].Record)
+	}
+	if m.Ops[0].Type != zkproto.OpCreate || m.Ops[1].Type != zkproto.OpCreate {
+		t.Fatalf("sub-txn types %v, %v; want create twice", m.Ops[0].Type, m.Ops[1].Type)
+	}
+	l.applyN(1)
+	fs := l.expect(1, ok(x))
+	var resp zkproto.MultiResponse
+	l.decode(fs[0], &resp)
+	if len(resp.Results) != 2 || resp.Results[0].Op != zkproto.OpCreate2 || resp.Results[1].Op != zkproto.OpCreate2 {
+		t.Fatalf("results %+v, want two create2 results", resp.Results)
+	}
+}
