@@ -33,6 +33,7 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 	core.X509 = zc.TLS.X509Enabled()
 	core.X509SuperUser = zc.TLS.X509SuperUser
 	core.MaxBuffer = zc.JuteMaxBufferBytes
+	core.ContainerCheckMs = zc.ContainerCheckInterval.Milliseconds()
 	core.StartWallMs = time.Now().UnixMilli()
 	core.Logger = logger
 	conn := clientconn.DefaultConfig()
@@ -225,6 +226,7 @@ func systemProperties(zc *zoocfg.Config) map[string]string {
 	props := map[string]string{
 		"jute.maxbuffer":                          strconv.Itoa(zc.JuteMaxBufferBytes),
 		"readonlymode.enabled":                    b(zc.ReadOnlyModeEnabled),
+		"znode.container.checkIntervalMs":         strconv.FormatInt(zc.ContainerCheckInterval.Milliseconds(), 10),
 		"zookeeper.4lw.commands.whitelist":        strings.Join(zc.FourLetterWhitelist, ","),
 		"zookeeper.admin.enableServer":            b(zc.AdminEnableServer),
 		"zookeeper.admin.serverAddress":           zc.AdminServerAddress,

@@ -28,6 +28,9 @@ const (
 	// DefaultJuteMaxBufferBytes is jute.maxbuffer: the largest record
 	// (hence znode data) a server accepts, just under 1 MiB.
 	DefaultJuteMaxBufferBytes = 0xfffff
+	// DefaultContainerCheckInterval is znode.container.checkIntervalMs's
+	// default: a minute, as in ZooKeeper.
+	DefaultContainerCheckInterval = time.Minute
 	// DefaultSnapCount is the number of transactions between snapshots.
 	DefaultSnapCount = 100000
 	// MinSnapCount is the smallest snapCount ZooKeeper honours; lower
@@ -107,6 +110,10 @@ type Config struct {
 	AdminServerAddress string
 	// JuteMaxBufferBytes bounds one jute record (jute.maxbuffer).
 	JuteMaxBufferBytes int
+	// ContainerCheckInterval is how often the leader looks for empty
+	// containers and expired TTL nodes to delete
+	// (znode.container.checkIntervalMs).
+	ContainerCheckInterval time.Duration
 	// SnapCount is the number of transactions between snapshots
 	// (snapCount); at least MinSnapCount.
 	SnapCount int
@@ -199,6 +206,7 @@ func defaults() *Config {
 		AdminServerPort:          DefaultAdminServerPort,
 		AdminServerAddress:       DefaultAdminServerAddress,
 		JuteMaxBufferBytes:       DefaultJuteMaxBufferBytes,
+		ContainerCheckInterval:   DefaultContainerCheckInterval,
 		SnapCount:                DefaultSnapCount,
 		AutopurgeSnapRetainCount: DefaultAutopurgeSnapRetainCount,
 		StandaloneEnabled:        true,
@@ -327,6 +335,8 @@ func (c *Config) Validate() error {
 	check(c.RequestThrottleMaxRequests >= 0, "request_throttle_max_requests must not be negative, got %d", c.RequestThrottleMaxRequests)
 	check(c.RequestThrottleStallTime >= 0, "request_throttle_stall_time must not be negative, got %v", c.RequestThrottleStallTime)
 	check(c.JuteMaxBufferBytes > 0, "jute.maxbuffer must be positive, got %d", c.JuteMaxBufferBytes)
+	check(c.ContainerCheckInterval > 0, "znode.container.checkIntervalMs must be positive, got %d",
+		c.ContainerCheckInterval.Milliseconds())
 	check(c.SnapCount >= MinSnapCount, "snapCount must be at least %d, got %d", MinSnapCount, c.SnapCount)
 	check(c.AutopurgeSnapRetainCount >= MinAutopurgeSnapRetainCount,
 		"autopurge.snapRetainCount must be at least %d, got %d", MinAutopurgeSnapRetainCount, c.AutopurgeSnapRetainCount)

@@ -55,6 +55,8 @@
 //	                                                                 zookeeper.DigestAuthenticationProvider.superDigest,
 //	                                                                 superDigest (keeper only)
 //	JuteMaxBufferBytes        (none: only -Djute.maxbuffer)          jute.maxbuffer
+//	ContainerCheckInterval    (none: only -Dznode.container.checkIntervalMs)
+//	                                                                 znode.container.checkIntervalMs
 //	ReadOnlyModeEnabled       (none: only -Dreadonlymode.enabled)    readonlymode.enabled
 //	Servers                   server.N (or the file below)
 //	ConfigVersion             version (hex)

@@ -256,6 +256,8 @@ var settings = map[string]setter{
 
 	"jute.maxbuffer": intField(func(c *Config) *int { return &c.JuteMaxBufferBytes }),
 
+	"znode.container.checkIntervalMs": millisField(func(c *Config) *time.Duration { return &c.ContainerCheckInterval }),
+
 	"maxCnxns":                                intField(func(c *Config) *int { return &c.MaxCnxns }),
 	"globalOutstandingLimit":                  intField(func(c *Config) *int { return &c.GlobalOutstandingLimit }),
 	"zookeeper.globalOutstandingLimit":        intField(func(c *Config) *int { return &c.GlobalOutstandingLimit }),

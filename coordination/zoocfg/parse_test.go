@@ -49,6 +49,7 @@ func TestParseDefaults(t *testing.T) {
 		AdminServerPort:          8080,
 		AdminServerAddress:       "0.0.0.0",
 		JuteMaxBufferBytes:       0xfffff,
+		ContainerCheckInterval:   time.Minute,
 		SnapCount:                100000,
 		AutopurgeSnapRetainCount: 3,
 		StandaloneEnabled:        true,
@@ -95,6 +96,7 @@ func TestParseKeys(t *testing.T) {
 			c.AdminEnableServer, c.AdminServerPort, c.AdminServerAddress = false, 0, "::1"
 		}},
 		{"jute.maxbuffer=4194304", func(c *Config) { c.JuteMaxBufferBytes = 4 << 20 }},
+		{"znode.container.checkIntervalMs=500", func(c *Config) { c.ContainerCheckInterval = 500 * time.Millisecond }},
 		{"snapCount=1000", func(c *Config) { c.SnapCount = 1000 }},
 		{"zookeeper.snapCount=7", func(c *Config) { c.SnapCount = 7 }},
 		{"autopurge.snapRetainCount=5\nautopurge.purgeInterval=24", func(c *Config) {
@@ -168,6 +170,7 @@ func TestParseErrors(t *testing.T) {
 		{"admin.serverPort=http", `admin.serverPort: invalid value "http"`},
 		{"admin.serverAddress=", `admin.serverAddress: invalid value ""`},
 		{"jute.maxbuffer=1M", `jute.maxbuffer: invalid value "1M"`},
+		{"znode.container.checkIntervalMs=1m", `znode.container.checkIntervalMs: invalid value "1m"`},
 		{"snapCount=many", `snapCount: invalid value "many"`},
 		{"autopurge.snapRetainCount=x", `autopurge.snapRetainCount: invalid value "x"`},
 		{"autopurge.purgeInterval=1h", `autopurge.purgeInterval: invalid value "1h"`},

@@ -295,6 +295,8 @@ func TestCheckServerEnv(t *testing.T) {
 			`SERVER_JVMFLAGS: zookeeper.audit.enable: invalid value "on": want true or false`},
 		{"implemented setting", map[string]string{"SERVER_JVMFLAGS": "-Xmx2g -Djute.maxbuffer=4194304"},
 			"SERVER_JVMFLAGS: jute.maxbuffer: keeper reads its settings only from zoo.cfg; set it there"},
+		{"implemented container setting", map[string]string{"SERVER_JVMFLAGS": "-Dznode.container.checkIntervalMs=1000"},
+			"SERVER_JVMFLAGS: znode.container.checkIntervalMs: keeper reads its settings only from zoo.cfg; set it there"},
 		{"implemented admin setting", map[string]string{"JVMFLAGS": "-Dzookeeper.admin.enableServer=false"},
 			"JVMFLAGS: zookeeper.admin.enableServer: keeper reads its settings only from zoo.cfg; set it there"},
 		{"trusting an empty snapshot", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.snapshot.trust.empty=true"},

@@ -82,6 +82,8 @@ func TestValidate(t *testing.T) {
 		{"admin port range", func(c *Config) { c.AdminServerPort = -1 }, "admin.serverPort -1 out of range"},
 		{"maxClientCnxns negative", func(c *Config) { c.MaxClientCnxns = -1 }, "maxClientCnxns must not be negative"},
 		{"jute.maxbuffer zero", func(c *Config) { c.JuteMaxBufferBytes = 0 }, "jute.maxbuffer must be positive"},
+		{"container check interval zero", func(c *Config) { c.ContainerCheckInterval = 0 },
+			"znode.container.checkIntervalMs must be positive"},
 		{"snapCount", func(c *Config) { c.SnapCount = 1 }, "snapCount must be at least 2"},
 		{"snapRetainCount", func(c *Config) { c.AutopurgeSnapRetainCount = 2 }, "autopurge.snapRetainCount must be at least 3"},
 		{"purgeInterval", func(c *Config) { c.AutopurgePurgeInterval = -time.Hour }, "autopurge.purgeInterval must not be negative"},
