@@ -1,8 +1,9 @@
 // Package diff is a differential test: it runs the same randomized
 // operation sequences against Apache ZooKeeper 3.8 (Debian's package,
 // started by the test through verify/compat/zkreal) and against an in-process
-// keeper, and fails on any difference a client could see other than times
-// and session ids.
+// keeper, or against an ensemble of ZooKeeper servers and a mixed ensemble of
+// keeper and ZooKeeper servers, and fails on any difference a client could
+// see other than times and session ids.
 //
 // Everything lives in the package's tests; this file only documents it.
 //
@@ -49,6 +50,36 @@
 // digest entries with equal perms in an ACL (what an "auth" entry expands
 // to): ZooKeeper returns these in hash order.
 //
+// # Through every member of a mixed ensemble
+//
+// TestDifferentialMixed (mixed_test.go) runs the same steps with both sides
+// ensembles of three real processes: the reference side three Apache
+// ZooKeeper members, the tested side a mixed ensemble, once with a keeper
+// member leading two ZooKeeper followers and once with a ZooKeeper member
+// leading two keeper followers (the test checks who leads before the run).
+// Slot i's sessions connect to member i+1 on both sides, so the leader and
+// both followers take requests, forward writes and create sessions. What
+// differs from the standalone run, on both sides alike:
+//
+//   - the barrier first sends a sync on every connection: a member applies
+//     writes made through other members a little later, and the sync makes
+//     it catch up with the leader's commit point (the notifications those
+//     writes fire arrive before its reply). After a step that made or
+//     reattached sessions (txns too), every connection is synced again;
+//   - /zookeeper/config lists the members with their ports, which differ
+//     between the two ensembles: each side names its ports by member before
+//     the data is compared (the ports all have five digits, so lengths are
+//     compared unchanged);
+//   - the container and TTL reaper is off on every member (keeper's by
+//     znode.container.checkIntervalMs in zoo.cfg), as on the standalone
+//     servers;
+//   - stray sessions are looked for on each side's leader, which lists every
+//     session of the ensemble (there are none: nothing but four-letter
+//     words reaches a member before the test's sessions).
+//
+// It runs 400 steps of seed 1 per ensemble (-seed and -diff.ops change
+// that), about 25 s each after the members start.
+//
 // # Intended differences
 //
 // keeper follows a few rules of later ZooKeeper releases (docs/zookeeper-protocol.md §11). The
@@ -71,7 +102,8 @@
 // # Flags
 //
 //	-seed=N          run only seed N
-//	-diff.ops=N      steps per seed (default 4000; 1000 with -short)
+//	-diff.ops=N      steps per seed (default 4000; 1000 with -short;
+//	                 TestDifferentialMixed: 400 per ensemble)
 //	-diff.trace      log every step and ZooKeeper's outcome (with -v)
 //	-diff.ungate=a,b run switched-off kinds anyway ("all" for every one)
 //	-diff.bugs       run the reproductions of knownBugs and undecided

@@ -204,6 +204,14 @@ func (s *side) start() error {
 			return err
 		}
 	}
+	if s.syncBarrier {
+		// Every member has applied every session's creation before the
+		// first step (see syncAfterConnects).
+		o := &outcome{closed: make([]bool, len(s.conns)), gone: make([]bool, len(s.conns))}
+		if err := s.roundTrip(o, zkproto.OpSync, &zkproto.SyncRequest{Path: "/"}); err != nil {
+			return fmt.Errorf("%s: sync after opening the sessions: %w", s.name, err)
+		}
+	}
 	return nil
 }
 
@@ -275,7 +283,33 @@ func (s *side) exec(st *step) (*outcome, error) {
 		}
 		o.connects = append(o.connects, cs...)
 	}
+	if s.syncBarrier && len(o.connects) > 0 {
+		if err := s.syncAfterConnects(o); err != nil {
+			return nil, fmt.Errorf("%s: sync after reconnecting: %w", s.name, err)
+		}
+	}
 	return o, nil
+}
+
+// syncAfterConnects syncs every connection again after sessions were made
+// or reattached past the barrier: a new session is a txn, and a read on
+// another member in the next step would show its zxid or not depending on
+// whether that member had applied it yet. Every connection is open now;
+// notifications that arrive are added to o's.
+func (s *side) syncAfterConnects(o *outcome) error {
+	again := &outcome{closed: make([]bool, len(s.conns)), gone: make([]bool, len(s.conns))}
+	if err := s.roundTrip(again, zkproto.OpSync, &zkproto.SyncRequest{Path: "/"}); err != nil {
+		return err
+	}
+	for slot, closed := range again.closed {
+		if closed {
+			return fmt.Errorf("slot %d: the server closed the connection", slot)
+		}
+	}
+	for slot, c := range s.conns {
+		o.events[slot] = append(o.events[slot], c.takeEvents()...)
+	}
+	return nil
 }
 
 func (s *side) execRequest(st *step, o *outcome) error {

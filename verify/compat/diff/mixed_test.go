@@ -77,6 +77,10 @@ func startEnsemble(t *testing.T, bin, name string, kinds ...memberKind) (*ensemb
 		"extendedTypesEnabled=true",
 		"enforceQuota=true",
 		"DigestAuthenticationProvider.superDigest=" + digestID(superUser, superPass),
+		// keeper's container and TTL reaper, off as containerCheckJavaOpts
+		// turns ZooKeeper's off (ZooKeeper reads that only as a JVM flag,
+		// and ignores this line).
+		"znode.container.checkIntervalMs=2147483647",
 	}
 	for _, m := range e.members {
 		if err := launcher.WriteConfig(m, e.members, cfg, lines); err != nil {
