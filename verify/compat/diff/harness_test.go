@@ -159,6 +159,7 @@ func (s *side) openSlot(slot int, timeoutMs int32) (connected, error) {
 	if err != nil {
 		return connected{}, fmt.Errorf("%s: open slot %d: %w", s.name, slot, err)
 	}
+	c.nudge = s.syncBarrier
 	s.conns[slot].close()
 	s.conns[slot] = c
 	s.labels[resp.SessionID] = fmt.Sprintf("s%d.%d", slot, s.gens[slot])
@@ -178,6 +179,7 @@ func (s *side) reattach(slot int) ([]connected, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: reattach slot %d: %w", s.name, slot, err)
 	}
+	c.nudge = s.syncBarrier
 	out := []connected{{slot: slot, resp: resp}}
 	if resp.TimeoutMs != 0 {
 		c.xid = old.xid

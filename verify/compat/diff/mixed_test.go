@@ -209,7 +209,8 @@ func TestDifferentialMixed(t *testing.T) {
 			p := startMixedPair(t, bin, c)
 			r := &seedResult{}
 			runSeedOn(t, p, seed, ops, r)
-			t.Logf("diff: %s: ops=%d events compared=%d normalized=%s", c.name, r.ops, r.events, histogram(r.norm.counts))
+			t.Logf("diff: %s: ops=%d events compared=%d normalized=%s; slow replies nudged with %d pings so far",
+				c.name, r.ops, r.events, histogram(r.norm.counts), nudges.Load())
 		})
 	}
 }
