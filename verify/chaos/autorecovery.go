@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,7 +22,11 @@ const (
 	arPassword     = "s13"
 	arLedgerLife   = 2 * time.Second        // the writer closes its ledger and starts another after this
 	arEntryBytes   = 16 << 10               // payload of every entry
-	arReplicateMax = 3 * time.Minute        // how long full replication may take before it counts as failed
+	arLostDelay    = time.Second            // lostBookieRecoveryDelay
+	arSession      = 4 * time.Second        // the bookies' session timeout (MaxSessionTimeoutMs)
+	arCheckEvery   = 5 * time.Second        // auditorPeriodicCheckInterval: what finds the wiped bookie's losses
+	arCopySlack    = time.Minute            // the stated bound's allowance for the copies and swaps (arBound)
+	arBoundFactor  = 3                      // how far past the bound a run must be to count as failed (arBound)
 	arPoll         = 100 * time.Millisecond // how often the harness looks at the metadata
 	arFill         = 6 * time.Second        // writing before the kill, so the lost bookie holds something
 	arAddTimeout   = 30 * time.Second       // the writer's add timeout (see autorecoveryBody)
@@ -49,7 +54,8 @@ func AutorecoveryScenario() *LedgerScenario {
 	return &LedgerScenario{ID: 13, Name: "bookie lost for good, autorecovery, racks kept", Servers: 1,
 		Bookies: arRacks * arBookiesPerRack, MaxSessionTimeoutMs: 4000, Duration: 15 * time.Second,
 		BookieConf: append([]string{"autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=1",
-			"openLedgerRereplicationGracePeriod=3000", "rwRereplicateBackoffMs=500"}, arPlacementConf...),
+			"openLedgerRereplicationGracePeriod=3000", "rwRereplicateBackoffMs=500",
+			"auditorPeriodicCheckInterval=" + strconv.Itoa(int(arCheckEvery/time.Second))}, arPlacementConf...),
 		Body: autorecoveryBody}
 }
 
@@ -126,6 +132,12 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 		return
 	}
 	defer c.Close()
+	rc, err := r.LedgerClient(harnessNode, ledgerclient.Config{Logger: r.ClientLog("readers")})
+	if err != nil {
+		r.Report.Violate("harness", "readers' client: %v", err)
+		return
+	}
+	defer rc.Close()
 	zk, err := r.ZKAddrs(harnessNode)
 	if err != nil {
 		r.Report.Violate("harness", "metadata addresses: %v", err)
@@ -150,6 +162,11 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(wctx, r, c, rand.New(rand.NewPCG(r.Seed, 13))) }()
 	defer func() { stopWriter(); <-done }()
+	rctx, stopReaders := context.WithCancel(after)
+	defer stopReaders()
+	readers := &arReaders{r: r, w: w}
+	readersStop := make(chan struct{})
+	readers.start(rctx, rc, readersStop)
 	// A longer run (CHAOS_DURATION) writes for a third of it before the
 	// kill, so that the lost bookie holds more to copy.
 	fill := arFill
@@ -189,34 +206,16 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 		r.Report.Violate("harness", "under-replication manager: %v", err)
 		return
 	}
-	deadline := killed.Add(arReplicateMax)
-	var firstMark time.Time // when the auditor's first marker was seen
-	for {
+	bound := arBound(arSession)
+	took, copying := awaitReplicated(after, r, mgr, killed, "the kill of "+string(victim), bound, func() (bool, string) {
 		left, err := autorecovery.LedgersOn(after, store, victim)
-		marked, merr := mgr.List(after)
-		if len(marked) > 0 && firstMark.IsZero() {
-			firstMark = time.Now()
-		}
-		if err == nil && merr == nil && len(left) == 0 && len(marked) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.Report.Violate("bk-autorecovery", "%v after the kill, ledgers %v still name %s and %d are marked",
-				arReplicateMax, left, victim, len(marked))
-			break
-		}
-		time.Sleep(arPoll)
-	}
-	took := time.Since(killed)
-	copying := time.Duration(0)
-	if !firstMark.IsZero() {
-		copying = time.Since(firstMark)
-	}
-	r.Logf("replicated %d bytes of %s in %v (%v after the first marker)", held, victim, took.Round(time.Millisecond),
-		copying.Round(time.Millisecond))
+		return err == nil && len(left) == 0, fmt.Sprintf("ledgers %v name %s (%v)", left, victim, err)
+	})
+	r.Logf("replicated %d bytes of %s in %v (%v after the first marker; bound %v)", held, victim,
+		took.Round(time.Millisecond), copying.Round(time.Millisecond), bound)
 	r.Report.Figure("lost bookie's bytes", "%d", held)
 	r.Report.Figure("segments naming the lost bookie at the kill", "%d", segs)
-	r.Report.Figure("time to full replication", "%v", took.Round(time.Millisecond))
+	r.Report.Figure("time to full replication", "%v (bound %v)", took.Round(time.Millisecond), bound)
 	r.Report.Figure("time from the first marker", "%v", copying.Round(time.Millisecond))
 	if held > 0 {
 		// The kill-to-done time includes the session expiry that takes
@@ -225,9 +224,12 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 		r.Report.Figure("replication s/GiB", "%.1f", took.Seconds()/(float64(held)/(1<<30)))
 		r.Report.Figure("copy s/GiB", "%.1f", copying.Seconds()/(float64(held)/(1<<30)))
 	}
+	arWipe(after, r, c, store, mgr, w.snapshot(), victim, racks)
 	<-ctx.Done()
 	stopWriter()
 	<-done
+	close(readersStop)
+	readers.finish(stopReaders)
 	reg, err := store.Bookies(after)
 	if err != nil {
 		r.Report.Violate("harness", "bookie registry: %v", err)
@@ -240,6 +242,43 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 		sets += checkRacks(after, r, store, wl, racks, reg)
 	}
 	r.Report.Figure("write sets checked for racks", "%d", sets)
+}
+
+// arWipe wipes a second bookie once the lost one's ledgers are replicated
+// (wipeChoice, wipeBookie) and waits until none of the segments that
+// named it then still does: the auditor's periodic check found its
+// missing entries and the workers copied them elsewhere. It returns the
+// wiped bookie ("" if none was wiped). Earlier, while some entries had
+// their only other copy on the lost bookie, a wipe would destroy both of
+// their Qw=2 copies: no autorecovery can bring those back.
+func arWipe(ctx context.Context, r *LedgerRun, c *ledgerclient.Client, store *metadata.Store, mgr *autorecovery.Manager,
+	ls []*WrittenLedger, lost ledger.BookieID, racks map[ledger.BookieID]string) ledger.BookieID {
+	b, held := wipeChoice(ctx, r, c, ls, lost, racks)
+	if b == nil {
+		r.Report.Violate("harness", "no bookie to wipe outside %s's rack", lost)
+		return ""
+	}
+	id := ledger.BookieID(b.ID)
+	before := segmentsNaming(ctx, c, ls, id)
+	wipedAt := time.Now()
+	r.Fault("wiped bookie %s (%s; it held %d bytes of entries in %d ledgers): kill -9, empty directories, cookie deleted, started",
+		id, racks[id], held, len(before))
+	if err := wipeBookie(ctx, r, store, b); err != nil {
+		r.Report.Violate("harness", "wipe %s: %v", id, err)
+		return id
+	}
+	restarted := time.Since(wipedAt)
+	bound := arBound(arSession + arCheckEvery)
+	took, copying := awaitReplicated(ctx, r, mgr, wipedAt, "the wipe of "+string(id), bound, func() (bool, string) {
+		left, err := stillNaming(ctx, c, before, id)
+		return err == nil && len(left) == 0, fmt.Sprintf("segments %v still name %s (%v)", left, id, err)
+	})
+	r.Logf("replicated the %d bytes wiped from %s in %v (restart %v, %v after the first marker; bound %v)", held, id,
+		took.Round(time.Millisecond), restarted.Round(time.Millisecond), copying.Round(time.Millisecond), bound)
+	r.Report.Figure("wiped bookie's bytes", "%d", held)
+	r.Report.Figure("time from the wipe to full replication", "%v (bound %v)", took.Round(time.Millisecond), bound)
+	r.Report.Figure("wiped bookie's restart", "%v", restarted.Round(time.Millisecond))
+	return id
 }
 
 // perm returns a random order of 0..n-1 from the run's seeded source.
