@@ -230,6 +230,7 @@ func autorecoveryBody(ctx context.Context, r *LedgerRun) {
 	<-done
 	close(readersStop)
 	readers.finish(stopReaders)
+	r.Logf("writer stopped, readers done; checking every copy")
 	reg, err := store.Bookies(after)
 	if err != nil {
 		r.Report.Violate("harness", "bookie registry: %v", err)
@@ -269,10 +270,30 @@ func arWipe(ctx context.Context, r *LedgerRun, c *ledgerclient.Client, store *me
 	}
 	restarted := time.Since(wipedAt)
 	bound := arBound(arSession + arCheckEvery)
+	// The restarted bookie waits out its killed process's registration
+	// before it registers again. An absence from the registry longer than
+	// lostBookieRecoveryDelay would let the auditor mark its ledgers as a
+	// lost bookie's; shorter, only the periodic ledger check can find
+	// what it lacks. The figure says which held.
+	var absentSince time.Time
+	var absent time.Duration
 	took, copying := awaitReplicated(ctx, r, mgr, wipedAt, "the wipe of "+string(id), bound, func() (bool, string) {
+		if reg, err := store.Bookies(ctx); err == nil {
+			switch in := slices.Contains(reg.Writable, id) || slices.Contains(reg.ReadOnly, id); {
+			case !in && absentSince.IsZero():
+				absentSince = time.Now()
+			case in && !absentSince.IsZero():
+				absent, absentSince = max(absent, time.Since(absentSince)), time.Time{}
+			}
+		}
 		left, err := stillNaming(ctx, c, before, id)
 		return err == nil && len(left) == 0, fmt.Sprintf("segments %v still name %s (%v)", left, id, err)
 	})
+	if !absentSince.IsZero() {
+		absent = max(absent, time.Since(absentSince))
+	}
+	r.Report.Figure("wiped bookie's longest absence from the registry", "%v (lostBookieRecoveryDelay %v)",
+		absent.Round(100*time.Millisecond), arLostDelay)
 	r.Logf("replicated the %d bytes wiped from %s in %v (restart %v, %v after the first marker; bound %v)", held, id,
 		took.Round(time.Millisecond), restarted.Round(time.Millisecond), copying.Round(time.Millisecond), bound)
 	r.Report.Figure("wiped bookie's bytes", "%d", held)
