@@ -19,41 +19,49 @@ import (
 
 // Scenario 13's settings.
 const (
-	arPassword     = "s13"
-	arLedgerLife   = 2 * time.Second        // the writer closes its ledger and starts another after this
-	arEntryBytes   = 16 << 10               // payload of every entry
-	arLostDelay    = time.Second            // lostBookieRecoveryDelay
-	arSession      = 4 * time.Second        // the bookies' session timeout (MaxSessionTimeoutMs)
-	arCheckEvery   = 5 * time.Second        // auditorPeriodicCheckInterval: what finds the wiped bookie's losses
-	arCopySlack    = time.Minute            // the stated bound's allowance for the copies and swaps (arBound)
-	arBoundFactor  = 3                      // how far past the bound a run must be to count as failed (arBound)
-	arPoll         = 100 * time.Millisecond // how often the harness looks at the metadata
-	arFill         = 6 * time.Second        // writing before the kill, so the lost bookie holds something
-	arAddTimeout   = 30 * time.Second       // the writer's add timeout (see autorecoveryBody)
+	arPassword    = "s13"
+	arLedgerLife  = 2 * time.Second        // the writer closes its ledger and starts another after this
+	arEntryBytes  = 16 << 10               // payload of every entry
+	arLostDelay   = time.Second            // lostBookieRecoveryDelay
+	arSession     = 4 * time.Second        // the bookies' session timeout (MaxSessionTimeoutMs)
+	arCheckEvery  = 5 * time.Second        // auditorPeriodicCheckInterval: what finds the wiped bookie's losses
+	arCopySlack   = time.Minute            // the stated bound's allowance for the copies and swaps (arBound)
+	arBoundFactor = 3                      // how far past the bound a run must be to count as failed (arBound)
+	arPoll        = 100 * time.Millisecond // how often the harness looks at the metadata
+	arFill        = 6 * time.Second        // writing before the kill, so the lost bookie holds something
+	arAddTimeout  = 30 * time.Second       // the writer's add timeout (see autorecoveryBody)
 )
 
 // AutorecoveryScenario is "a bookie lost for good" (scenario 13): six
 // bookies in three racks of two (autorecovery_racks.go), each running
 // autorecovery (autoRecoveryDaemonEnabled, a one second
-// lostBookieRecoveryDelay, a three second grace for open ledgers) with
-// the rack-aware policy and minNumRacksPerWriteQuorum=2 enforced, the
-// racks in Pulsar's /bookies document, and a writer with the same policy
-// appending 16 KiB entries to E3/Qw2/Qa2 ledgers, a new ledger every few
-// seconds. After the warm-up (six seconds, or a third of a longer run)
-// the bookie of the writer's ensemble that the most segments name is
-// killed with SIGKILL and never restarted. The auditor (in one of the
-// survivors) marks its ledgers, the workers copy what it held and swap
-// it out. Checks: every ledger is closed at or past its acknowledged
-// entries and reads back (checkLedger), no ledger names the lost bookie
-// within arReplicateMax, nothing stays marked, every entry has Qw copies
-// with the payload written on bookies of its write set, and every write
-// set is on registered bookies in two racks (checkRacks). Figures: the
-// bytes the lost bookie held, the time from the kill to full
-// replication, and that time per GiB.
+// lostBookieRecoveryDelay, a five second auditorPeriodicCheckInterval, a
+// three second grace for open ledgers) with the rack-aware policy and
+// minNumRacksPerWriteQuorum=2 enforced, the racks in Pulsar's /bookies
+// document, and a writer with the same policy appending 16 KiB entries to
+// E3/Qw2/Qa2 ledgers, a new ledger every few seconds, while two readers
+// tail the ledger being written (autorecovery_readers.go). After the
+// warm-up (six seconds, or a third of a longer run) the bookie of the
+// writer's ensemble that the most segments name is killed with SIGKILL
+// and never restarted. The auditor (in one of the survivors) marks its
+// ledgers, the workers copy what it held and swap it out. Once no ledger
+// names it, a bookie of another rack is wiped as an operator replacing
+// its disks would (autorecovery_wipe.go) and comes back empty under its
+// id; the auditor's periodic ledger check finds the entries it lacks and
+// the workers copy them to other bookies. Checks: every ledger is closed
+// at or past its acknowledged entries and reads back (checkLedger), both
+// faults are repaired within arBoundFactor times their stated bound
+// (arBound), nothing stays marked, every entry has Qw copies with the
+// payload written on bookies of its write set (the wiped one included),
+// every write set is on registered bookies in two racks (checkRacks), and
+// the readers' LACs never go back, nor past what was sent, and every
+// entry they read is the one written (tailCheck). Figures: the bytes each
+// bookie held, the time from each fault to full replication with its
+// bound, that time per GiB for the lost bookie, and what the readers saw.
 func AutorecoveryScenario() *LedgerScenario {
 	return &LedgerScenario{ID: 13, Name: "bookie lost for good, autorecovery, racks kept", Servers: 1,
-		Bookies: arRacks * arBookiesPerRack, MaxSessionTimeoutMs: 4000, Duration: 15 * time.Second,
-		BookieConf: append([]string{"autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=1",
+		Bookies: arRacks * arBookiesPerRack, MaxSessionTimeoutMs: int(arSession / time.Millisecond), Duration: 15 * time.Second,
+		BookieConf: append([]string{"autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=" + strconv.Itoa(int(arLostDelay/time.Second)),
 			"openLedgerRereplicationGracePeriod=3000", "rwRereplicateBackoffMs=500",
 			"auditorPeriodicCheckInterval=" + strconv.Itoa(int(arCheckEvery/time.Second))}, arPlacementConf...),
 		Body: autorecoveryBody}
