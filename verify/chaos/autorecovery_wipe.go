@@ -35,10 +35,19 @@ func wipeChoice(ctx context.Context, r *LedgerRun, c *ledgerclient.Client, ls []
 	return best, held
 }
 
-// segmentsNaming returns, by ledger, the first entry ids of the segments
-// that name b now.
-func segmentsNaming(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLedger, b ledger.BookieID) map[int64][]int64 {
-	out := map[int64][]int64{}
+// wipedShares says, by ledger, which segments named the wiped bookie at
+// the wipe and how many entries had been sent to the ledger then: the
+// entries the bookie may have held.
+type wipedShares map[int64]wipedShare
+
+type wipedShare struct {
+	firsts []int64 // first entry ids of the segments naming the bookie
+	sent   int64   // entries sent to the ledger before the wipe
+}
+
+// segmentsNaming returns, by ledger, the segments that name b now.
+func segmentsNaming(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLedger, b ledger.BookieID) wipedShares {
+	out := wipedShares{}
 	for _, wl := range ls {
 		md, err := c.Stat(ctx, wl.ID)
 		if err != nil {
@@ -46,7 +55,9 @@ func segmentsNaming(ctx context.Context, c *ledgerclient.Client, ls []*WrittenLe
 		}
 		for _, seg := range md.Segments {
 			if slices.Contains(seg.Bookies, b) {
-				out[wl.ID] = append(out[wl.ID], seg.FirstEntryID)
+				sh := out[wl.ID]
+				sh.firsts, sh.sent = append(sh.firsts, seg.FirstEntryID), int64(len(wl.Sent))
+				out[wl.ID] = sh
 			}
 		}
 	}
@@ -75,10 +86,13 @@ func wipeBookie(ctx context.Context, r *LedgerRun, store *metadata.Store, b *Boo
 	return r.Bookies.Start(b)
 }
 
-// stillNaming returns the segments of before (ledger -> first entry ids)
-// whose bookies still include b: the wiped bookie's entries there are
-// neither copied back nor its place given to another bookie.
-func stillNaming(ctx context.Context, c *ledgerclient.Client, before map[int64][]int64, b ledger.BookieID) ([]string, error) {
+// stillNaming returns the segments of before that still name b where
+// b's share holds entries sent before the wipe: entries of which the wiped
+// bookie has lost its copy, neither copied back nor its place given to
+// another bookie. A segment where b's write sets hold none of those
+// entries (a short last segment, say) needs no repair, and neither the
+// auditor's check nor BookKeeper's would mark it.
+func stillNaming(ctx context.Context, c *ledgerclient.Client, before wipedShares, b ledger.BookieID) ([]string, error) {
 	var out []string
 	ids := make([]int64, 0, len(before))
 	for id := range before {
@@ -90,9 +104,25 @@ func stillNaming(ctx context.Context, c *ledgerclient.Client, before map[int64][
 		if err != nil {
 			return nil, err
 		}
-		for _, seg := range md.Segments {
-			if slices.Contains(before[id], seg.FirstEntryID) && slices.Contains(seg.Bookies, b) {
-				out = append(out, fmt.Sprintf("%d@%d", id, seg.FirstEntryID))
+		for i, seg := range md.Segments {
+			if !slices.Contains(before[id].firsts, seg.FirstEntryID) || !slices.Contains(seg.Bookies, b) {
+				continue
+			}
+			last := before[id].sent - 1
+			switch {
+			case i+1 < len(md.Segments):
+				last = min(last, md.Segments[i+1].FirstEntryID-1)
+			case md.State == ledger.StateClosed:
+				last = min(last, md.LastEntryID)
+			}
+			held := 0
+			for e := seg.FirstEntryID; e <= last; e++ {
+				if slices.Contains(md.WriteSetBookies(e), b) {
+					held++
+				}
+			}
+			if held > 0 {
+				out = append(out, fmt.Sprintf("%d@%d (%d entries)", id, seg.FirstEntryID, held))
 			}
 		}
 	}
