@@ -144,29 +144,33 @@ type HTTPServer struct {
 // headers, so idle scanners cannot hold connections open.
 const readHeaderTimeout = 10 * time.Second
 
-// Listen starts serving Handler on addr ("host:port"; port 0 picks one).
-// Close stops it.
-func (a *Admin) Listen(addr string) (*HTTPServer, error) {
+// Listen starts serving Handler on addr ("host:port"; port 0 picks one),
+// in plaintext, over TLS, or both, as https says. The read header timeout
+// bounds a TLS handshake too. Close stops it.
+func (a *Admin) Listen(addr string, https HTTPS) (*HTTPServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen on %s: %w", addr, err)
 	}
 	h := &HTTPServer{
 		srv: &http.Server{
-			Handler:           a.Handler(),
+			Handler:           withSTS(a.Handler()),
 			ReadHeaderTimeout: readHeaderTimeout,
+			ConnContext:       rememberConn,
 			ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
 		},
 		ln:   ln,
 		done: make(chan struct{}),
 	}
+	served := https.listener(ln)
 	go func() {
 		defer close(h.done)
-		if err := h.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := h.srv.Serve(served); !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("admin server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	a.log.Info("admin server listening", "addr", ln.Addr().String())
+	a.log.Info("admin server listening", "addr", ln.Addr().String(),
+		"https", https.TLS != nil, "httpToo", https.TLS == nil || https.PlaintextToo)
 	return h, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"keeper/coordination/admin"
+	"keeper/coordination/clienttls"
 )
 
 // startAdmin builds the four-letter-word and admin HTTP side and, if
@@ -39,12 +40,33 @@ func (s *Server) startAdmin() error {
 	if s.cfg.AdminAddr == "" {
 		return nil
 	}
-	h, err := a.Listen(s.cfg.AdminAddr)
+	https, err := s.adminHTTPS()
+	if err != nil {
+		return err
+	}
+	h, err := a.Listen(s.cfg.AdminAddr, https)
 	if err != nil {
 		return fmt.Errorf("server: start admin server: %w", err)
 	}
 	s.adminHTTP = h
 	return nil
+}
+
+// adminHTTPS loads Config.AdminTLS's stores. A store that cannot be
+// loaded fails the start with an error naming its key and file.
+func (s *Server) adminHTTPS() (admin.HTTPS, error) {
+	if s.cfg.AdminTLS == nil {
+		return admin.HTTPS{}, nil
+	}
+	tc := *s.cfg.AdminTLS
+	if tc.Logger == nil {
+		tc.Logger = s.log
+	}
+	certs, err := clienttls.New(tc)
+	if err != nil {
+		return admin.HTTPS{}, fmt.Errorf("server: tls for the admin server: %w", err)
+	}
+	return admin.HTTPS{TLS: certs.TLSConfig(), PlaintextToo: s.cfg.AdminPlaintextToo}, nil
 }
 
 // stopAdmin stops the admin HTTP server, if it runs.

@@ -76,10 +76,13 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 			// unless told to start empty (docs/storage-recovery.md).
 			TrustEmptySnapshot: zc.SnapshotTrustEmpty,
 		},
-		ConfLines:        confLines(zc),
-		AdminAddr:        adminAddr(zc),
-		SystemProperties: systemProperties(zc),
-		Logger:           logger,
+		ConfLines: confLines(zc),
+		AdminAddr: adminAddr(zc),
+		AdminTLS:  adminTLSFromZoo(zc, logger),
+		// admin.forceHttps wins over admin.portUnification, as in ZooKeeper.
+		AdminPlaintextToo: zc.AdminPortUnification && !zc.AdminForceHTTPS,
+		SystemProperties:  systemProperties(zc),
+		Logger:            logger,
 	}
 	if zc.Distributed() {
 		cfg.Core.EnsembleConfig = zc.ConfigData()
@@ -132,6 +135,37 @@ func adminAddr(zc *zoocfg.Config) string {
 		return ""
 	}
 	return net.JoinHostPort(zc.AdminServerAddress, strconv.Itoa(zc.AdminServerPort))
+}
+
+// adminTLSFromZoo maps admin.forceHttps, admin.portUnification and
+// admin.needClientAuth onto the admin server's TLS; nil for plaintext
+// HTTP. As ZooKeeper's admin server, it takes the key and trust stores
+// from the ssl.quorum.* keys and, without admin.needClientAuth, asks for
+// no client certificate; it offers TLS 1.2 and 1.3, as the Jetty inside
+// ZooKeeper does, rather than ssl.quorum.protocol. A keeper addition: with
+// sslQuorumReloadCertFiles, a changed store file is picked up at the next
+// handshake, as on the quorum ports.
+func adminTLSFromZoo(zc *zoocfg.Config, logger *slog.Logger) *clienttls.Config {
+	if !zc.AdminEnableServer || !zc.AdminHTTPS() {
+		return nil
+	}
+	t := zc.QuorumTLS
+	auth := clienttls.None
+	if zc.AdminNeedClientAuth {
+		auth = clienttls.Need
+	}
+	store := func(s zoocfg.TLSStore) clienttls.Store {
+		return clienttls.Store{Location: s.Location, Password: s.Password, PasswordPath: s.PasswordPath, Type: s.Type}
+	}
+	return &clienttls.Config{
+		Prefix:           "ssl.quorum.",
+		KeyStore:         store(t.KeyStore),
+		TrustStore:       store(t.TrustStore),
+		ClientAuth:       auth,
+		EnabledProtocols: []string{"TLSv1.2", "TLSv1.3"},
+		Reload:           t.ReloadCertFiles,
+		Logger:           logger,
+	}
 }
 
 // confLines renders the conf four-letter word for a standalone server, in

@@ -107,6 +107,12 @@ type Config struct {
 	// AdminAddr is where the admin HTTP server (commands and /metrics)
 	// listens, e.g. "0.0.0.0:8080"; "" disables it.
 	AdminAddr string
+	// AdminTLS, if not nil, makes the admin server speak HTTPS with these
+	// stores (admin.forceHttps, admin.portUnification; docs/tls.md).
+	AdminTLS *clienttls.Config
+	// AdminPlaintextToo serves plaintext HTTP beside HTTPS on the admin
+	// port (admin.portUnification without admin.forceHttps).
+	AdminPlaintextToo bool
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Clock, if not nil, is the time the server runs on instead of the

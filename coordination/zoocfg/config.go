@@ -108,6 +108,20 @@ type Config struct {
 	// AdminServerAddress is the admin HTTP server's address
 	// (admin.serverAddress).
 	AdminServerAddress string
+	// AdminForceHTTPS makes the admin server speak HTTPS only
+	// (admin.forceHttps); it wins over AdminPortUnification. Both take the
+	// key and trust stores from ssl.quorum.keyStore.* and
+	// ssl.quorum.trustStore.*, as ZooKeeper's admin server does
+	// (docs/tls.md).
+	AdminForceHTTPS bool
+	// AdminPortUnification serves HTTP and HTTPS on the admin port
+	// (admin.portUnification).
+	AdminPortUnification bool
+	// AdminNeedClientAuth requires and verifies an HTTPS client's
+	// certificate (admin.needClientAuth). Without AdminForceHTTPS or
+	// AdminPortUnification it would protect nothing, so Validate refuses
+	// it there.
+	AdminNeedClientAuth bool
 	// JuteMaxBufferBytes bounds one jute record (jute.maxbuffer).
 	JuteMaxBufferBytes int
 	// ContainerCheckInterval is how often the leader looks for empty
@@ -352,6 +366,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateEnsemble()...)
 	errs = append(errs, c.TLS.validate()...)
 	errs = append(errs, c.QuorumTLS.validate()...)
+	errs = append(errs, c.validateAdminTLS()...)
 	errs = append(errs, c.SASL.validate()...)
 	errs = append(errs, c.QuorumSASL.validate()...)
 	check(c.TLS.SecurePort >= 0 && c.TLS.SecurePort <= 65535, "secureClientPort %d out of range 0-65535", c.TLS.SecurePort)

@@ -51,7 +51,6 @@ const (
 	tlsClients  = "TLS for client connections"
 	tlsOther    = "this TLS setting"
 	tlsQuorum   = "this TLS setting between servers"
-	httpsAdmin  = "HTTPS on the admin server"
 	saslClients = "SASL authentication of clients"
 	saslQuorum  = "SASL authentication between servers"
 	kerberos    = "Kerberos"
@@ -83,9 +82,6 @@ var protections = map[string]protection{
 	"ssl.quorum.ocsp":                   {"certificate revocation checking (OCSP)", whenTrue},
 	"ssl.quorum.context.supplier.class": {"an SSLContext supplier class", whenSet},
 	"fips-mode":                         {"FIPS mode", whenTrue},
-	"admin.forceHttps":                  {httpsAdmin, whenTrue},
-	"admin.portUnification":             {httpsAdmin, whenTrue},
-	"admin.needClientAuth":              {httpsAdmin, whenTrue},
 
 	"authProvider":                           {"authentication providers other than digest and ip", notBuiltinProvider},
 	"DigestAuthenticationProvider.enabled":   {"turning digest authentication off", whenFalse},

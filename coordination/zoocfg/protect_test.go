@@ -16,9 +16,6 @@ var refusedKeys = []struct {
 }{
 	{"client.secure", "true", tlsClients},
 	{"fips-mode", "true", "FIPS mode"},
-	{"admin.forceHttps", "true", httpsAdmin},
-	{"admin.portUnification", "true", httpsAdmin},
-	{"admin.needClientAuth", "true", httpsAdmin},
 	{"ssl.context.supplier.class", "com.example.Supplier", "an SSLContext supplier class"},
 	{"ssl.crl", "true", "certificate revocation checking (CRL)"},
 	{"ssl.ocsp", "true", "certificate revocation checking (OCSP)"},
@@ -142,6 +139,7 @@ func TestProtectiveKeysOff(t *testing.T) {
 		{"fips-mode", "false"},
 		{"admin.forceHttps", "false"},
 		{"admin.portUnification", "false"},
+		{"admin.needClientAuth", "false"},
 		{"ssl.keyStore.location", ""},
 		{"ssl.quorum.trustStore.password", ""},
 		{"ssl.quorum.crl", "false"},

@@ -105,3 +105,25 @@ func (q *QuorumTLS) validate() []error {
 	}
 	return nil
 }
+
+// AdminHTTPS reports whether the admin server speaks HTTPS
+// (admin.forceHttps or admin.portUnification).
+func (c *Config) AdminHTTPS() bool { return c.AdminForceHTTPS || c.AdminPortUnification }
+
+// validateAdminTLS checks the admin server's TLS settings: HTTPS needs the
+// ssl.quorum key store (ZooKeeper's admin server reads its stores from the
+// ssl.quorum.* keys), and admin.needClientAuth without HTTPS would ask for
+// a protection plaintext HTTP cannot give, so it is refused rather than
+// ignored as ZooKeeper ignores it.
+func (c *Config) validateAdminTLS() []error {
+	if !c.AdminEnableServer {
+		return nil
+	}
+	if c.AdminHTTPS() && c.QuorumTLS.KeyStore.Location == "" {
+		return []error{errors.New("zoocfg: ssl.quorum.keyStore.location is not set; HTTPS on the admin server (admin.forceHttps or admin.portUnification) takes its key and certificate from it")}
+	}
+	if c.AdminNeedClientAuth && !c.AdminHTTPS() {
+		return []error{errors.New("zoocfg: admin.needClientAuth is true but the admin server speaks plaintext HTTP only; set admin.forceHttps or admin.portUnification")}
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package admin_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"keeper/coordination/clienttls"
+	"keeper/coordination/server"
+	"keeper/coordination/zkcore"
+)
+
+// pkiCert is a key and its certificate, for the admin TLS tests.
+type pkiCert struct {
+	key  *ecdsa.PrivateKey
+	cert *x509.Certificate
+}
+
+var pkiSerial atomic.Int64
+
+// issue makes a certificate for cn on 127.0.0.1, signed by ca
+// (self-signed, and a CA, when ca is nil).
+func issue(t *testing.T, cn string, ca *pkiCert) *pkiCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(pkiSerial.Add(1)),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  ca == nil,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	parent, signer := tmpl, key
+	if ca != nil {
+		parent, signer = ca.cert, ca.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pkiCert{key: key, cert: cert}
+}
+
+// keyPEM writes c's key and certificate as a PEM key store in dir.
+func (c *pkiCert) keyPEM(t *testing.T, dir, name string) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	data = append(data, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw})...)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// certPEM writes c's certificate as a PEM trust store in dir.
+func (c *pkiCert) certPEM(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tlsPair returns c as a tls.Certificate, for a client.
+func (c *pkiCert) tlsPair() tls.Certificate {
+	return tls.Certificate{Certificate: [][]byte{c.cert.Raw}, PrivateKey: c.key, Leaf: c.cert}
+}
+
+// adminPKI is a CA, the admin server's stores issued by it, a client
+// certificate it vouches for and one from a CA it does not know.
+type adminPKI struct {
+	ca               *pkiCert
+	keyStore, trust  string
+	client, stranger *pkiCert
+}
+
+func newAdminPKI(t *testing.T) adminPKI {
+	dir := t.TempDir()
+	ca := issue(t, "admin test ca", nil)
+	return adminPKI{
+		ca:       ca,
+		keyStore: issue(t, "admin server", ca).keyPEM(t, dir, "server.pem"),
+		trust:    ca.certPEM(t, dir, "ca.pem"),
+		client:   issue(t, "operator", ca),
+		stranger: issue(t, "stranger", issue(t, "other ca", nil)),
+	}
+}
+
+// adminTLS is the server configuration ConfigFromZoo makes of
+// admin.forceHttps or admin.portUnification with the ssl.quorum stores.
+func (p adminPKI) adminTLS(need bool) *clienttls.Config {
+	auth := clienttls.None
+	if need {
+		auth = clienttls.Need
+	}
+	return &clienttls.Config{
+		Prefix:           "ssl.quorum.",
+		KeyStore:         clienttls.Store{Location: p.keyStore, Type: "PEM"},
+		TrustStore:       clienttls.Store{Location: p.trust, Type: "PEM"},
+		ClientAuth:       auth,
+		EnabledProtocols: []string{"TLSv1.2", "TLSv1.3"},
+	}
+}
+
+// fetch GETs url with a client that trusts roots and offers certs; it
+// returns the status and the Strict-Transport-Security header, or err.
+func fetch(url string, roots *x509.CertPool, certs ...tls.Certificate) (int, string, error) {
+	client := http.Client{Timeout: testTimeout, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs},
+	}}
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", err
+	}
+	if resp.StatusCode == http.StatusOK && !strings.Contains(string(body), `"command" : "ruok"`) &&
+		!strings.Contains(string(body), `"command": "ruok"`) {
+		return 0, "", &unexpectedBody{string(body)}
+	}
+	return resp.StatusCode, resp.Header.Get("Strict-Transport-Security"), nil
+}
+
+type unexpectedBody struct{ body string }
+
+func (e *unexpectedBody) Error() string { return "unexpected body: " + e.body }
+
+// TestAdminHTTPS walks the admin server's TLS modes: what a plaintext
+// client, an HTTPS client without a certificate, one with a certificate
+// the trust store vouches for and one with a stranger's certificate get.
+// "ok" is a 200 with ruok's JSON; "refused" is a failed handshake or
+// connection, or a non-200 answer.
+func TestAdminHTTPS(t *testing.T) {
+	p := newAdminPKI(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(p.ca.cert)
+	const ok, refused = "ok", "refused"
+	tests := []struct {
+		name                             string
+		plaintextToo, need               bool
+		plain, noCert, trusted, stranger string
+	}{
+		{name: "forceHttps", plain: refused, noCert: ok, trusted: ok, stranger: ok},
+		{name: "portUnification", plaintextToo: true, plain: ok, noCert: ok, trusted: ok, stranger: ok},
+		{name: "forceHttps needClientAuth", need: true, plain: refused, noCert: refused, trusted: ok, stranger: refused},
+		{name: "portUnification needClientAuth", plaintextToo: true, need: true, plain: ok, noCert: refused, trusted: ok, stranger: refused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startServer(t, func(c *server.Config) {
+				c.AdminTLS = p.adminTLS(tt.need)
+				c.AdminPlaintextToo = tt.plaintextToo
+			})
+			addr := s.AdminAddr().String()
+			https := "https://" + addr + "/commands/ruok"
+			outcome := func(code int, sts string, err error, wantSTS bool) string {
+				if err != nil || code != http.StatusOK {
+					return refused
+				}
+				if got := sts != ""; got != wantSTS {
+					t.Errorf("Strict-Transport-Security = %q, want it set: %v", sts, wantSTS)
+				}
+				return ok
+			}
+			code, sts, err := fetch("http://"+addr+"/commands/ruok", nil)
+			if got := outcome(code, sts, err, false); got != tt.plain {
+				t.Errorf("plaintext: %s (status %d, err %v), want %s", got, code, err, tt.plain)
+			}
+			code, sts, err = fetch(https, roots)
+			if got := outcome(code, sts, err, true); got != tt.noCert {
+				t.Errorf("https without a certificate: %s (err %v), want %s", got, err, tt.noCert)
+			}
+			code, sts, err = fetch(https, roots, p.client.tlsPair())
+			if got := outcome(code, sts, err, true); got != tt.trusted {
+				t.Errorf("https with a trusted certificate: %s (err %v), want %s", got, err, tt.trusted)
+			}
+			code, sts, err = fetch(https, roots, p.stranger.tlsPair())
+			if got := outcome(code, sts, err, true); got != tt.stranger {
+				t.Errorf("https with an untrusted certificate: %s (err %v), want %s", got, err, tt.stranger)
+			}
+			// A client that does not trust the server's certificate
+			// refuses it, whatever the mode.
+			if _, _, err := fetch(https, x509.NewCertPool()); err == nil {
+				t.Error("a client without the server's CA was served")
+			}
+		})
+	}
+}
+
+// TestAdminHTTPSBadStore checks that an admin key store that cannot be
+// loaded fails the start with an error naming the ssl.quorum key.
+func TestAdminHTTPSBadStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := server.Config{
+		ClientAddr: "127.0.0.1:0",
+		Core:       zkcore.DefaultConfig(),
+		DataDir:    dir,
+		DataLogDir: dir,
+		AdminAddr:  "127.0.0.1:0",
+		AdminTLS:   &clienttls.Config{Prefix: "ssl.quorum.", KeyStore: clienttls.Store{Location: filepath.Join(dir, "missing.pem")}},
+	}
+	s, err := server.New(cfg)
+	if err == nil {
+		err = s.Start()
+		defer s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "ssl.quorum.keyStore.location") {
+		t.Fatalf("start error = %v, want one naming ssl.quorum.keyStore.location", err)
+	}
+}
