@@ -91,6 +91,7 @@ func TestConfigFromZooForTheAdminServer(t *testing.T) {
 		"zookeeper.4lw.commands.whitelist":                   "ruok,mntr",
 		"jute.maxbuffer":                                     "1048575",
 		"zookeeper.admin.serverPort":                         "8080",
+		"zookeeper.admin.forceHttps":                         "false",
 		"zookeeper.DigestAuthenticationProvider.superDigest": "(set)",
 	} {
 		if got := cfg.SystemProperties[k]; got != want {

@@ -45,6 +45,9 @@
 //	AdminEnableServer         admin.enableServer                     zookeeper.admin.enableServer
 //	AdminServerPort           admin.serverPort                       zookeeper.admin.serverPort
 //	AdminServerAddress        admin.serverAddress                    zookeeper.admin.serverAddress
+//	AdminForceHTTPS           admin.forceHttps                       zookeeper.admin.forceHttps
+//	AdminPortUnification      admin.portUnification                  zookeeper.admin.portUnification
+//	AdminNeedClientAuth       admin.needClientAuth                   zookeeper.admin.needClientAuth
 //	SnapCount                 snapCount                              zookeeper.snapCount
 //	PreAllocSizeKB            preAllocSize (KiB)                     zookeeper.preAllocSize
 //	ForceSync                 forceSync (yes|no)                     zookeeper.forceSync
