@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -284,5 +285,51 @@ func TestAdminCommandsNeedNoAuth(t *testing.T) {
 				t.Errorf("%s with Authorization %q: status %d, body %.200s", m[1], h, resp.StatusCode, body)
 			}
 		}
+	}
+}
+
+// TestAdminHTTPSBadConnections opens, on a port-unification admin port,
+// a connection that never speaks, one that starts a TLS record and sends
+// garbage, and one that sends a plaintext request line and stops; each
+// holds only its own connection: HTTPS and HTTP requests are served while
+// they stay open, and the garbled handshake is closed by the server.
+func TestAdminHTTPSBadConnections(t *testing.T) {
+	p := newAdminPKI(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(p.ca.cert)
+	s := startServer(t, func(c *server.Config) {
+		c.AdminTLS = p.adminTLS(false)
+		c.AdminPlaintextToo = true
+	})
+	addr := s.AdminAddr().String()
+	dial := func(first []byte) net.Conn {
+		c, err := net.DialTimeout("tcp", addr, testTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write(first); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	dial(nil)
+	garbled := dial([]byte{0x16, 0x03, 0x01, 0x00, 0x05, 0xde, 0xad, 0xbe, 0xef, 0x00})
+	dial([]byte("GET /commands/ruok HTTP/1.1\r\n"))
+
+	for _, url := range []string{"https://" + addr + "/commands/ruok", "http://" + addr + "/commands/ruok"} {
+		if code, _, err := fetch(url, roots); err != nil || code != http.StatusOK {
+			t.Errorf("%s beside the bad connections: status %d, err %v", url, code, err)
+		}
+	}
+	// The server answers the garbled handshake with an alert, or just
+	// closes: either way the connection ends.
+	if err := garbled.SetReadDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	// A reset counts as an end too; only the deadline passing does not.
+	var ne net.Error
+	if _, err := io.Copy(io.Discard, garbled); errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("garbled handshake: the server did not close the connection: %v", err)
 	}
 }
