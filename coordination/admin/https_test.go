@@ -333,3 +333,34 @@ func TestAdminHTTPSBadConnections(t *testing.T) {
 		t.Errorf("garbled handshake: the server did not close the connection: %v", err)
 	}
 }
+
+// TestAdminHTTPSReload checks that with Reload (sslQuorumReloadCertFiles)
+// the admin port serves, from the next handshake on, the key store that
+// replaced the one it started with.
+func TestAdminHTTPSReload(t *testing.T) {
+	p := newAdminPKI(t)
+	cfg := p.adminTLS(false)
+	cfg.Reload = true
+	s := startServer(t, func(c *server.Config) { c.AdminTLS = cfg })
+	url := "https://" + s.AdminAddr().String() + "/commands/ruok"
+	pool := func(c *pkiCert) *x509.CertPool {
+		roots := x509.NewCertPool()
+		roots.AddCert(c.cert)
+		return roots
+	}
+	if code, _, err := fetch(url, pool(p.ca)); err != nil || code != http.StatusOK {
+		t.Fatalf("before the reload: status %d, err %v", code, err)
+	}
+	newCA := issue(t, "new admin ca", nil)
+	// Written beside and renamed over, so the file is another one.
+	next := issue(t, "admin server", newCA).keyPEM(t, filepath.Dir(p.keyStore), "next.pem")
+	if err := os.Rename(next, p.keyStore); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := fetch(url, pool(newCA)); err != nil || code != http.StatusOK {
+		t.Errorf("after the reload, trusting the new CA: status %d, err %v", code, err)
+	}
+	if _, _, err := fetch(url, pool(p.ca)); err == nil {
+		t.Error("after the reload, a client trusting only the old CA was served")
+	}
+}
