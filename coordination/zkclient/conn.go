@@ -3,6 +3,7 @@ package zkclient
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +87,15 @@ type Options struct {
 	// whose node changed after Watches.RelativeZxid. A server that
 	// refuses them fails the dial.
 	Watches *zkproto.SetWatches2
+	// TLS, if set, makes the connection TLS: the handshake runs before
+	// the ConnectRequest, within the dial's ctx. Without a ServerName the
+	// host of the address dialled is the name checked.
+	TLS *tls.Config
+	// SASL, if set, starts a SASL exchange for each connection, which
+	// runs right after the ConnectResponse and before any other request
+	// (sasl.go); a failed exchange fails the dial with an error wrapping
+	// ErrSASLRefused and zkproto.ErrAuthFailed.
+	SASL func() (SASLClient, error)
 
 	noPing bool // tests: never ping, to watch a session expire
 }
@@ -201,6 +211,11 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zkclient: dial %s: %w", addr, err)
 	}
+	if opts.TLS != nil {
+		if nc, err = dialTLS(ctx, nc, addr, opts.TLS); err != nil {
+			return nil, err
+		}
+	}
 	c, err := start(ctx, nc, addr, opts)
 	if err != nil {
 		return nil, err
@@ -221,7 +236,15 @@ func start(ctx context.Context, nc net.Conn, addr string, opts Options) (*Conn, 
 		nc.Close()
 		return nil, fmt.Errorf("zkclient: handshake with %s: %w", addr, err)
 	}
+	var xid int32
+	if opts.SASL != nil {
+		if xid, err = authenticate(ctx, nc, br, opts); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("zkclient: authenticate to %s: %w", addr, err)
+		}
+	}
 	c := newConn(nc, addr, opts, resp)
+	c.xid = xid // the SASL exchange's requests took the first xids
 	c.log.Debug("session established", "addr", addr,
 		"session", fmt.Sprintf("%#x", c.sessionID), "timeout", c.timeout)
 	c.wg.Add(2)

@@ -1,6 +1,7 @@
 package zkclient
 
 import (
+	"errors"
 	"testing"
 
 	"keeper/coordination/zkproto"
@@ -45,5 +46,25 @@ func FuzzDispatch(f *testing.F) {
 		c.auths.push(call{xid: zkproto.XidAuth, op: zkproto.OpAuth, cb: func(Result) {}})
 		c.pings = 1
 		_ = c.dispatch(frame) // an error ends the connection; that is a valid outcome
+	})
+}
+
+// FuzzSASLReply feeds arbitrary frames to the SASL exchange's reply
+// decoder, as the reply to sasl(102) xid 1. It must never panic; an error
+// reply must be AuthFailed, and a decoded token must fit the frame.
+func FuzzSASLReply(f *testing.F) {
+	f.Add(zkproto.EncodeReply(zkproto.ReplyHeader{Xid: 1}, &zkproto.SetSASLResponse{Token: []byte(`realm="zk-sasl-md5",nonce="n"`)}))
+	f.Add(zkproto.EncodeReply(zkproto.ReplyHeader{Xid: 1, Err: zkproto.CodeAuthFailed}, nil))
+	f.Add(zkproto.EncodeReply(zkproto.ReplyHeader{Xid: 2}, &zkproto.SetSASLResponse{}))
+	f.Add([]byte{0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		resp, err := decodeSASLReply(frame, 1, 1<<20)
+		if err == nil && len(resp.Token) > len(frame) {
+			t.Fatalf("token of %d bytes from a frame of %d", len(resp.Token), len(frame))
+		}
+		h, _, herr := zkproto.DecodeReplyHeader(frame)
+		if herr == nil && h.Xid == 1 && h.Err != zkproto.CodeOK && !errors.Is(err, zkproto.ErrAuthFailed) {
+			t.Fatalf("error reply %v gave %v, want AuthFailed", h.Err, err)
+		}
 	})
 }

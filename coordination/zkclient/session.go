@@ -379,6 +379,11 @@ func (s *Session) dialLoop(ctx context.Context, opts Options, reattaching bool) 
 			if reattaching && errors.Is(err, zkproto.ErrSessionExpired) {
 				return nil, err
 			}
+			if errors.Is(err, ErrSASLRefused) {
+				// The Java client's AUTH_FAILED is final: the same
+				// credentials will not do better on another try.
+				return nil, err
+			}
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%w (last: %w)", context.Cause(ctx), last)
 			}
