@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"keeper/coordination/jute"
+	"keeper/coordination/zkclient"
 )
 
 // Op names a workload.
@@ -108,11 +109,21 @@ type Config struct {
 	// SessionTimeout is the session timeout asked for (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
+	// Security is the sessions' TLS and SASL (zkclient.NewSecurity); the
+	// zero value connects in plaintext without SASL.
+	Security zkclient.Security
 	// Progress, if not nil, receives a line a second while the load runs
 	// (get, exists, set, create, mixed): the time, the requests answered
 	// so far and in the last second, and the errors; and while the key
 	// space is created (every op but watch and ready), how far that is.
 	Progress io.Writer
+}
+
+// dialOptions are the options every session of the run dials with.
+func (c Config) dialOptions() zkclient.Options {
+	o := zkclient.Options{SessionTimeout: c.SessionTimeout}
+	c.Security.Apply(&o)
+	return o
 }
 
 // Validate reports the first invalid field.

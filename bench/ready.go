@@ -116,7 +116,7 @@ func serverAnswer(err error) bool {
 func readOnce(ctx context.Context, addr string, cfg Config) error {
 	ctx, cancel := context.WithTimeout(ctx, readyAttemptTimeout)
 	defer cancel()
-	c, err := zkclient.Dial(ctx, addr, zkclient.Options{SessionTimeout: cfg.SessionTimeout})
+	c, err := zkclient.Dial(ctx, addr, cfg.dialOptions())
 	if err != nil {
 		return err
 	}

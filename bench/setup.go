@@ -78,7 +78,7 @@ func dialAll(ctx context.Context, cfg Config, n int) ([]*zkclient.Conn, error) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			addr := cfg.Servers[i%len(cfg.Servers)]
-			conns[i], errs[i] = zkclient.Dial(ctx, addr, zkclient.Options{SessionTimeout: cfg.SessionTimeout})
+			conns[i], errs[i] = zkclient.Dial(ctx, addr, cfg.dialOptions())
 		})
 	}
 	wg.Wait()

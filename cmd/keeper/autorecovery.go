@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookietls"
@@ -54,9 +55,10 @@ func notAutorecoveryKeys(ignored []string) []string {
 
 // openStore opens a metadata session of its own and a store on the layout
 // the tree was formatted with. close ends both.
-func openStore(ctx context.Context, servers []string, root string, timeout time.Duration,
+func openStore(ctx context.Context, servers []string, root string, timeout time.Duration, sec zkclient.Security,
 	logger *slog.Logger) (*metadata.Store, func(), error) {
-	sess, err := metadata.Dial(ctx, metadata.DialConfig{Servers: servers, SessionTimeout: timeout, Logger: logger})
+	sess, err := metadata.Dial(ctx, metadata.DialConfig{Servers: servers, SessionTimeout: timeout, Logger: logger,
+		Security: sec})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,13 +83,13 @@ func openStore(ctx context.Context, servers []string, root string, timeout time.
 // startAutorecovery starts an autorecovery daemon with its own metadata
 // session and ledger client, named id; stop ends it.
 func startAutorecovery(ctx context.Context, servers []string, root, id string, cfg autorecovery.Config,
-	clientTLS bookietls.Settings, logger *slog.Logger) (d *autorecovery.Daemon, stop func(), err error) {
-	store, closeStore, err := openStore(ctx, servers, root, metadata.DefaultSessionTimeout, logger)
+	clientTLS bookietls.Settings, zkSec zkclient.Security, logger *slog.Logger) (d *autorecovery.Daemon, stop func(), err error) {
+	store, closeStore, err := openStore(ctx, servers, root, metadata.DefaultSessionTimeout, zkSec, logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("autorecovery: %w", err)
 	}
 	client, err := ledgerclient.New(ledgerclient.Config{ZKServers: servers, LedgersRoot: root, Logger: logger,
-		Placement: cfg.Placement, Racks: cfg.Racks, RackInfoPath: cfg.RackInfoPath, TLS: clientTLS})
+		Placement: cfg.Placement, Racks: cfg.Racks, RackInfoPath: cfg.RackInfoPath, TLS: clientTLS, ZKSecurity: zkSec})
 	if err != nil {
 		closeStore()
 		return nil, nil, fmt.Errorf("autorecovery: %w", err)
@@ -109,7 +111,7 @@ func startAutorecovery(ctx context.Context, servers []string, root, id string, c
 // (docs/observability.md).
 func bookieAutorecovery(ctx context.Context, b *bookie.Bookie, bcfg bookie.Config, cfg autorecovery.Config,
 	logger *slog.Logger) (stop func(), err error) {
-	d, stop, err := startAutorecovery(ctx, bcfg.MetadataServers, bcfg.LedgersRoot, b.ID(), cfg, bcfg.ClientTLS, logger)
+	d, stop, err := startAutorecovery(ctx, bcfg.MetadataServers, bcfg.LedgersRoot, b.ID(), cfg, bcfg.ClientTLS, bcfg.MetadataSecurity, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +166,9 @@ connections to bookies use (docs/bookie-tls.md). See docs/autorecovery.md.`,
 			if err != nil {
 				return err
 			}
+			if bcfg.MetadataSecurity, err = metadataSecurity(); err != nil {
+				return err
+			}
 			servers, root := f.zkServers, f.ledgersRoot
 			if len(servers) == 0 {
 				servers = bcfg.MetadataServers
@@ -194,7 +199,7 @@ connections to bookies use (docs/bookie-tls.md). See docs/autorecovery.md.`,
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			_, end, err := startAutorecovery(ctx, servers, root, id, cfg, bcfg.ClientTLS, logger)
+			_, end, err := startAutorecovery(ctx, servers, root, id, cfg, bcfg.ClientTLS, bcfg.MetadataSecurity, logger)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"keeper/bench"
+	"keeper/coordination/zoocfg"
 )
 
 // This file is `keeper bench`: the load tool (zk), its null server (null)
@@ -41,6 +42,7 @@ func newBenchZKCmd() *cobra.Command {
 	var cfg bench.Config
 	var op string
 	var progress bool
+	var clientConf string
 	cmd := &cobra.Command{
 		Use:   "zk",
 		Short: "Load ZooKeeper servers (Apache ZooKeeper or keeper) and print one JSON line",
@@ -63,6 +65,11 @@ flight, leaves them there, and prints the root. ready retries a read of
 --duration ends, and prints ready_sec: the time from the start of the
 --cpu-pid process (or of this command) to that read.
 
+TLS and SASL are set as for keeper shell (and zkCli): -D flags in
+CLIENT_JVMFLAGS or JVMFLAGS, or the same keys in a --client-conf file
+(zookeeper.client.secure, zookeeper.ssl.*, java.security.auth.login.config;
+docs/tls.md, docs/sasl.md).
+
 --cpu-pid takes one pid or several (an ensemble's members): their CPU time
 over the measured interval is summed.
 
@@ -71,6 +78,11 @@ While the load runs, a line a second on stderr says how far it is (unless
 measured until then, with "interrupted": true, and the command exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sec, err := loadClientSecurity(os.Getenv, clientConf, zoocfg.ClientJVMFlagsEnv, zoocfg.JVMFlagsEnv)
+			if err != nil {
+				return err
+			}
+			cfg.Security = sec
 			cfg.Op = bench.Op(op)
 			if progress {
 				cfg.Progress = cmd.ErrOrStderr()
@@ -94,6 +106,7 @@ measured until then, with "interrupted": true, and the command exits 1.`,
 	f.StringVar(&cfg.ReadyPath, "path", bench.DefaultReadyPath, "ready: the znode to read")
 	f.DurationVar(&cfg.SessionTimeout, "session-timeout", bench.DefaultSessionTimeout, "session timeout to ask for")
 	f.BoolVar(&progress, "progress", true, "print a progress line a second on stderr")
+	f.StringVar(&clientConf, "client-conf", "", "a ZooKeeper client configuration file (TLS and SASL), as zkCli's -client-configuration")
 	return cmd
 }
 

@@ -216,6 +216,10 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 		}
 		defer stop()
 	}
+	zkSec, err := metadataSecurity()
+	if err != nil {
+		return err
+	}
 	clients := map[string]*ledgerclient.Client{}
 	for _, p := range cfg.Protocols {
 		if clients[p] != nil {
@@ -223,7 +227,7 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 		}
 		base, secure := strings.CutSuffix(p, "+tls")
 		lcfg := ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
-			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: base == "v2", Metrics: metrics}
+			MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: base == "v2", Metrics: metrics, ZKSecurity: zkSec}
 		if secure {
 			lcfg.TLS = cfg.TLS
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"keeper/coordination/zoocfg"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/entrystore"
 )
@@ -69,9 +68,6 @@ The metadata servers are ZooKeeper or keeper servers. If the ledgers tree does
 not exist it is created, as 'bookkeeper shell metaformat' would.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := zoocfg.CheckClientEnv(os.Getenv, bookieExtraOptsEnv); err != nil {
-				return err
-			}
 			logger := newLogger()
 			cfg, err := loadBookieConfig(cmd, args, f, logger)
 			if err != nil {
@@ -144,6 +140,10 @@ func propertyLine(data []byte, key string) int {
 // flags that were set.
 func loadBookieConfig(cmd *cobra.Command, args []string, f *bookieFlags, logger *slog.Logger) (bookie.Config, error) {
 	cfg := bookie.Config{ListenAddr: net.JoinHostPort("", strconv.Itoa(bookie.DefaultPort))}
+	sec, err := metadataSecurity()
+	if err != nil {
+		return cfg, err
+	}
 	if len(args) == 1 {
 		data, err := os.ReadFile(args[0])
 		if err != nil {
@@ -205,6 +205,7 @@ func loadBookieConfig(cmd *cobra.Command, args []string, f *bookieFlags, logger 
 		cfg.ReadOnlyModeDisabled = !f.readOnlyMode
 	}
 	cfg.Logger = logger
+	cfg.MetadataSecurity = sec
 	return cfg, cfg.Validate()
 }
 

@@ -86,7 +86,8 @@ func wireHTTPAdmin(cfg *bookie.Config, logger *slog.Logger) (closeFn func()) {
 	}
 	logger = logger.With("component", "httpadmin")
 	lc := &adminClient{cfg: ledgerclient.Config{ZKServers: cfg.MetadataServers, LedgersRoot: cfg.LedgersRoot,
-		ZKSessionTimeout: cfg.ZKSessionTimeout, Logger: logger, TLS: cfg.ClientTLS}}
+		ZKSessionTimeout: cfg.ZKSessionTimeout, Logger: logger, TLS: cfg.ClientTLS,
+		ZKSecurity: cfg.MetadataSecurity}}
 	if cfg.HTTPRecovery == nil {
 		cfg.HTTPRecovery = func(st *metadata.Store, id string) httpadmin.Recovery {
 			return autorecovery.NewOperator(st, id, logger, lc.get)

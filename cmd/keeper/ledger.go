@@ -50,12 +50,16 @@ func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	zkSec, err := metadataSecurity()
+	if err != nil {
+		return nil, err
+	}
 	logger := newLogger()
 	if fl := cmd.Root().PersistentFlags().Lookup("log-level"); fl == nil || !fl.Changed {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg := ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
-		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2, TLS: tlsSettings}
+		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2, TLS: tlsSettings, ZKSecurity: zkSec}
 	if err := f.placement.apply(&cfg); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/coordination/zkclient"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/ledger"
@@ -56,7 +57,7 @@ func TestLedgerAuditorCommands(t *testing.T) {
 		mustRunLedger(t, cl, "", "write", "-E", "3", "-Qw", "2", "-Qa", "2", "--count", "5", "--size", "10")
 	}
 	st, closeStore, err := openStore(ctx, []string{cl.ZKAddr()}, "", testhost.Scale(10*time.Second),
-		slog.New(slog.DiscardHandler))
+		zkclient.Security{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,13 @@ func (f *ledgerFlags) withStore(cmd *cobra.Command, fn func(ctx context.Context,
 	if err := probeServers(servers, metadataProbeTimeout); err != nil {
 		return err
 	}
+	sec, err := metadataSecurity()
+	if err != nil {
+		return err
+	}
 	ctx, stop := signalContext(cmd.Context())
 	defer stop()
-	st, closeStore, err := openStore(ctx, servers, f.root, metadata.DefaultSessionTimeout, quietLogger(cmd))
+	st, closeStore, err := openStore(ctx, servers, f.root, metadata.DefaultSessionTimeout, sec, quietLogger(cmd))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/autorecovery"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
@@ -54,7 +55,7 @@ func TestRecoverBookieAndDecommission(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, closeStore, err := openStore(ctx, []string{cl.ZKAddr()}, "", 10*time.Second, slog.New(slog.DiscardHandler))
+	st, closeStore, err := openStore(ctx, []string{cl.ZKAddr()}, "", 10*time.Second, zkclient.Security{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestAutorecoveryCommand(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, closeStore, err := openStore(ctx, []string{cl.ZKAddr()}, "", 10*time.Second, slog.New(slog.DiscardHandler))
+	st, closeStore, err := openStore(ctx, []string{cl.ZKAddr()}, "", 10*time.Second, zkclient.Security{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zoocfg"
 )
@@ -31,6 +32,8 @@ type shellOptions struct {
 	readOnly          bool
 	waitForConnection bool   // interactive: exit if the first connection fails, as zkCli -waitforconnection
 	historyFile       string // the line editor's history; "" keeps none
+	clientConf        string // a client configuration file (zkCli's -client-configuration)
+	security          zkclient.Security
 }
 
 func newShellCmd() *cobra.Command {
@@ -47,7 +50,18 @@ host:port, comma-separated, tried in order, and an optional chroot that every
 path is relative to (127.0.0.1:2181,127.0.0.1:2182/app). When the connection
 breaks, the shell moves the session to the next server that answers, as the
 Java client does (watches set before are not set again). zkCli's spellings
--server, -timeout (milliseconds), -r and -waitforconnection work too.
+-server, -timeout (milliseconds), -r, -waitforconnection and
+-client-configuration work too.
+
+TLS and SASL are set as for zkCli: -D flags in CLIENT_JVMFLAGS (or JVMFLAGS),
+or the same keys in a --client-conf properties file, which wins.
+-Dzookeeper.client.secure=true connects with TLS, with the stores of
+zookeeper.ssl.keyStore.* and zookeeper.ssl.trustStore.* (PEM, PKCS12 or JKS)
+and zookeeper.ssl.hostnameVerification; -Djava.security.auth.login.config
+names a JAAS file whose Client section (zookeeper.sasl.clientconfig) gives
+the DigestLoginModule username and password for SASL DIGEST-MD5. A setting the
+shell cannot honour (Kerberos, revocation checks) stops it before it
+connects; a refused password is AuthFailed (docs/tls.md, docs/sasl.md).
 
 On a terminal the shell edits lines (arrows, Emacs keys, Ctrl-R to search the
 history), completes commands and znode paths with Tab, and keeps the history
@@ -55,10 +69,12 @@ in --history-file across sessions (addauth lines, which carry credentials, are
 not kept). Ctrl-C abandons the line being typed; Ctrl-D or quit leaves.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// zkCli.sh passes these to the Java client; keeper's has no TLS or SASL yet.
-			if err := zoocfg.CheckClientEnv(os.Getenv, zoocfg.ClientJVMFlagsEnv, zoocfg.JVMFlagsEnv); err != nil {
+			// zkCli.sh passes these to the Java client: TLS and SASL.
+			sec, err := loadClientSecurity(os.Getenv, o.clientConf, zoocfg.ClientJVMFlagsEnv, zoocfg.JVMFlagsEnv)
+			if err != nil {
 				return err
 			}
+			o.security = sec
 			code := runShell(cmd.Context(), o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if code != 0 {
 				os.Exit(code) // the shell has printed its error, as zkCli does
@@ -77,8 +93,13 @@ not kept). Ctrl-C abandons the line being typed; Ctrl-D or quit leaves.`,
 		"interactive: exit if the server cannot be reached, instead of starting unconnected")
 	cmd.Flags().StringVar(&o.historyFile, "history-file", defaultHistoryFile(),
 		`where the line editor keeps its history ("" for nowhere)`)
+	cmd.Flags().StringVar(&o.clientConf, "client-conf", "",
+		"a client configuration file (Java properties: zookeeper.client.secure, zookeeper.ssl.*, zookeeper.sasl.*, "+
+			"java.security.auth.login.config), as zkCli's -client-configuration; it wins over CLIENT_JVMFLAGS")
+	cmd.Flags().StringVar(&o.clientConf, "client-configuration", "", "zkCli's spelling of --client-conf")
+	cmd.Flags().Lookup("client-configuration").Hidden = true
 	// zkCli spells its long options with one dash.
-	withSingleDashFlags(cmd, []string{"-server", "-timeout", "-waitforconnection", "-readonly"}, cmd.RunE)
+	withSingleDashFlags(cmd, []string{"-server", "-timeout", "-waitforconnection", "-readonly", "-client-configuration"}, cmd.RunE)
 	return cmd
 }
 
@@ -120,7 +141,7 @@ func runShell(ctx context.Context, o shellOptions, args []string, in io.Reader, 
 		return 2 // zkCli's INVALID_INVOCATION
 	}
 	s := &shell{ctx: ctx, opts: o, server: o.server, out: out, errOut: errOut, loc: time.Local, printWatches: true}
-	conn, err := dialAny(ctx, cs, o.timeout, o.readOnly)
+	conn, err := dialAny(ctx, cs, o)
 	if err != nil {
 		fmt.Fprintf(errOut, "Cannot connect to %s: %v\n", o.server, err)
 		if !interactive || o.waitForConnection {

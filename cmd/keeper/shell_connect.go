@@ -62,12 +62,14 @@ func parseConnectString(s string) (connectString, error) {
 // session's server predictable). Each attempt may take timeout divided by
 // the number of hosts, as the Java client divides its connect timeout,
 // and at least a second.
-func dialAny(ctx context.Context, cs connectString, timeout time.Duration, readOnly bool) (*zkConn, error) {
-	per := max(timeout/time.Duration(len(cs.hosts)), time.Second)
+func dialAny(ctx context.Context, cs connectString, o shellOptions) (*zkConn, error) {
+	per := max(o.timeout/time.Duration(len(cs.hosts)), time.Second)
+	opts := zkclient.Options{SessionTimeout: o.timeout, ReadOnly: o.readOnly}
+	o.security.Apply(&opts)
 	var errs []error
 	for _, h := range cs.hosts {
 		dialCtx, cancel := context.WithTimeout(ctx, per)
-		c, err := zkclient.Dial(dialCtx, h, zkclient.Options{SessionTimeout: timeout, ReadOnly: readOnly})
+		c, err := zkclient.Dial(dialCtx, h, opts)
 		cancel()
 		if err == nil {
 			return &zkConn{Conn: c, chroot: cs.chroot}, nil
@@ -280,11 +282,13 @@ func (s *shell) failoverIfLost() {
 	hosts := rotateAfter(cs.hosts, old.Addr())
 	per := max(s.opts.timeout/time.Duration(len(hosts)), time.Second)
 	watches := old.Watches()
+	opts := zkclient.Options{SessionTimeout: s.opts.timeout, ReadOnly: s.opts.readOnly,
+		SessionID: old.SessionID(), SessionPasswd: old.SessionPasswd(), LastZxidSeen: old.LastZxid(),
+		Watches: &watches}
+	s.opts.security.Apply(&opts)
 	for _, h := range hosts {
 		ctx, cancel := context.WithTimeout(s.ctx, per)
-		c, err := zkclient.Dial(ctx, h, zkclient.Options{SessionTimeout: s.opts.timeout, ReadOnly: s.opts.readOnly,
-			SessionID: old.SessionID(), SessionPasswd: old.SessionPasswd(), LastZxidSeen: old.LastZxid(),
-			Watches: &watches})
+		c, err := zkclient.Dial(ctx, h, opts)
 		cancel()
 		switch {
 		case errors.Is(err, zkproto.ErrSessionExpired):

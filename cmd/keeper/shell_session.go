@@ -90,7 +90,7 @@ func (s *shell) connect(args []string) error {
 	}
 	s.closeSession()
 	s.server = target
-	conn, err := dialAny(s.ctx, cs, s.opts.timeout, s.opts.readOnly)
+	conn, err := dialAny(s.ctx, cs, s.opts)
 	if err != nil {
 		return &cliError{msg: fmt.Sprintf("Cannot connect to %s: %v", target, err)}
 	}

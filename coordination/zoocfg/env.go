@@ -67,26 +67,15 @@ func CheckServerEnv(getenv func(string) string) error {
 // CheckClientEnv checks the -D system properties in the environment
 // variables vars, as a ZooKeeper client would read them (CLIENT_JVMFLAGS
 // and JVMFLAGS for zkCli.sh; BOOKIE_EXTRA_OPTS, which BookKeeper's scripts
-// pass to a bookie and its ZooKeeper client), and returns
-// an *UnsupportedError for the first one that asks for a protection keeper
-// lacks: TLS, SASL or Kerberos towards the servers. Other flags are ignored.
+// pass to a bookie and its ZooKeeper client): it returns what
+// ParseClientSecurity refuses, an *UnsupportedError for a setting that
+// asks for a protection keeper's clients lack (revocation checks, an
+// SSLContext supplier, a zookeeper.ssl.* key they do not know, Kerberos
+// settings) or an error for an invalid value. TLS and SASL DIGEST-MD5 are
+// implemented (client.go). Other flags are ignored.
 func CheckClientEnv(getenv func(string) string, vars ...string) error {
-	for _, env := range vars {
-		for _, prop := range jvmProperties(getenv(env)) {
-			if prop.name == loginConfigKey && prop.value != "" {
-				// keeper's own clients speak no SASL.
-				return &UnsupportedError{Source: env, Key: prop.name, Feature: "SASL (a JAAS login configuration)"}
-			}
-			p, ok := protectionOf(prop.name)
-			if !ok {
-				continue
-			}
-			if err := p.check(env, 0, prop.name, prop.value); err != nil {
-				return envError(env, prop, err)
-			}
-		}
-	}
-	return nil
+	_, err := ParseClientSecurity(ClientEnvProperties(getenv, vars...))
+	return err
 }
 
 // envError adds the variable and the property to an invalid-value error;

@@ -66,8 +66,9 @@ const (
 // The TLS keys keeper implements for its client port (tlsSettings) and
 // between servers (quorumTLSSettings) are parsed before these are looked
 // at; the "ssl." and "ssl.quorum." families stay here so that a client's
-// environment (CheckClientEnv: keeper shell and the bookie's client speak
-// no TLS) still refuses them, and so that an ssl.* key tls.go or
+// environment (CheckClientEnv, ParseClientSecurity: client.go reads the
+// zookeeper.ssl.* keys keeper's clients implement first) still refuses the
+// rest, and so that an ssl.* key tls.go or
 // quorumtls.go does not know is refused rather than ignored.
 var protections = map[string]protection{
 	"client.secure":              {tlsClients, whenTrue},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"keeper/coordination/zkclient"
 	"keeper/internal/vfs"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
@@ -268,6 +269,11 @@ type Config struct {
 	LedgersRoot string
 	// ZKSessionTimeout is zkTimeout. 0 means DefaultZKSessionTimeout.
 	ZKSessionTimeout time.Duration
+	// MetadataSecurity is the metadata session's TLS and SASL, as a
+	// bookie's ZooKeeper client takes them from the -D flags of
+	// BOOKIE_EXTRA_OPTS (zkclient.NewSecurity); the zero value is
+	// plaintext without SASL.
+	MetadataSecurity zkclient.Security
 
 	// MetricsAddr is where Prometheus metrics are served over HTTP at
 	// /metrics (prometheusStatsHttpAddress:prometheusStatsHttpPort); ""

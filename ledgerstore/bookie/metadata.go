@@ -23,6 +23,7 @@ const metadataOpTimeout = 30 * time.Second
 func (b *Bookie) openMetadata(ctx context.Context) error {
 	sess, err := metadata.Dial(ctx, metadata.DialConfig{
 		Servers: b.cfg.MetadataServers, SessionTimeout: b.cfg.ZKSessionTimeout, Logger: b.log,
+		Security: b.cfg.MetadataSecurity,
 	})
 	if err != nil {
 		return fmt.Errorf("bookie: %w", err)

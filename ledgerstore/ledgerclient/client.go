@@ -66,6 +66,9 @@ type Config struct {
 	// opens (0: DefaultZKSessionTimeout). New waits up to this long for
 	// it.
 	ZKSessionTimeout time.Duration
+	// ZKSecurity is that session's TLS and SASL towards the servers
+	// (zkclient.NewSecurity); the zero value is plaintext without SASL.
+	ZKSecurity zkclient.Security
 	// LedgersRoot is the ledgers root znode ("": metadata.DefaultRoot).
 	LedgersRoot string
 	// Logger receives the client's logs; nil discards them.
@@ -268,8 +271,9 @@ func dialZK(cfg Config) (*zkclient.Session, error) {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), cfg.ZKSessionTimeout,
 		fmt.Errorf("no session within %v", cfg.ZKSessionTimeout))
 	defer cancel()
-	sess, err := zkclient.OpenSession(ctx, cfg.ZKServers, zkclient.SessionOptions{
-		Options: zkclient.Options{SessionTimeout: cfg.ZKSessionTimeout, Logger: cfg.Logger}})
+	opts := zkclient.SessionOptions{Options: zkclient.Options{SessionTimeout: cfg.ZKSessionTimeout, Logger: cfg.Logger}}
+	cfg.ZKSecurity.Apply(&opts.Options)
+	sess, err := zkclient.OpenSession(ctx, cfg.ZKServers, opts)
 	if err != nil {
 		return nil, fmt.Errorf("ledgerclient: %w", err)
 	}

@@ -34,6 +34,9 @@ type DialConfig struct {
 	// Logger receives session state changes (reattached, expired) and the
 	// client's debug lines; nil discards them.
 	Logger *slog.Logger
+	// Security is the session's TLS and SASL towards the servers
+	// (zkclient.NewSecurity); the zero value is plaintext without SASL.
+	Security zkclient.Security
 }
 
 // Validate checks the configuration.
@@ -83,9 +86,9 @@ func Dial(ctx context.Context, cfg DialConfig) (*Session, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, wait, fmt.Errorf("no session within %v", wait))
 	defer cancel()
-	zs, err := zkclient.OpenSession(ctx, cfg.Servers, zkclient.SessionOptions{
-		Options: zkclient.Options{SessionTimeout: timeout, Logger: log},
-	})
+	opts := zkclient.SessionOptions{Options: zkclient.Options{SessionTimeout: timeout, Logger: log}}
+	cfg.Security.Apply(&opts.Options)
+	zs, err := zkclient.OpenSession(ctx, cfg.Servers, opts)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
