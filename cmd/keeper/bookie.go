@@ -58,9 +58,11 @@ and more; see the bookie package), and BookKeeper's TLS keys
 (tlsProviderFactoryClass, tlsKeyStore, ...; docs/bookie-tls.md). A key that
 protects data or access which keeper does not implement yet
 (bookieAuthProviderFactoryClass, zkEnableSecurity=true, a TLS key keeper does
-not read, ...) stops the start with a message naming it, and so does a -D
-flag in BOOKIE_EXTRA_OPTS asking the metadata client for TLS or SASL; other
-keys are ignored. Flags override the file. Defaults: port 3181,
+not read, ...) stops the start with a message naming it; other keys are
+ignored. The metadata client connects with TLS and SASL DIGEST-MD5 as the -D
+flags in BOOKIE_EXTRA_OPTS ask (zookeeper.client.secure, zookeeper.ssl.*,
+java.security.auth.login.config; docs/tls.md, docs/sasl.md), and a flag it
+cannot honour stops the start. Flags override the file. Defaults: port 3181,
 ledgers root /ledgers. An invalid value stops the start with a message naming
 its key.
 

@@ -15,6 +15,16 @@
 // ensemble, say), passing Conn.Watches as Options.Watches so that the
 // session's watches are set again (SetWatches), as the Java client does.
 //
+// # TLS and SASL
+//
+// With Options.TLS the connection runs the TLS handshake before the
+// ConnectRequest; with Options.SASL it runs a SASL exchange (sasl(102)
+// requests, DIGEST-MD5) right after the ConnectResponse and before any
+// other request, as the Java client does. NewSecurity builds both from
+// the Java client's properties (zoocfg.ParseClientSecurity). A refused
+// exchange fails the dial with an error wrapping ErrSASLRefused and
+// zkproto.ErrAuthFailed (docs/sasl.md, docs/tls.md).
+//
 // # A session over connections
 //
 // OpenSession returns a Session, which owns the current Conn and replaces
