@@ -125,7 +125,8 @@ func startSecureServer(t *testing.T, p testPKI) string {
 	return s.SecureAddr().String()
 }
 
-// clientFlags are -D flags as CLIENT_JVMFLAGS would hold them.
+// clientSecurity loads the security that -D flags, as CLIENT_JVMFLAGS
+// would hold them, ask for.
 func clientSecurity(t *testing.T, flags string) (Security, error) {
 	t.Helper()
 	cs, err := zoocfg.ParseClientSecurity(zoocfg.ClientEnvProperties(func(string) string { return flags }, "CLIENT_JVMFLAGS"))

@@ -2,6 +2,7 @@ package zoocfg
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -83,6 +84,31 @@ func FuzzParseDynamic(f *testing.F) {
 			} else if len(again.Servers) != len(e.Servers) {
 				t.Fatalf("%+v formats as %q, which parses to %+v", e, e.Data(), again)
 			}
+		}
+	})
+}
+
+// FuzzParseClientProperties feeds arbitrary client configuration files
+// (zkCli's -client-configuration) to the client's property reader. It
+// must never panic, and what it accepts must name the file in every
+// property's source.
+func FuzzParseClientProperties(f *testing.F) {
+	f.Add([]byte("zookeeper.client.secure=true\nzookeeper.ssl.trustStore.location=/t.pem\n"))
+	f.Add([]byte("java.security.auth.login.config==/etc/jaas.conf\nzookeeper.sasl.client = false\n"))
+	f.Add([]byte("zookeeper.ssl.crl=true\\\n\n# c\n! d\nkey\\u0041=v"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		props, err := ParseClientProperties("client.conf", data)
+		if err != nil {
+			return
+		}
+		for _, p := range props {
+			if !strings.HasPrefix(p.Source, "client.conf:") {
+				t.Fatalf("property %q from %q", p.Name, p.Source)
+			}
+		}
+		c, err := ParseClientSecurity(props)
+		if err == nil && c.SASLSection == "" {
+			t.Fatal("accepted an empty JAAS section name")
 		}
 	})
 }
