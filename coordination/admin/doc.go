@@ -1,5 +1,5 @@
 // Package admin is the operator's view of a coordination server: the
-// four-letter words (docs/zookeeper-protocol.md §8.1–8.2), the AdminServer's HTTP commands (spec
+// four-letter words (docs/zookeeper-protocol.md §8.1–8.2), the AdminServer's HTTP commands (docs/zookeeper-protocol.md
 // §8.3) and Prometheus metrics.
 //
 // Every command reads the service core through Core.Inspect, which runs a

@@ -17,7 +17,7 @@ import (
 // The result is not the tree at any one zxid: each node is written as it
 // was when the walk reached it. Every txn applied after the walk started
 // has a zxid above the snapshot's, so replaying the log from there
-// converges on the right tree (Apply is idempotent for that purpose, spec
+// converges on the right tree (Apply is idempotent for that purpose, docs/zookeeper-protocol.md
 // §9.4). Nodes created after their parent was visited are left out; nodes
 // deleted before the walk reached them are skipped.
 //

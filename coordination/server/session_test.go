@@ -519,7 +519,7 @@ func TestConcurrentSequentialCreates(t *testing.T) {
 	})
 }
 
-// TestTrafficKeepsSessionAlive: every packet touches the session (spec
+// TestTrafficKeepsSessionAlive: every packet touches the session (docs/zookeeper-protocol.md
 // §1.5), so a session lives as long as it talks, well past its timeout.
 func TestTrafficKeepsSessionAlive(t *testing.T) {
 	const timeout = 1000 * time.Millisecond

@@ -32,7 +32,7 @@ type Snapshot struct {
 	// Zxid is the snapshot's zxid, from its file name: the last zxid
 	// applied when the snapshot started. Recovery replays the log from
 	// Zxid+1; because Java's snapshots are fuzzy, the tree may already
-	// hold effects of some later txns, which replay must tolerate (spec
+	// hold effects of some later txns, which replay must tolerate (docs/zookeeper-protocol.md
 	// §9.4). zxid.None if the file name does not carry a zxid.
 	Zxid zxid.ID
 	// Sessions is the session list in file order, with creation timeouts.

@@ -105,7 +105,7 @@ func (m *Manager) Check(path string, c ConnID, wt zkproto.WatcherType) bool {
 	return false
 }
 
-// Remove removes c's watches of type wt on path (removeWatches, spec
+// Remove removes c's watches of type wt on path (removeWatches, docs/zookeeper-protocol.md
 // §3.5) and reports whether there were any; false means NoWatcher.
 // Children and Data remove the standard watch from the child or data
 // table, Persistent the persistent mode from both tables,

@@ -42,7 +42,7 @@ func (s *Server) Tick(now Now) {
 }
 
 // reapCandidates lists, in path order, the containers and TTL nodes that
-// are due for removal (Apache ZooKeeper's ContainerManager rules, spec
+// are due for removal (Apache ZooKeeper's ContainerManager rules, docs/zookeeper-protocol.md
 // §5.4), at most as many as ContainerMaxPerMinute allows per check.
 func (s *Server) reapCandidates(now Now) []string {
 	var out []string

@@ -23,7 +23,7 @@ type AddRequest struct {
 	// Body is the entry's stored form (bkproto.EncodeEntry), shared by the
 	// write set's requests: read-only.
 	Body []byte
-	// Recovery sets RECOVERY_ADD: a fenced bookie accepts the add (spec
+	// Recovery sets RECOVERY_ADD: a fenced bookie accepts the add (docs/bookkeeper-protocol.md
 	// §4.1 step 6; Appendix A, pitfall 6). Only recovery sets it.
 	Recovery bool
 }

@@ -132,7 +132,7 @@ func (s *Store) closeFiles() error {
 	return errors.Join(errs...)
 }
 
-// Add puts an entry in the write cache. entry is its stored form (spec
+// Add puts an entry in the write cache. entry is its stored form (docs/bookkeeper-protocol.md
 // §6.4): the store reads only the ledgerId, entryId and LAC at its start,
 // which must match the arguments. The ledger is created if new, and its
 // LAC raised to the entry's. The entry is readable at once and durable

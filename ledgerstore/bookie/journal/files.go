@@ -51,7 +51,7 @@ func listFiles(fsys vfs.FS, dir string) ([]File, error) {
 // default). It returns the log ids it removed, oldest first.
 //
 // Call it only after mark is durable in lastMark (WriteLastMark), which in
-// turn must wait until ledger storage holds everything before mark (spec
+// turn must wait until ledger storage holds everything before mark (docs/bookkeeper-protocol.md
 // §7.3, Appendix A item 8). It touches only files before mark.LogID, never
 // the one a Journal appends to (whose id is at least its Mark's), so it
 // may run while the Journal is in use.
