@@ -19,6 +19,14 @@ import (
 var outsideRef = regexp.MustCompile(`\.\./` + `shared\b|\bspec ` + `§|\bspec Appendix|\bspec/[a-z-]+\.md|\bSTYLE` +
 	`\.md\b|\breliability` + `\.md\b|\bzk-` + `protocol\.md\b|\bperf-` + `baseline\.md\b|(^|[^/\w])book` + `keeper\.md\b`)
 
+// wrappedSpec and sectionLine match the same citation broken over two
+// lines: a line ending in the notes' name, then one starting with a
+// section number.
+var (
+	wrappedSpec = regexp.MustCompile(`\bspec` + `\s*$`)
+	sectionLine = regexp.MustCompile(`^\s*(//|#)?\s*(§|Appendix\b)`)
+)
+
 // docsRef matches a citation of a document in docs/.
 var docsRef = regexp.MustCompile(`\bdocs/([\w.-]+\.md)`)
 
@@ -44,6 +52,10 @@ func refProblems(name string, lines []string, docs map[string]bool) []string {
 		if loc := outsideRef.FindStringIndex(line); loc != nil {
 			problems = append(problems, fmt.Sprintf("%s:%d: cites %q, a document outside the repository; cite docs/ or state the fact",
 				name, i+1, line[loc[0]:loc[1]]))
+		}
+		if i > 0 && wrappedSpec.MatchString(lines[i-1]) && sectionLine.MatchString(line) {
+			problems = append(problems, fmt.Sprintf("%s:%d: cites the notes' sections across a line break, a document outside the repository; cite docs/ or state the fact",
+				name, i))
 		}
 		for _, m := range docsRef.FindAllStringSubmatch(line, -1) {
 			if !docs[m[1]] {
@@ -99,9 +111,12 @@ func TestRefProblems(t *testing.T) {
 		{"// docs/bookkeeper-protocol.md §7.3", "does not exist"},
 		{"// a " + bk + "-free line about BookKeeper", bk},
 		{"// ledger metadata as BookKeeper stores it", ""},
+		{"// accepts the add (spec" + "\n// §4.1 step 6)", "across a line break"},
+		{"// the flags of the spec" + "\n// below", ""},
+		{"// docs/zookeeper-protocol.md\n// §2.4", ""},
 	}
 	for _, tt := range tests {
-		got := refProblems("x.go", []string{tt.line}, docs)
+		got := refProblems("x.go", strings.Split(tt.line, "\n"), docs)
 		switch {
 		case tt.want == "" && len(got) > 0:
 			t.Errorf("%q: unexpected %v", tt.line, got)
