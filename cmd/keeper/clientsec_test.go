@@ -3,16 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +17,7 @@ import (
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
 	"keeper/internal/testhost"
+	"keeper/ledgerstore/bookietls/bookietlstest"
 	"keeper/ledgerstore/metadata"
 )
 
@@ -36,41 +30,26 @@ type secureFiles struct {
 func newSecureFiles(t *testing.T) secureFiles {
 	t.Helper()
 	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
+	ca := bookietlstest.CA(t, dir, "test-ca")
 	f := secureFiles{trust: filepath.Join(dir, "trust.pem"), serverKey: filepath.Join(dir, "server.pem"),
 		clientKey: filepath.Join(dir, "client.pem"), goodJAAS: filepath.Join(dir, "good.conf"), badJAAS: filepath.Join(dir, "bad.conf")}
-	writeSecureFile(t, f.trust, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
-	for i, path := range []string{f.serverKey, f.clientKey} {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
+	// The stores are PEM files named .pem: the CA's certificate, and a
+	// key with its certificate in one file.
+	concat := func(path string, parts ...string) {
+		var store []byte
+		for _, part := range parts {
+			b, err := os.ReadFile(part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store = append(store, b...)
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: filepath.Base(path)},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage:    x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pk, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeSecureFile(t, path, append(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}),
-			pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...))
+		writeSecureFile(t, path, store)
+	}
+	concat(f.trust, ca.CertPEM)
+	for _, path := range []string{f.serverKey, f.clientKey} {
+		c := bookietlstest.Issue(t, dir, strings.TrimSuffix(filepath.Base(path), ".pem"), ca, bookietlstest.Options{})
+		concat(path, c.KeyPEM, c.CertPEM)
 	}
 	jaas := func(pw string) []byte {
 		return []byte("Client {\n org.apache.zookeeper.server.auth.DigestLoginModule required username=\"bob\" password=\"" + pw + "\";\n};\n")
