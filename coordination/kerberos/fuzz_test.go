@@ -40,3 +40,35 @@ func FuzzWrapToken(f *testing.F) {
 		}
 	})
 }
+
+// FuzzInitiatorReply feeds arbitrary replies to an initiator waiting for
+// its AP-REP, then arbitrary wrap tokens to one whose context is
+// established: refused without panicking, never established by garbage.
+func FuzzInitiatorReply(f *testing.F) {
+	a := newAcceptor(f)
+	in, tok := newInitiator(f, service, "service-secret", t0)
+	ctx, rep, err := a.Accept(tok, t0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := in.Reply(rep); err != nil {
+		f.Fatal(err)
+	}
+	w, err := ctx.Wrap([]byte{1, 0, 0, 0})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rep)
+	f.Add(w)
+	f.Add([]byte{0x60, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02, 0x02, 0x00})
+	// fresh changes only when a reply is taken, which fails the target.
+	fresh, _ := newInitiator(f, service, "service-secret", t0)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := fresh.Reply(b); err == nil {
+			// Only the acceptor holds the session key of fresh's ticket,
+			// and it was never shown fresh's AP-REQ.
+			t.Fatalf("%x established a context no acceptor answered", b)
+		}
+		_, _ = in.Unwrap(b)
+	})
+}

@@ -39,6 +39,19 @@ func keytabFor(t testing.TB, principal, realm, password string) *keytab.Keytab {
 	return kt
 }
 
+// ServiceTicket is what a KDC would give client@realm for service
+// (service/host) whose key derives from servicePassword: the ticket, valid
+// from now for an hour, and its session key (aes256-cts-hmac-sha1-96).
+func ServiceTicket(t testing.TB, client, service, realm, servicePassword string, now time.Time) (messages.Ticket, types.EncryptionKey) {
+	t.Helper()
+	tkt, sessionKey, err := messages.NewTicket(types.NewPrincipalName(1, client), realm, types.NewPrincipalName(3, service), realm,
+		types.NewKrbFlags(), keytabFor(t, service, realm, servicePassword), aes256, 1, now, now, now.Add(time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tkt, sessionKey
+}
+
 // Login is one client's context: its subkey and sequence number.
 type Login struct {
 	Token  []byte // the initial context token
@@ -52,12 +65,7 @@ type Login struct {
 func NewLogin(t testing.TB, client, service, realm, servicePassword string, now time.Time, mutual bool) *Login {
 	t.Helper()
 	cname := types.NewPrincipalName(1, client)
-	sname := types.NewPrincipalName(3, service)
-	tkt, sessionKey, err := messages.NewTicket(cname, realm, sname, realm, types.NewKrbFlags(), keytabFor(t, service, realm, servicePassword),
-		aes256, 1, now, now, now.Add(time.Hour), now.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tkt, sessionKey := ServiceTicket(t, client, service, realm, servicePassword, now)
 	auth, err := types.NewAuthenticator(realm, cname)
 	if err != nil {
 		t.Fatal(err)
