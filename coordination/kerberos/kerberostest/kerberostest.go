@@ -6,6 +6,7 @@ package kerberostest
 
 import (
 	"encoding/binary"
+	"io"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
+
+	"keeper/coordination/kerberos"
 )
 
 // aes256 is aes256-cts-hmac-sha1-96, MIT's default enctype.
@@ -110,4 +113,19 @@ func (l *Login) Wrap(t testing.TB, msg []byte) []byte {
 	l.seq++
 	binary.BigEndian.PutUint16(hdr[4:6], uint16(len(sum)))
 	return append(append(hdr, msg...), sum...)
+}
+
+// Initiator opens keeper's initiator context for client@realm with a
+// ticket to service (as ServiceTicket makes it), at now, and returns it
+// with its initial context token; entropy supplies its subkey and
+// sequence number.
+func Initiator(t testing.TB, client, service, realm, servicePassword string, now time.Time, entropy io.Reader) (*kerberos.Initiator, []byte) {
+	t.Helper()
+	tkt, key := ServiceTicket(t, client, service, realm, servicePassword, now)
+	in, tok, err := kerberos.NewInitiator(kerberos.InitiatorConfig{Client: types.NewPrincipalName(1, client), Realm: realm,
+		Ticket: tkt, SessionKey: key, Now: now, Entropy: entropy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, tok
 }
