@@ -24,7 +24,7 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 	}
 	zooCfg := "dataDir=" + filepath.Join(dir, "data") + "\nclientPort=0\nadmin.enableServer=false\n"
 	plainZoo := write("zoo.cfg", zooCfg)
-	saslZoo := write("sasl-zoo.cfg", zooCfg+"quorum.auth.kerberos.servicePrincipal=zkquorum/localhost\n")
+	krbZoo := write("krb-zoo.cfg", zooCfg+"kerberos.canonicalizeHostNames=true\n")
 	aclZoo := write("acl-zoo.cfg", zooCfg+"zookeeper.skipACL=yes\n")
 	// Neither file is enough to start on (no client port, no journal): a
 	// check that let a setting through would fail, not serve.
@@ -38,13 +38,13 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 		args []string
 		want []string // substrings of the error
 	}{
-		{"zoo.cfg quorum kerberos", nil, []string{"server", saslZoo},
-			[]string{saslZoo, "zoo.cfg:4: quorum.auth.kerberos.servicePrincipal: keeper does not support Kerberos (GSSAPI) between servers yet"}},
+		{"zoo.cfg kerberos", nil, []string{"server", krbZoo},
+			[]string{krbZoo, "zoo.cfg:4: kerberos.canonicalizeHostNames: keeper does not support Kerberos yet"}},
 		{"zoo.cfg skipACL", nil, []string{"server", aclZoo},
 			[]string{aclZoo, "zoo.cfg:4: zookeeper.skipACL: keeper does not support skipping ACL checks yet"}},
 		{"server quorum kerberos", map[string]string{"SERVER_JVMFLAGS": "-Xmx1g -Dzookeeper.quorum.auth.kerberos.servicePrincipal=zkquorum/localhost"},
 			[]string{"server", plainZoo},
-			[]string{"SERVER_JVMFLAGS: zookeeper.quorum.auth.kerberos.servicePrincipal: keeper does not support Kerberos (GSSAPI) between servers"}},
+			[]string{"SERVER_JVMFLAGS: zookeeper.quorum.auth.kerberos.servicePrincipal: keeper reads its settings only from zoo.cfg; set it there"}},
 		{"server quorum sasl in flags", map[string]string{"SERVER_JVMFLAGS": "-Dzookeeper.quorum.auth.enableSasl=true"},
 			[]string{"server", plainZoo},
 			[]string{"SERVER_JVMFLAGS: zookeeper.quorum.auth.enableSasl: keeper reads its settings only from zoo.cfg; set it there"}},

@@ -171,3 +171,42 @@ func TestServerKerberos(t *testing.T) {
 		})
 	}
 }
+
+// TestLearnerKerberos: a quorum learner's Kerberos section logs in with a
+// keytab, like a server's, but needs no storeKey and must talk to the KDC.
+func TestLearnerKerberos(t *testing.T) {
+	const mod = `com.sun.security.auth.module.Krb5LoginModule required `
+	tests := []struct {
+		name, section, wantErr string
+		want                   *KerberosLogin
+	}{
+		{"keytab login", mod + `useKeyTab=true keyTab="/k/q.keytab" storeKey=true principal="zkquorum/host1@EXAMPLE.COM";`, "",
+			&KerberosLogin{KeyTab: "/k/q.keytab", Principal: "zkquorum/host1@EXAMPLE.COM", Initiator: true, Line: 2}},
+		{"no storeKey, no realm", mod + `useKeyTab=true keyTab="/k" principal="zkquorum/host1";`, "",
+			&KerberosLogin{KeyTab: "/k", Principal: "zkquorum/host1", Initiator: true, Line: 2}},
+		{"digest", `org.apache.zookeeper.server.auth.DigestLoginModule required username="a" password="b";`, "", nil},
+		{"no keytab use", mod + `keyTab="/k" principal="zkquorum/h@R";`, "useKeyTab=true", nil},
+		{"ticket cache", mod + `useKeyTab=true useTicketCache=true keyTab="/k" principal="zkquorum/h@R";`, "useTicketCache", nil},
+		{"no keyTab", mod + `useKeyTab=true principal="zkquorum/h@R";`, "keyTab is not set", nil},
+		{"no principal", mod + `useKeyTab=true keyTab="/k";`, "principal must", nil},
+		{"not an initiator", mod + `useKeyTab=true keyTab="/k" isInitiator=false principal="zkquorum/h@R";`, "isInitiator=false", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("QuorumLearner {\n"+tc.section+"\n};\n"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cfg.LearnerKerberos("QuorumLearner")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

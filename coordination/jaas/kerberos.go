@@ -31,6 +31,21 @@ type KerberosLogin struct {
 // is an error rather than a login that would fail at every client (Java
 // finds no key to accept with) or fall back to a ticket cache.
 func (c *Config) ServerKerberos(name string) (*KerberosLogin, error) {
+	return c.kerberos(name, true)
+}
+
+// LearnerKerberos returns the Kerberos login of a quorum learner's
+// section name, or nil when the section has no Krb5LoginModule. As for
+// ServerKerberos the module must be the section's only one and log in
+// with a keytab (useKeyTab=true, keyTab and principal set; a ticket cache
+// is refused, since keeper reads none), but storeKey is not needed: a
+// learner only asks the KDC for tickets. The principal may leave out the
+// realm (the krb5.conf default realm is then used, as Java does).
+func (c *Config) LearnerKerberos(name string) (*KerberosLogin, error) {
+	return c.kerberos(name, false)
+}
+
+func (c *Config) kerberos(name string, acceptor bool) (*KerberosLogin, error) {
 	mods, ok := c.Section(name)
 	if !ok {
 		return nil, nil
@@ -51,9 +66,9 @@ func (c *Config) ServerKerberos(name string) (*KerberosLogin, error) {
 		return fmt.Errorf("jaas: section %s, line %d: %s: %s", name, krb.Line, Krb5LoginModule, what)
 	}
 	if !isTrue(krb.Options["useKeyTab"]) {
-		return nil, bad("keeper needs useKeyTab=true: a server accepts tickets with the keys of a keytab")
+		return nil, bad("keeper needs useKeyTab=true: it logs in with the keys of a keytab")
 	}
-	if !isTrue(krb.Options["storeKey"]) {
+	if acceptor && !isTrue(krb.Options["storeKey"]) {
 		return nil, bad("keeper needs storeKey=true: without it the server keeps no key to accept tickets with")
 	}
 	if isTrue(krb.Options["useTicketCache"]) {
@@ -67,7 +82,13 @@ func (c *Config) ServerKerberos(name string) (*KerberosLogin, error) {
 		return nil, bad("keyTab is not set")
 	}
 	if login.Principal == "" || login.Principal == "*" {
-		return nil, bad("principal must name the service principal, service/host@REALM")
+		if acceptor {
+			return nil, bad("principal must name the service principal, service/host@REALM")
+		}
+		return nil, bad("principal must name the server's own principal")
+	}
+	if !acceptor && !login.Initiator {
+		return nil, bad("isInitiator=false: a learner must get tickets from the KDC")
 	}
 	return login, nil
 }

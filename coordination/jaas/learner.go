@@ -9,8 +9,9 @@ import "fmt"
 // modules; found is false when no module names a user (ZooKeeper then
 // fails when it first authenticates).
 //
-// As for ServerUsers, every module must be DigestLoginModule: any other
-// asks for a mechanism keeper does not implement (GSSAPI).
+// As for ServerUsers, every module must be DigestLoginModule. Callers ask
+// LearnerKerberos first: a section with Java's Krb5LoginModule makes
+// ZooKeeper's learner use GSSAPI instead.
 func (c *Config) Credentials(name string) (user, password string, ok, found bool, err error) {
 	mods, ok := c.Section(name)
 	if !ok {

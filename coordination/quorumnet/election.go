@@ -77,7 +77,7 @@ func (t *Transport) dialElection(ep *electionPeer, addr string) {
 		err = t.writeHandshake(conn)
 	}
 	if err == nil {
-		if err = t.learnerAuth(conn); err != nil && !t.closing() {
+		if err = t.learnerAuth(conn, addr); err != nil && !t.closing() {
 			// A refused password is a misconfiguration an operator must
 			// see; the backoff bounds how often it is logged.
 			t.logger.Warn("quorum sasl on the election port failed", "peer", ep.id, "err", err)

@@ -184,7 +184,7 @@ func (l *quorumLink) runLearner(addr string) {
 		conn, err = l.dialLeader(addr)
 	}
 	if err == nil {
-		if err = l.t.learnerAuth(conn); err != nil {
+		if err = l.t.learnerAuth(conn, addr); err != nil {
 			l.t.closeConn(conn)
 			if !l.t.closing() {
 				l.t.logger.Warn("quorum sasl to the leader failed", "peer", l.peer, "err", err)

@@ -130,6 +130,9 @@ type Transport struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// kerberosMu serializes the steps of Kerberos exchanges: the
+	// acceptor's replay cache is not safe for concurrent use.
+	kerberosMu sync.Mutex
 
 	// mu guards everything below.
 	mu            sync.Mutex

@@ -3,12 +3,9 @@ package server
 import (
 	"crypto/rand"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"keeper/coordination/jaas"
@@ -25,17 +22,9 @@ const maxKeytabBytes = 1 << 20
 // ZooKeeper's start: a stale keytab or an unreachable KDC stops the start
 // there, and here too (docs/sasl.md).
 func kerberosAcceptor(krb *jaas.KerberosLogin, props map[string]string) (*kerberos.Acceptor, error) {
-	f, err := os.Open(krb.KeyTab)
+	data, err := readKeytab(krb.KeyTab)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeytabBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("keytab %s: %w", krb.KeyTab, err)
-	}
-	if len(data) > maxKeytabBytes {
-		return nil, fmt.Errorf("keytab %s is larger than %d bytes", krb.KeyTab, maxKeytabBytes)
 	}
 	acc, err := kerberos.NewAcceptor(kerberos.Config{Keytab: data, Principal: krb.Principal, Entropy: rand.Reader})
 	if err != nil {
@@ -54,13 +43,9 @@ func kerberosAcceptor(krb *jaas.KerberosLogin, props map[string]string) (*kerber
 // krb5.conf Java would read (-Djava.security.krb5.conf, else
 // /etc/krb5.conf), and throws it away.
 func kdcLogin(principal string, keytabBytes []byte, props map[string]string) error {
-	file := props["java.security.krb5.conf"]
-	if file == "" {
-		file = "/etc/krb5.conf"
-	}
-	cfg, err := config.Load(file)
+	cfg, err := krb5Config(props)
 	if err != nil {
-		return fmt.Errorf("krb5.conf %s: %w", file, err)
+		return err
 	}
 	kt := keytab.New()
 	if err := kt.Unmarshal(keytabBytes); err != nil {

@@ -46,6 +46,10 @@ func TestQuorumSASLFromZoo(t *testing.T) {
 	noUser := write("nouser.conf", strings.Replace(quorumJAAS, `username="test"`, "", 1))
 	kerberos := write("krb.conf", strings.Replace(quorumJAAS, "org.apache.zookeeper.server.auth.DigestLoginModule required\n       user_test",
 		"com.sun.security.auth.module.Krb5LoginModule required\n       useKeyTab=true keyTab=\"/k\" principal=\"zkquorum/host@R\"\n       x", 1))
+	kerberosNoKeytab := write("krb2.conf", strings.Replace(quorumJAAS, "org.apache.zookeeper.server.auth.DigestLoginModule required\n       user_test",
+		"com.sun.security.auth.module.Krb5LoginModule required\n       useKeyTab=true storeKey=true keyTab=\"/nonexistent/k\" principal=\"zkquorum/host@R\"\n       x", 1))
+	kerberosLearner := write("krb3.conf", strings.Replace(quorumJAAS, "org.apache.zookeeper.server.auth.DigestLoginModule required\n       username",
+		"com.sun.security.auth.module.Krb5LoginModule required\n       useKeyTab=true keyTab=\"/nonexistent/k\" principal=\"zkquorum/host@R\"\n       x", 1))
 	const required = "quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\nquorum.auth.serverRequireSasl=true\n"
 	for _, tc := range []struct {
 		name, zoo, jaas string
@@ -62,7 +66,9 @@ func TestQuorumSASLFromZoo(t *testing.T) {
 		{"no learner section", "quorum.auth.enableSasl=true\n", noLearner, nil, `section "QuorumLearner" could not be found`},
 		{"no username", required, noUser, nil, `section "QuorumLearner" has no username`},
 		{"no username, not required", "quorum.auth.enableSasl=true\n", noUser, &quorumnet.SASL{}, ""},
-		{"kerberos server module", required, kerberos, nil, "keeper supports only org.apache.zookeeper.server.auth.DigestLoginModule"},
+		{"kerberos server module without storeKey", required, kerberos, nil, "keeper needs storeKey=true"},
+		{"kerberos server module, no keytab file", required, kerberosNoKeytab, nil, "no such file"},
+		{"kerberos learner module, no keytab file", required, kerberosLearner, nil, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/x\nclientPort=2181\n" + tc.zoo))
@@ -178,5 +184,23 @@ func checkReplicated(t *testing.T, writers, readers []*Server) {
 			t.Fatalf("server %d: %v", i, err)
 		}
 		c2.Close()
+	}
+}
+
+// TestQuorumServicePrincipalHost: _HOST is replaced only as ZooKeeper's
+// SecurityUtils replaces it, by the host in lower case, and only in a
+// setting of exactly service/_HOST.
+func TestQuorumServicePrincipalHost(t *testing.T) {
+	for _, tc := range []struct{ setting, host, want string }{
+		{"zkquorum/_HOST", "Host1.Example.COM", "zkquorum/host1.example.com"},
+		{"zkquorum/localhost", "host1", "zkquorum/localhost"},
+		{"zkquorum/_HOST@EXAMPLE.COM", "host1", "zkquorum/_HOST@EXAMPLE.COM"},
+		{"zkquorum", "host1", "zkquorum"},
+		{"a/b/_HOST", "host1", "a/b/_HOST"},
+		{"zkquorum/_host", "host1", "zkquorum/_host"},
+	} {
+		if got := quorumServicePrincipal(tc.setting, tc.host); got != tc.want {
+			t.Errorf("quorumServicePrincipal(%q, %q) = %q, want %q", tc.setting, tc.host, got, tc.want)
+		}
 	}
 }

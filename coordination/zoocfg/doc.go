@@ -70,7 +70,7 @@
 // Keys that ask for a protection of data or access keeper does not give
 // yet are refused with an *UnsupportedError naming the key and its line:
 // the TLS settings tls.go and quorumtls.go do not implement, Kerberos
-// (quorum.auth.kerberos.servicePrincipal, kerberos.canonicalizeHostNames,
+// (kerberos.canonicalizeHostNames,
 // ...), authProvider.N other than digest, ip, x509 and sasl,
 // skipACL=yes, audit.enable=true, datadir.autocreate=false and the like
 // (the list is protections in protect.go, under both spellings). The value

@@ -89,14 +89,12 @@ var protections = map[string]protection{
 	"DigestAuthenticationProvider.digestAlg": {"digest algorithms other than SHA1", notSHA1},
 	"sasl.client":                            {saslClients, whenTrue},
 	"ensembleAuthName":                       {"ensemble authentication", whenSet},
-	// SASL between servers is implemented for DIGEST-MD5
-	// (quorumsasl.go); the Kerberos service principal, which asks for
-	// GSSAPI, and any other quorum.auth.* key (the family below) stay
-	// refused.
-	"quorum.auth.kerberos.servicePrincipal": {"Kerberos (GSSAPI) between servers", whenSet},
-	"kerberos.canonicalizeHostNames":        {kerberos, whenTrue},
-	"kinit":                                 {kerberos, whenSet},
-	"security.auth_to_local":                {kerberos, whenSet},
+	// SASL between servers is implemented, DIGEST-MD5 and Kerberos
+	// (quorumsasl.go); any other quorum.auth.* key (the family below)
+	// stays refused.
+	"kerberos.canonicalizeHostNames": {kerberos, whenTrue},
+	"kinit":                          {kerberos, whenSet},
+	"security.auth_to_local":         {kerberos, whenSet},
 
 	"skipACL":          {"skipping ACL checks", skipACLRefused},
 	"audit.enable":     {auditLogs, whenTrue},

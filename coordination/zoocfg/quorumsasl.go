@@ -12,8 +12,12 @@ const (
 	DefaultQuorumServerSection  = "QuorumServer"
 )
 
-// QuorumSASL is what zoo.cfg says about SASL (DIGEST-MD5) between ensemble
-// members, on the quorum and election ports (quorum.auth.*; docs/sasl.md).
+// DefaultQuorumServicePrincipal is ZooKeeper's default of
+// quorum.auth.kerberos.servicePrincipal.
+const DefaultQuorumServicePrincipal = "zkquorum/localhost"
+
+// QuorumSASL is what zoo.cfg says about SASL (DIGEST-MD5, or GSSAPI when a
+// JAAS section logs in with Kerberos) between ensemble members, on the quorum and election ports (quorum.auth.*; docs/sasl.md).
 // A member authenticates, as a learner, on every connection it opens, and
 // checks, as a server, every connection it accepts.
 type QuorumSASL struct {
@@ -32,6 +36,19 @@ type QuorumSASL struct {
 	// this member's own user name and password and the users it accepts;
 	// empty means ZooKeeper's defaults (QuorumLearner, QuorumServer).
 	LearnerSection, ServerSection string
+	// ServicePrincipal is quorum.auth.kerberos.servicePrincipal: the
+	// principal a Kerberos learner asks a ticket for, service/host or
+	// service/_HOST, where _HOST is the host of the server it connects to
+	// (lower case); empty means DefaultQuorumServicePrincipal.
+	ServicePrincipal string
+}
+
+// Principal returns the Kerberos service principal setting.
+func (q *QuorumSASL) Principal() string {
+	if q.ServicePrincipal == "" {
+		return DefaultQuorumServicePrincipal
+	}
+	return q.ServicePrincipal
 }
 
 // Learner returns the JAAS section of this member's own credentials.
@@ -52,14 +69,21 @@ func (q *QuorumSASL) Server() string {
 
 // quorumSASLSettings are the quorum SASL keys keeper implements, by their
 // zoo.cfg spelling; quorumSASLSetting also accepts the "zookeeper." one.
-// quorum.auth.kerberos.servicePrincipal is not among them: it asks for
-// GSSAPI, which keeper does not implement (protect.go refuses it).
 var quorumSASLSettings = map[string]setter{
 	"quorum.auth.enableSasl":               boolField(func(c *Config) *bool { return &c.QuorumSASL.Enabled }),
 	"quorum.auth.learnerRequireSasl":       boolField(func(c *Config) *bool { return &c.QuorumSASL.LearnerRequire }),
 	"quorum.auth.serverRequireSasl":        boolField(func(c *Config) *bool { return &c.QuorumSASL.ServerRequire }),
 	"quorum.auth.learner.saslLoginContext": sectionField(func(c *Config) *string { return &c.QuorumSASL.LearnerSection }),
 	"quorum.auth.server.saslLoginContext":  sectionField(func(c *Config) *string { return &c.QuorumSASL.ServerSection }),
+	"quorum.auth.kerberos.servicePrincipal": func(p *parser, v string) error {
+		if v == "" {
+			// ZooKeeper would ask the KDC for a ticket to "" at every
+			// connection and fail each.
+			return errors.New("the quorum service principal must not be empty")
+		}
+		p.c.QuorumSASL.ServicePrincipal = v
+		return nil
+	},
 }
 
 // quorumSASLSetting returns the setter of a quorum SASL key keeper

@@ -1,7 +1,6 @@
 package zoocfg
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -64,12 +63,27 @@ func TestQuorumSASLSections(t *testing.T) {
 	}
 }
 
-// TestQuorumKerberosRefused: GSSAPI between servers is not implemented, so
-// its service principal stops the start (fail closed) in zoo.cfg and in
-// the environment.
-func TestQuorumKerberosRefused(t *testing.T) {
-	_, _, err := Parse(strings.NewReader("dataDir=/tmp/zk\nquorum.auth.enableSasl=true\nquorum.auth.kerberos.servicePrincipal=zkquorum/_HOST\n"))
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "zoo.cfg:3: quorum.auth.kerberos.servicePrincipal: keeper does not support Kerberos (GSSAPI) between servers yet") {
-		t.Fatalf("err = %v", err)
+// TestQuorumServicePrincipal: quorum.auth.kerberos.servicePrincipal is
+// read in both spellings, defaults to ZooKeeper's, and may not be empty.
+func TestQuorumServicePrincipal(t *testing.T) {
+	for _, tc := range []struct{ cfg, want, err string }{
+		{cfg: "", want: "zkquorum/localhost"},
+		{cfg: "quorum.auth.kerberos.servicePrincipal=zkquorum/_HOST\n", want: "zkquorum/_HOST"},
+		{cfg: "zookeeper.quorum.auth.kerberos.servicePrincipal=zk/host1@EXAMPLE.COM\n", want: "zk/host1@EXAMPLE.COM"},
+		{cfg: "quorum.auth.kerberos.servicePrincipal=\n", err: `zoo.cfg:3: quorum.auth.kerberos.servicePrincipal: invalid value "": the quorum service principal must not be empty`},
+	} {
+		c, _, err := Parse(strings.NewReader("dataDir=/tmp/zk\nquorum.auth.enableSasl=true\n" + tc.cfg))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%q: err = %v, want %q", tc.cfg, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.cfg, err)
+		}
+		if got := c.QuorumSASL.Principal(); got != tc.want {
+			t.Fatalf("%q: principal %q, want %q", tc.cfg, got, tc.want)
+		}
 	}
 }
