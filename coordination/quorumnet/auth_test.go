@@ -83,6 +83,13 @@ func checkLink(t *testing.T, leaderSASL, learnerSASL *SASL, ok bool) {
 	if leaderSASL == nil {
 		good = nil
 	}
+	checkLinkWith(t, leaderSASL, learnerSASL, good, ok)
+}
+
+// checkLinkWith is checkLink with good as the SASL of the member that
+// must be served.
+func checkLinkWith(t *testing.T, leaderSASL, learnerSASL, good *SASL, ok bool) {
+	t.Helper()
 	trs := startTransports(t, 3, func(c *Config) {
 		withSASL(leaderSASL, learnerSASL, good)(c)
 		if c.ID == 1 && leaderSASL == nil {

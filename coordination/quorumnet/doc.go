@@ -135,7 +135,12 @@
 // SASL.LearnerRequire) sends an empty token, gets the DIGEST-MD5 challenge
 // (status 0), sends its response, and is in when the answer is status 1
 // with an rspauth that proves the server knows its password; anything else
-// closes the connection. The accepting side peeks at the first long: the
+// closes the connection. With Kerberos (SASL.KerberosLearner) it sends the
+// GSSAPI initial context token first, gets the AP-REP, sends an empty
+// token, gets the wrapped security-layer offer and answers it with no
+// layer and its own principal; a server with SASL.KerberosServer lets in
+// only a principal service/host@REALM whose host is one of the
+// configuration's (SASL.AuthorizedHosts). The accepting side peeks at the first long: the
 // magic starts the exchange, anything else is the connection's own traffic,
 // let in only without SASL.ServerRequire. A failed exchange gets status -1
 // and, with ServerRequire, the close; without it the connection is served
