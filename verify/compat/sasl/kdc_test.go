@@ -1,161 +1,51 @@
 package sasl
 
 import (
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"keeper/internal/testhost"
+	"keeper/verify/compat/internal/mitkdc"
 )
 
 // realm is the test KDC's realm; servicePrincipal is the one ZooKeeper's
 // Java client asks a ticket for when it connects to localhost.
 const (
-	realm            = "EXAMPLE.COM"
+	realm            = mitkdc.Realm
 	servicePrincipal = "zookeeper/localhost@" + realm
 )
 
-// kdc is an MIT KDC on loopback with its own database and configuration
-// files in a temp dir, started through Debian's krb5-kdc package.
+// kdc is an MIT KDC on loopback (mitkdc), under the names these tests use.
 type kdc struct {
+	*mitkdc.KDC
 	dir      string
 	krb5Conf string
 	env      []string // KRB5_CONFIG and KRB5_KDC_PROFILE for the MIT tools
 }
 
-// startKDC creates the realm, starts krb5kdc and stops it at the end of
-// the test. It skips (or fails, with KEEPER_REQUIRE_ZK) without the MIT
-// binaries.
+// startKDC starts the KDC for the test (mitkdc.Start).
 func startKDC(t *testing.T) *kdc {
 	t.Helper()
-	var missing []string
-	for _, bin := range []string{"krb5kdc", "kdb5_util", "kadmin.local"} {
-		if _, err := lookPath(bin); err != nil {
-			missing = append(missing, bin)
-		}
-	}
-	if len(missing) > 0 {
-		require(t, "an MIT KDC (Debian's krb5-kdc and krb5-admin-server)", fmt.Errorf("%s not found", strings.Join(missing, ", ")))
-	}
-	dir := t.TempDir()
-	port := testhost.Port(t)
-	k := &kdc{dir: dir, krb5Conf: filepath.Join(dir, "krb5.conf")}
-	krb5 := fmt.Sprintf(`[libdefaults]
-	default_realm = %[1]s
-	dns_lookup_kdc = false
-	dns_lookup_realm = false
-	rdns = false
-	udp_preference_limit = 1
-	default_ccache_name = FILE:%[2]s/ccache
-[realms]
-	%[1]s = {
-		kdc = 127.0.0.1:%[3]d
-	}
-[domain_realm]
-	localhost = %[1]s
-`, realm, dir, port)
-	kdcConf := fmt.Sprintf(`[realms]
-	%[1]s = {
-		database_name = %[2]s/principal
-		key_stash_file = %[2]s/stash
-		acl_file = %[2]s/kadm5.acl
-		kdc_listen = 127.0.0.1:%[3]d
-		kdc_tcp_listen = 127.0.0.1:%[3]d
-		supported_enctypes = aes256-cts-hmac-sha1-96:normal aes128-cts-hmac-sha1-96:normal
-		max_life = 1h
-	}
-[logging]
-	kdc = FILE:%[2]s/kdc.log
-`, realm, dir, port)
-	for name, body := range map[string]string{"krb5.conf": krb5, "kdc.conf": kdcConf, "kadm5.acl": ""} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k.env = []string{"KRB5_CONFIG=" + k.krb5Conf, "KRB5_KDC_PROFILE=" + filepath.Join(dir, "kdc.conf")}
-	k.run(t, "kdb5_util", "create", "-s", "-r", realm, "-P", "master-secret")
-	cmd := exec.Command(mustLook(t, "krb5kdc"), "-n", "-r", realm)
-	cmd.Env = append(os.Environ(), k.env...)
-	out, err := os.Create(filepath.Join(dir, "krb5kdc.out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		out.Close()
-	})
-	deadline := time.Now().Add(testhost.Scale(30 * time.Second))
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "kdc.log"))
-			t.Fatalf("krb5kdc does not listen on %d: %v\n%s", port, err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return k
+	k := mitkdc.Start(t)
+	return &kdc{KDC: k, dir: k.Dir, krb5Conf: k.Krb5Conf, env: k.Env}
 }
 
-// run runs an MIT tool with the KDC's configuration.
 func (k *kdc) run(t *testing.T, tool string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(mustLook(t, tool), args...)
-	cmd.Env = append(os.Environ(), k.env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return k.Run(t, tool, args...)
 }
 
-// addPrincipal creates principal with a random key.
 func (k *kdc) addPrincipal(t *testing.T, principal string) {
 	t.Helper()
-	k.run(t, "kadmin.local", "-r", realm, "-q", "addprinc -randkey "+principal)
+	k.AddPrincipal(t, principal)
 }
 
-// keytab exports principal's keys into a new keytab file and returns its
-// path. Exporting gives the principal new keys, so a keytab exported
-// earlier is stale from then on.
 func (k *kdc) keytab(t *testing.T, principal, name string) string {
 	t.Helper()
-	p := filepath.Join(k.dir, name)
-	k.run(t, "kadmin.local", "-r", realm, "-q", "ktadd -k "+p+" "+principal)
-	return p
+	return k.Keytab(t, principal, name)
 }
 
-// lookPath finds an MIT tool, which Debian puts in /usr/sbin, off the PATH
-// of most users.
-func lookPath(bin string) (string, error) {
-	if p, err := exec.LookPath(bin); err == nil {
-		return p, nil
-	}
-	p := filepath.Join("/usr/sbin", bin)
-	if _, err := os.Stat(p); err != nil {
-		return "", err
-	}
-	return p, nil
-}
+func lookPath(bin string) (string, error) { return mitkdc.LookPath(bin) }
 
 func mustLook(t *testing.T, bin string) string {
 	t.Helper()
-	p, err := lookPath(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return mitkdc.MustLook(t, bin)
 }
