@@ -111,10 +111,15 @@ func quorumKerberosLearner(krb *jaas.KerberosLogin, servicePrincipal string, pro
 		if svc == "" || strings.Contains(svcRealm, "@") {
 			return nil, fmt.Errorf("service principal %q is not service[/host][@REALM]", spn)
 		}
-		// gokrb5 asks the KDC of the realm krb5.conf maps the host to;
-		// a ticket of another realm than the principal names would not
-		// be the one ZooKeeper asks for.
-		if r := cl.Config.ResolveRealm(parts[len(parts)-1]); r != svcRealm {
+		// gokrb5 asks for the ticket in the realm krb5.conf's
+		// domain_realm maps the host to, else in the learner's own; a
+		// ticket of another realm than ZooKeeper's would not be the one
+		// ZooKeeper asks for.
+		r := cl.Config.ResolveRealm(parts[len(parts)-1])
+		if r == "" {
+			r = realm
+		}
+		if r != svcRealm {
 			return nil, fmt.Errorf("service principal %s@%s: krb5.conf maps its host to realm %q; keeper asks only for tickets of that realm", svc, svcRealm, r)
 		}
 		tkt, key, err := cl.GetServiceTicket(svc)
