@@ -1,11 +1,16 @@
 package mixed
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"keeper/verify/compat/internal/launcher"
 	"keeper/verify/compat/internal/mitkdc"
 )
 
@@ -68,6 +73,7 @@ QuorumLearner {
 //     server.N host (ZooKeeper's host check, CVE-2023-44981);
 //   - it asks tickets for a service principal the KDC does not know;
 //   - it sends no authentication at all (quorum SASL off);
+//   - its learner's keytab is stale: it does not start;
 //   - a fourth server, with a good principal and keytab but an id outside
 //     the others' configuration, is refused too.
 func TestEnsembleQuorumKerberos(t *testing.T) {
@@ -133,6 +139,49 @@ func TestEnsembleQuorumKerberos(t *testing.T) {
 	e.Kill(m3)
 	m3.JVMFlags = good
 	e.SetExtra(m3, quorumKerberosLines...)
+
+	t.Run("stale keytab", func(t *testing.T) {
+		// Exporting a keytab rekeys the principal: the first export is
+		// stale. The learner's login at start fails, as Java's does.
+		stale := "zkquorum/stale@" + mitkdc.Realm
+		q.kdc.AddPrincipal(t, stale)
+		staleKeytab := q.kdc.Keytab(t, stale, "stale1.keytab")
+		q.kdc.Keytab(t, stale, "stale2.keytab")
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, keeperBin, "server", m3.CfgPath())
+		cmd.Env = append(os.Environ(), "SERVER_JVMFLAGS="+strings.Join(q.flags(t, "stale", stale, staleKeytab), " "))
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "could not log in to Kerberos as "+stale) {
+			t.Fatalf("keeper with a stale learner keytab: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("id outside the configuration", func(t *testing.T) {
+		// Server 4 names itself and the three, with the good principal
+		// and keytab; the three name only themselves.
+		m4 := launcher.Layout(t, t.TempDir(), 4, func(id int) string { return fmt.Sprintf("m%d-outsider", id) })[3]
+		all := []*launcher.Member{m1.Member, m2.Member, m3.Member, m4}
+		c := launcher.Config{TickMs: tickMs, InitLimit: initLimit, SyncLimit: syncLimit, MaxSessionTimeoutMs: maxSessionTimeoutMs}
+		if err := launcher.WriteConfig(m4, all, c, quorumKerberosLines); err != nil {
+			t.Fatal(err)
+		}
+		before1, before2 := refusals(m1), refusals(m2)
+		cmd := exec.Command(keeperBin, "server", m4.CfgPath())
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.Env = append(os.Environ(), "SERVER_JVMFLAGS="+strings.Join(good, " "))
+		t.Cleanup(m4.Kill)
+		m4.Start(t, cmd, func(int) string { return "outsider.log" }, startTimeout, pollInterval)
+		e.waitFor(electTimeout, "the others to refuse server 4", func() (bool, string) {
+			return refusals(m1) > before1 && refusals(m2) > before2, "no refusal logged yet on both"
+		})
+		if s, _ := m4.Srvr(); s.Mode != "" {
+			t.Fatalf("server 4 serves as %q", s.Mode)
+		}
+		writeAndRead(t, []*Member{m1, m2}, []*Member{m1, m2}, "without-4", ack)
+		checkAlive(t, e, m1, m2)
+	})
+
 	e.Start(m3)
 	e.WaitServing()
 	writeAndRead(t, e.Members, e.Members, "kerberos-again", ack)
