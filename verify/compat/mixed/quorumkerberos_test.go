@@ -188,3 +188,27 @@ func TestEnsembleQuorumKerberos(t *testing.T) {
 	checkAlive(t, e, e.Members...)
 	checkTrees(t, e, ack)
 }
+
+// TestMixedEnsembleQuorumKerberos runs TestMixedEnsemble's phases with
+// every member requiring Kerberos of the others, from the same JAAS file,
+// keytab and krb5.conf: keeper leads two ZooKeeper followers, then follows
+// a ZooKeeper leader. Each member's log shows it authenticated peers.
+func TestMixedEnsembleQuorumKerberos(t *testing.T) {
+	q := startQuorumKerberos(t)
+	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
+	flags := q.flags(t, "good", quorumPrincipal, q.keytab)
+	for _, m := range e.Members {
+		m.JVMFlags = flags
+		e.SetExtra(m, quorumKerberosLines...)
+	}
+	runMixed(t, e)
+	for _, m := range e.Members {
+		ok := logHas(m, javaSASLDone)
+		if m.Kind == Keeper {
+			ok = logHas(m, keeperSASLAccepted) || logHas(m, keeperSASLOpened)
+		}
+		if !ok {
+			t.Errorf("member %d (%s): its log does not say it authenticated a peer", m.ID, m.Kind)
+		}
+	}
+}
