@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -66,6 +67,20 @@ func probeRead(addr string, timeout time.Duration) error {
 	req = binary.BigEndian.AppendUint32(nil, 2)
 	req = binary.BigEndian.AppendUint32(req, uint32(0xfffffff5))
 	_, _ = roundTrip(conn, req)
+	return nil
+}
+
+// probeMode asks for srvr and succeeds when the reply names the server's
+// mode: a server that has not loaded its database answers that it is not
+// serving.
+func probeMode(addr string, timeout time.Duration) error {
+	reply, err := fourLetter(addr, "srvr", timeout)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(reply, "Mode: ") {
+		return fmt.Errorf("srvr: %q", reply)
+	}
 	return nil
 }
 

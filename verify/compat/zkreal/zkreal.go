@@ -77,6 +77,11 @@ type Options struct {
 	// JVMFlags are more java flags, such as
 	// -Djava.security.auth.login.config=<file> for SASL.
 	JVMFlags []string
+	// AuthRequired says the server refuses unauthenticated reads
+	// (sessionRequireClientSASLAuth, enforce.auth.enabled): Start then
+	// waits until the four-letter word srvr reports a mode instead of
+	// until a read is served.
+	AuthRequired bool
 	// QuorumPeer runs ZooKeeper's ensemble entry point (QuorumPeerMain)
 	// with myid 1 instead of the standalone one; ExtraConfig then holds
 	// the server.N lines, initLimit and syncLimit (and standaloneEnabled=false
@@ -280,7 +285,7 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	if err := s.waitServing(timeout); err != nil {
+	if err := s.waitServing(timeout, opts.AuthRequired); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, s.logPath, s.LogTail(40))
 	}
@@ -288,13 +293,17 @@ func start(dir, java, classpath string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// waitServing polls until the server answers a read, the process exits,
-// or the timeout passes.
-func (s *Server) waitServing(timeout time.Duration) error {
+// waitServing polls until the server answers a read (or, when
+// authRequired, reports a mode in srvr), the process exits, or the
+// timeout passes.
+func (s *Server) waitServing(timeout time.Duration, authRequired bool) error {
 	deadline := time.Now().Add(timeout)
 	const pollInterval = 50 * time.Millisecond
 	for {
 		err := probeRead(s.addr, 2*time.Second)
+		if authRequired {
+			err = probeMode(s.addr, 2*time.Second)
+		}
 		if err == nil {
 			return nil
 		}

@@ -1,0 +1,76 @@
+# One kazoo client of the security matrix (verify/compat/secmatrix): it
+# connects as argv[1] (JSON) says, with or without TLS, a client
+# certificate and SASL credentials, and prints one line:
+#   session [create<path>=<result> ...] <path>=<result> ...
+#                                the session is up; the setup client's
+#                                creates, then each path read
+#   authfailed                   the SASL exchange failed (AUTH_FAILED)
+#   nosession                    no session within the connection attempt
+# A GSSAPI client's ticket comes from the credential cache KRB5CCNAME
+# names.
+import json
+import logging
+import os
+import sys
+import time
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.protocol.states import KeeperState
+from kazoo.security import ACL, Id, Permissions
+
+spec = json.loads(sys.argv[1])
+logging.basicConfig(level=logging.CRITICAL)
+kwargs = {
+    "hosts": spec["hosts"],
+    "timeout": 30,
+    # One attempt: a refused handshake is an answer, not a reason to retry.
+    "connection_retry": {"max_tries": 0, "delay": 0.1, "max_delay": 0.1},
+    "command_retry": {"max_tries": 0},
+}
+if spec.get("tls"):
+    kwargs.update(use_ssl=True, ca=spec["ca"], verify_certs=True)
+    if spec.get("cert"):
+        kwargs.update(certfile=spec["cert"], keyfile=spec["key"])
+if spec.get("sasl"):
+    kwargs["sasl_options"] = spec["sasl"]
+zk = KazooClient(**kwargs)
+states = []
+zk.add_listener(lambda s: states.append(s))
+zk.start_async()
+deadline = time.time() + spec["timeout"]
+outcome = "nosession"
+while time.time() < deadline:
+    if zk.client_state == KeeperState.AUTH_FAILED:
+        outcome = "authfailed"
+        break
+    # kazoo reports CONNECTED before its SASL exchange: the session counts
+    # once the exchange has completed too.
+    if zk.connected and (not spec.get("sasl") or (getattr(zk, "sasl_cli", None) is not None and zk.sasl_cli.complete)):
+        outcome = "session"
+        break
+    if zk._connection.connection_stopped.is_set():
+        break
+    time.sleep(0.02)
+words = [outcome]
+if outcome == "session":
+    # The setup client creates nodes readable only by one identity.
+    for path, scheme, ident in spec.get("create", []):
+        try:
+            zk.create_async(path, b"x", acl=[ACL(Permissions.READ, Id(scheme, ident))]).get(timeout=min(spec["timeout"], 15))
+            words.append("create" + path + "=ok")
+        except (KazooException, zk.handler.timeout_exception) as e:
+            words.append("create" + path + "=" + type(e).__name__)
+    for path in spec["paths"]:
+        try:
+            zk.get_async(path).get(timeout=min(spec["timeout"], 15))
+            words.append(path + "=ok")
+        except (KazooException, zk.handler.timeout_exception) as e:
+            words.append(path + "=" + type(e).__name__)
+        if not zk.connected:
+            break
+print(" ".join(words))
+sys.stdout.flush()
+# Not zk.stop(): a connection thread stuck in a refused exchange would
+# hold it; the server sees the connection close as the process exits.
+os._exit(0)
