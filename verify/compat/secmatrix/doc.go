@@ -15,9 +15,9 @@
 //   - between servers, three-member ensembles of each kind with sslQuorum
 //     (ssl.quorum.clientAuth need, and want) and quorum SASL DIGEST-MD5,
 //     where two members are configured alike and the third is not (no
-//     certificate, an untrusted one, a wrong password, no SASL at all):
-//     whether the two form an ensemble and whether the third joins must
-//     agree.
+//     certificate, an untrusted one, a wrong password, no SASL at all),
+//     and a control cell where it is: whether the two form an ensemble
+//     and whether the third joins must agree.
 //
 // One PKI (verify/compat/internal/pkitest) and one MIT KDC
 // (verify/compat/internal/kdctest) serve every cell. docs/tls.md and

@@ -24,8 +24,10 @@ logging.basicConfig(level=logging.CRITICAL)
 kwargs = {
     "hosts": spec["hosts"],
     "timeout": 30,
-    # One attempt: a refused handshake is an answer, not a reason to retry.
-    "connection_retry": {"max_tries": 0, "delay": 0.1, "max_delay": 0.1},
+    # Three attempts: a refused handshake is refused each time, while one
+    # cut short on a loaded machine is not the answer. AUTH_FAILED stops
+    # kazoo at once.
+    "connection_retry": {"max_tries": 2, "delay": 0.2, "max_delay": 0.5},
     "command_retry": {"max_tries": 0},
 }
 if spec.get("tls"):
@@ -35,13 +37,23 @@ if spec.get("tls"):
 if spec.get("sasl"):
     kwargs["sasl_options"] = spec["sasl"]
 zk = KazooClient(**kwargs)
-states = []
-zk.add_listener(lambda s: states.append(s))
+# Every session state the connection reports, in order: AUTH_FAILED is
+# followed at once by CLOSED, so polling the current state could miss it.
+seen = []
+report = zk._session_callback
+
+
+def record(state):
+    seen.append(state)
+    return report(state)
+
+
+zk._session_callback = record
 zk.start_async()
 deadline = time.time() + spec["timeout"]
 outcome = "nosession"
 while time.time() < deadline:
-    if zk.client_state == KeeperState.AUTH_FAILED:
+    if KeeperState.AUTH_FAILED in seen:
         outcome = "authfailed"
         break
     # kazoo reports CONNECTED before its SASL exchange: the session counts
@@ -52,6 +64,8 @@ while time.time() < deadline:
     if zk._connection.connection_stopped.is_set():
         break
     time.sleep(0.02)
+if outcome == "nosession" and KeeperState.AUTH_FAILED in seen:
+    outcome = "authfailed"  # reported between two looks at the state
 words = [outcome]
 if outcome == "session":
     # The setup client creates nodes readable only by one identity.
