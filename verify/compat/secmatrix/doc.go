@@ -13,9 +13,10 @@
 //     not, and what the setup's creates returned) must be the same on both
 //     servers;
 //   - between servers, three-member ensembles of each kind with sslQuorum
-//     (ssl.quorum.clientAuth need, and want) and quorum SASL DIGEST-MD5,
-//     where two members are configured alike and the third is not (no
-//     certificate, an untrusted one, a wrong password, no SASL at all),
+//     (ssl.quorum.clientAuth need, and want) and quorum SASL DIGEST-MD5
+//     or Kerberos, where two members are configured alike and the third
+//     is not (no certificate, an untrusted one, a wrong password, no SASL
+//     at all, a Kerberos principal of another host),
 //     and a control cell where it is: whether the two form an ensemble
 //     and whether the third joins must agree.
 //

@@ -57,6 +57,10 @@ type fixture struct {
 	// rogueStore is a member key store of a CA nobody trusts; wrongJAAS
 	// a member logging in to its peers with a wrong password.
 	rogueStore, wrongJAAS string
+	// quorumKrbJAAS has the quorum sections of a member that is
+	// zkquorum/127.0.0.1 on both sides; outsiderJAAS's learner is a
+	// principal of another host.
+	quorumKrbJAAS, outsiderJAAS string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -100,6 +104,7 @@ func newFixture(t *testing.T) *fixture {
 };
 `)
 	f.makeRogue(t)
+	f.makeQuorumKerberos(t)
 	return f
 }
 

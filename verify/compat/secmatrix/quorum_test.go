@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"keeper/internal/testhost"
+	"keeper/verify/compat/internal/kdctest"
 	"keeper/verify/compat/internal/launcher"
 	"keeper/verify/compat/internal/pkitest"
 	"keeper/verify/compat/zkreal"
@@ -22,7 +23,7 @@ import (
 // way.
 type quorumCell struct {
 	tls  string // off, need or want: sslQuorum with ssl.quorum.clientAuth
-	sasl string // none or digest: quorum.auth.enableSasl, learnerRequireSasl and serverRequireSasl
+	sasl string // none, digest or kerberos: quorum.auth.enableSasl, learnerRequireSasl and serverRequireSasl
 	odd  string // what the third member gets wrong ("nothing": it joins)
 }
 
@@ -50,6 +51,8 @@ func quorumCells() []quorumCell {
 		{tls: "need", sasl: "digest", odd: "wrong password"},
 		// The control: a third member configured as the others joins.
 		{tls: "need", sasl: "digest", odd: "nothing"},
+		{tls: "off", sasl: "kerberos", odd: "no sasl"},
+		{tls: "need", sasl: "kerberos", odd: "principal of another host"},
 	}
 }
 
@@ -66,6 +69,9 @@ func (c quorumCell) conf(f *fixture, odd bool) memberConf {
 	tls, sasl := c.tls, c.sasl
 	store := f.serverStore
 	jaas := f.digestJAAS
+	if c.sasl == "kerberos" {
+		jaas = f.quorumKrbJAAS
+	}
 	if odd {
 		switch c.odd {
 		case "plaintext":
@@ -76,6 +82,8 @@ func (c quorumCell) conf(f *fixture, odd bool) memberConf {
 			jaas = f.wrongJAAS
 		case "no sasl":
 			sasl = "none"
+		case "principal of another host":
+			jaas = f.outsiderJAAS
 		}
 	}
 	if tls != "off" {
@@ -87,6 +95,10 @@ func (c quorumCell) conf(f *fixture, odd bool) memberConf {
 	if sasl != "none" {
 		m.lines = append(m.lines, "quorum.auth.enableSasl=true", "quorum.auth.learnerRequireSasl=true", "quorum.auth.serverRequireSasl=true")
 		m.flags = f.jvmFlags(jaas)
+	}
+	if sasl == "kerberos" {
+		// Each member's service principal is zkquorum/<its server.N host>.
+		m.lines = append(m.lines, "quorum.auth.kerberos.servicePrincipal=zkquorum/_HOST")
 	}
 	return m
 }
@@ -194,4 +206,34 @@ func (f *fixture) makeRogue(t *testing.T) {
 	f.rogueStore = filepath.Join(f.dir, "rogue.p12")
 	pkitest.PKCS12(t, rogue, rogueCA, "rogue", f.rogueStore, storePass)
 	f.wrongJAAS = f.write(t, "wrong.jaas", quorumSections("wrong"))
+}
+
+// quorumPrincipal is every member's principal on both sides of a quorum
+// link: 127.0.0.1 is the host of every server.N line, so ZooKeeper's
+// check of a learner's host lets it in. outsider is a principal of the
+// KDC whose host is no member's.
+const (
+	quorumPrincipal = "zkquorum/127.0.0.1@" + kdctest.Realm
+	outsider        = "zkquorum/elsewhere.example.com@" + kdctest.Realm
+)
+
+// makeQuorumKerberos writes the JAAS file of a member that accepts and
+// logs in as quorumPrincipal, and of one whose learner logs in as
+// outsider.
+func (f *fixture) makeQuorumKerberos(t *testing.T) {
+	t.Helper()
+	f.kdc.AddPrincipal(t, quorumPrincipal)
+	f.kdc.AddPrincipal(t, outsider)
+	keytab := f.kdc.Keytab(t, quorumPrincipal, "quorum.keytab")
+	outsiderTab := f.kdc.Keytab(t, outsider, "outsider.keytab")
+	section := func(name, keytab, principal string) string {
+		return name + ` {
+    com.sun.security.auth.module.Krb5LoginModule required
+    useKeyTab=true keyTab="` + keytab + `" storeKey=true useTicketCache=false
+    principal="` + principal + `";
+};
+`
+	}
+	f.quorumKrbJAAS = f.write(t, "quorum-kerberos.jaas", section("QuorumServer", keytab, quorumPrincipal)+section("QuorumLearner", keytab, quorumPrincipal))
+	f.outsiderJAAS = f.write(t, "outsider.jaas", section("QuorumServer", keytab, quorumPrincipal)+section("QuorumLearner", outsiderTab, outsider))
 }
