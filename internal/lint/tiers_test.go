@@ -32,6 +32,7 @@ var tierTable = []tierEntry{
 	{pkg: "ledgerstore/ledger", tier: 1}, {pkg: "ledgerstore/bkproto", tier: 1},
 	// Tier 2, storage: files only through vfs.FS.
 	{pkg: "internal/vfs", tier: 2, subpackages: true},
+	{pkg: "internal/durablelog", tier: 2}, // the rules txnlog and the bookie journal share
 	{pkg: "coordination/txnlog", tier: 2}, {pkg: "coordination/snap", tier: 2},
 	{pkg: "ledgerstore/bookie/journal", tier: 2}, {pkg: "ledgerstore/bookie/entrystore", tier: 2},
 	// Tier 3, drivers: the only goroutines, sockets and time.Now.

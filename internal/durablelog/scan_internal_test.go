@@ -1,4 +1,4 @@
-package txnlog
+package durablelog
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestLastNonZeroReadsOnce(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &countingReader{r: bytes.NewReader(file)}
-			s := newScanner(r, "f", int64(len(file)), true, 1<<20)
+			s := NewScanner(r, "f", int64(len(file)), true, nil, &Options{Prefix: "test"})
 			for i, from := range tc.from {
 				got, err := s.lastNonZero(from)
 				if err != nil {
