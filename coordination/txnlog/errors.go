@@ -2,7 +2,8 @@ package txnlog
 
 import (
 	"errors"
-	"fmt"
+
+	"keeper/internal/durablelog"
 )
 
 var (
@@ -24,17 +25,6 @@ var (
 
 // RecordError says where the log is damaged. errors.Is matches it against
 // its Err: ErrTorn, ErrCorrupt, or (for an intact record of a type keeper
-// cannot decode) txn.ErrUnknownType.
-type RecordError struct {
-	File   string // the log file's path
-	Offset int64  // where the damaged record (or the file header, 0) starts
-	Reason string // what is wrong, for people
-	Err    error
-}
-
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("%v: %s at offset %d: %s", e.Err, e.File, e.Offset, e.Reason)
-}
-
-// Unwrap returns Err.
-func (e *RecordError) Unwrap() error { return e.Err }
+// cannot decode) txn.ErrUnknownType. It is the error type the bookie
+// journal reports too, from the rules both logs share (package durablelog).
+type RecordError = durablelog.RecordError

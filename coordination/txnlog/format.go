@@ -2,7 +2,6 @@ package txnlog
 
 import (
 	"encoding/binary"
-	"hash/adler32"
 	"strconv"
 	"strings"
 
@@ -57,14 +56,6 @@ func ParseFileName(name string) (zxid.ID, bool) {
 		return 0, false
 	}
 	return zxid.ID(v), true
-}
-
-// appendRecord frames payload as one record.
-func appendRecord(b, payload []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, uint64(adler32.Checksum(payload)))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
-	b = append(b, payload...)
-	return append(b, EndOfRecord)
 }
 
 // payloadZxid returns the zxid in a payload's TxnHeader (after clientId and

@@ -1,13 +1,14 @@
 package txnlog
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
-	"io/fs"
+	"hash/adler32"
 	"path/filepath"
 
 	"keeper/coordination/txn"
 	"keeper/coordination/zxid"
+	"keeper/internal/durablelog"
 	"keeper/internal/invariants"
 	"keeper/internal/vfs"
 )
@@ -28,27 +29,14 @@ const writeBufferBytes = 256 << 10
 // and every later call returns the same error. The owner must stop and
 // recover by reopening (which rereads what is really on disk).
 type Log struct {
-	fsys   vfs.FS
-	dir    string // dataLogDir/version-2
-	cfg    Config
-	last   zxid.ID
-	cur    *activeFile // nil until the first Append after Open, Roll or Truncate
-	buf    []byte      // appended bytes not yet written to cur
-	dirty  bool        // cur has bytes that are not yet synced
-	err    error       // sticky
-	closed bool
-}
-
-// activeFile is the log file being appended to.
-type activeFile struct {
-	f             vfs.File
-	path          string
-	writeOff      int64 // where the next record goes, buffered bytes included
-	flushedOff    int64 // bytes handed to the file
-	sizeBytes     int64 // the preallocated size (FilePadding's currentSize)
-	syncedSize    int64 // the file's size at the last sync
-	entryDurable  bool  // its directory entry has been synced
-	appendedBytes int64
+	fsys     vfs.FS
+	dir      string // dataLogDir/version-2
+	cfg      Config
+	last     zxid.ID
+	cur      *durablelog.Appender // nil until the first Append after Open, Roll or Truncate
+	appended int64                // bytes of records appended to cur
+	err      error                // sticky
+	closed   bool
 }
 
 // Open opens the log in dataLogDir (creating dataLogDir/version-2 if
@@ -140,64 +128,44 @@ func (l *Log) AppendPayload(payload []byte) error {
 	if err := l.preallocate(); err != nil {
 		return l.poison(err)
 	}
-	l.buf = appendRecord(l.buf, payload)
-	l.cur.writeOff += int64(RecordOverheadBytes + len(payload))
-	l.cur.appendedBytes += int64(RecordOverheadBytes + len(payload))
+	var h [recordHeaderBytes]byte
+	binary.BigEndian.PutUint64(h[0:8], uint64(adler32.Checksum(payload)))
+	binary.BigEndian.PutUint32(h[8:12], uint32(len(payload)))
+	l.cur.Append(h[:], payload, endOfRecord[:])
+	l.appended += int64(RecordOverheadBytes + len(payload))
 	l.last = z
-	l.dirty = true
-	if len(l.buf) >= writeBufferBytes {
-		return l.flush()
+	if l.cur.Buffered() >= writeBufferBytes {
+		if err := l.cur.Flush(); err != nil {
+			return l.poison(err)
+		}
 	}
 	return nil
 }
+
+// endOfRecord is the byte that ends every record.
+var endOfRecord = [1]byte{EndOfRecord}
 
 // startFile creates the file for a txn with zxid z and buffers its header.
+// Open removed every file without records, and zxids increase, so a file
+// of this name already there can only be left from something else going
+// wrong: durablelog.Create refuses it.
 func (l *Log) startFile(z zxid.ID) error {
-	path := filepath.Join(l.dir, FileName(z))
-	// Open removed every file without records, and zxids increase, so a
-	// file of this name can only be left from something else going wrong.
-	if _, err := l.fsys.Stat(path); err == nil {
-		return fmt.Errorf("txnlog: create %s: %w", path, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("txnlog: stat %s: %w", path, err)
-	}
-	f, err := l.fsys.Create(path)
+	a, err := durablelog.Create(l.fsys, l.dir, FileName(z), "txnlog")
 	if err != nil {
-		return fmt.Errorf("txnlog: create %s: %w", path, err)
+		return err
 	}
-	l.cur = &activeFile{f: f, path: path, writeOff: FileHeaderBytes, sizeBytes: FileHeaderBytes}
-	l.buf = append(l.buf[:0], fileHeader[:]...)
+	l.cur, l.appended = a, 0
+	a.Append(fileHeader[:])
 	return nil
 }
 
-// preallocate grows the file ahead of the next record, as ZooKeeper does:
-// by writing one zero byte at the new size minus one, which leaves the
-// filesystem to supply the zeros in between.
+// preallocate grows the file ahead of the next record, as ZooKeeper's
+// FilePadding does: by writing one zero byte at the new size minus one.
+// Its currentSize starts at the header's size.
 func (l *Log) preallocate() error {
 	c := l.cur
-	size := paddedSize(c.writeOff, c.sizeBytes, l.cfg.PreAllocSizeBytes)
-	if size == c.sizeBytes {
-		return nil
-	}
-	if _, err := c.f.WriteAt([]byte{0}, size-1); err != nil {
-		return fmt.Errorf("txnlog: preallocate %s to %d bytes: %w", c.path, size, err)
-	}
-	c.sizeBytes = size
-	return nil
-}
-
-// flush writes the buffered bytes to the file, without syncing.
-func (l *Log) flush() error {
-	c := l.cur
-	if c == nil || len(l.buf) == 0 {
-		return nil
-	}
-	if _, err := c.f.WriteAt(l.buf, c.flushedOff); err != nil {
-		return l.poison(fmt.Errorf("txnlog: write %s at offset %d: %w", c.path, c.flushedOff, err))
-	}
-	c.flushedOff += int64(len(l.buf))
-	l.buf = l.buf[:0]
-	return nil
+	size := max(c.Size(), FileHeaderBytes)
+	return c.Preallocate(paddedSize(c.Offset(), size, l.cfg.PreAllocSizeBytes), 1)
 }
 
 // Sync writes out the buffered txns and makes every txn appended so far
@@ -209,31 +177,12 @@ func (l *Log) Sync() error {
 	if err := l.usable(); err != nil {
 		return err
 	}
-	if !l.dirty {
+	if l.cur == nil {
 		return nil
 	}
-	if err := l.flush(); err != nil {
-		return err
+	if err := l.cur.Sync(); err != nil {
+		return l.poison(err)
 	}
-	c := l.cur
-	size := max(c.sizeBytes, c.flushedOff)
-	var err error
-	if size != c.syncedSize {
-		err = c.f.Sync()
-	} else {
-		err = c.f.SyncData()
-	}
-	if err != nil {
-		return l.poison(fmt.Errorf("txnlog: sync %s: %w", c.path, err))
-	}
-	c.syncedSize = size
-	if !c.entryDurable {
-		if err := l.fsys.SyncDir(l.dir); err != nil {
-			return l.poison(fmt.Errorf("txnlog: sync %s: %w", l.dir, err))
-		}
-		c.entryDurable = true
-	}
-	l.dirty = false
 	return nil
 }
 
@@ -253,8 +202,8 @@ func (l *Log) closeFile() error {
 	}
 	c := l.cur
 	l.cur = nil
-	if err := c.f.Close(); err != nil {
-		return l.poison(fmt.Errorf("txnlog: close %s: %w", c.path, err))
+	if err := c.Close(); err != nil {
+		return l.poison(err)
 	}
 	return nil
 }
@@ -266,7 +215,7 @@ func (l *Log) BytesSinceRoll() int64 {
 	if l.cur == nil {
 		return 0
 	}
-	return l.cur.appendedBytes
+	return l.appended
 }
 
 // Truncate removes every txn above z (see the package function Truncate),
@@ -298,8 +247,8 @@ func (l *Log) Close() error {
 	}
 	err := l.Sync()
 	if l.cur != nil {
-		if closeErr := l.cur.f.Close(); err == nil && closeErr != nil {
-			err = fmt.Errorf("txnlog: close %s: %w", l.cur.path, closeErr)
+		if closeErr := l.cur.Close(); err == nil {
+			err = closeErr
 		}
 		l.cur = nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"keeper/coordination/txn"
 	"keeper/coordination/zxid"
+	"keeper/internal/durablelog"
 	"keeper/internal/vfs"
 )
 
@@ -15,7 +16,7 @@ import (
 type fileReader struct {
 	file  File
 	f     vfs.File
-	sc    *scanner
+	sc    *durablelog.Scanner
 	first bool     // no record read yet
 	rep   *repeats // the records read before, to pass over repeats
 }
@@ -31,7 +32,7 @@ func openFileReader(fsys vfs.FS, file File, last bool, maxRecordBytes int, rep *
 		return nil, fmt.Errorf("txnlog: stat %s: %w", file.Path, err)
 	}
 	sc := newScanner(f, file.Path, info.Size(), last, maxRecordBytes)
-	if err := sc.readHeader(); err != nil {
+	if err := sc.ReadHeader(); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -44,24 +45,24 @@ func openFileReader(fsys vfs.FS, file File, last bool, maxRecordBytes int, rep *
 // (repeats).
 func (r *fileReader) next(prev zxid.ID) ([]byte, zxid.ID, error) {
 	for {
-		payload, err := r.sc.next()
+		payload, err := r.sc.Next()
 		if err != nil {
 			return nil, 0, err
 		}
-		off := r.sc.recOff
+		off := r.sc.RecordOffset()
 		if len(payload) < txn.HeaderSize {
-			return nil, 0, r.sc.fail(ErrCorrupt, off, "payload of %d bytes is shorter than a txn header", len(payload))
+			return nil, 0, r.sc.Fail(ErrCorrupt, off, "payload of %d bytes is shorter than a txn header", len(payload))
 		}
 		z := payloadZxid(payload)
 		if r.first && z != r.file.Start {
-			return nil, 0, r.sc.fail(ErrCorrupt, off, "first txn has zxid %v but the file is named for %v", z, r.file.Start)
+			return nil, 0, r.sc.Fail(ErrCorrupt, off, "first txn has zxid %v but the file is named for %v", z, r.file.Start)
 		}
 		r.first = false
 		if z <= prev {
 			if r.rep.repeat(z, payload) {
 				continue
 			}
-			return nil, 0, r.sc.fail(ErrCorrupt, off, "zxid %v does not follow %v", z, prev)
+			return nil, 0, r.sc.Fail(ErrCorrupt, off, "zxid %v does not follow %v", z, prev)
 		}
 		r.rep.add(z, payload)
 		return payload, z, nil
@@ -149,7 +150,7 @@ func (it *Iterator) Position() (path string, offset int64) {
 	if it.cur == nil {
 		return "", 0
 	}
-	return it.cur.file.Path, it.cur.sc.recOff
+	return it.cur.file.Path, it.cur.sc.RecordOffset()
 }
 
 // Repeats returns how many records the iterator passed over because they

@@ -2,12 +2,12 @@ package txnlog
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 
 	"keeper/coordination/txn"
 	"keeper/coordination/zxid"
+	"keeper/internal/durablelog"
 	"keeper/internal/vfs"
 )
 
@@ -114,10 +114,10 @@ func cutPoint(fsys vfs.FS, file File, z zxid.ID, cfg Config) (cut int64, records
 		if rz > z {
 			break
 		}
-		prev, cut = rz, r.sc.off
+		prev, cut = rz, r.sc.Offset()
 		records++
 	}
-	return cut, records, r.sc.size, nil
+	return cut, records, r.sc.Size(), nil
 }
 
 // recoverLast finds the log's last zxid (0 for an empty log), checking the
@@ -166,36 +166,14 @@ func scanFile(fsys vfs.FS, file File, last bool, cfg Config) (zxid.ID, int, erro
 
 // removeFiles removes files, newest first, then syncs the directory.
 func removeFiles(fsys vfs.FS, logDir string, files ...File) error {
-	if len(files) == 0 {
-		return nil
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
 	}
-	for i := len(files) - 1; i >= 0; i-- {
-		if err := fsys.Remove(files[i].Path); err != nil {
-			return fmt.Errorf("txnlog: remove %s: %w", files[i].Path, err)
-		}
-	}
-	if err := fsys.SyncDir(logDir); err != nil {
-		return fmt.Errorf("txnlog: sync %s: %w", logDir, err)
-	}
-	return nil
+	return durablelog.Remove(fsys, logDir, "txnlog", paths...)
 }
 
 // cutFile truncates the file at path to size bytes, durably.
 func cutFile(fsys vfs.FS, path string, size int64) error {
-	f, err := fsys.OpenReadWrite(path)
-	if err != nil {
-		return fmt.Errorf("txnlog: open %s: %w", path, err)
-	}
-	if err := f.Truncate(size); err != nil {
-		_ = f.Close() // the truncate error is the one to report
-		return fmt.Errorf("txnlog: truncate %s to %d bytes: %w", path, size, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("txnlog: sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("txnlog: close %s: %w", path, err)
-	}
-	return nil
+	return durablelog.Cut(fsys, path, size, "txnlog")
 }
