@@ -2,7 +2,8 @@ package journal
 
 import (
 	"errors"
-	"fmt"
+
+	"keeper/internal/durablelog"
 )
 
 var (
@@ -22,18 +23,6 @@ var (
 )
 
 // RecordError says where a journal is damaged. errors.Is matches it
-// against its Err: ErrTorn or ErrCorrupt.
-type RecordError struct {
-	File   string // the journal file's path
-	Offset int64  // where the damaged record (or the file header, 0) starts
-	Reason string // what is wrong, for people
-	Err    error
-}
-
-// Error says what is wrong and where.
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("%v: %s at offset %d: %s", e.Err, e.File, e.Offset, e.Reason)
-}
-
-// Unwrap returns Err.
-func (e *RecordError) Unwrap() error { return e.Err }
+// against its Err: ErrTorn or ErrCorrupt. It is the error type the txn
+// log reports too, from the rules both logs share (package durablelog).
+type RecordError = durablelog.RecordError

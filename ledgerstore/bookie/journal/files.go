@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"keeper/internal/durablelog"
 	"keeper/internal/vfs"
 )
 
@@ -87,32 +88,10 @@ func RemoveBefore(fsys vfs.FS, journalDir string, mark Position, keepBackups int
 
 // removeFile removes one file and syncs its directory.
 func removeFile(fsys vfs.FS, f File) error {
-	if err := fsys.Remove(f.Path); err != nil {
-		return fmt.Errorf("journal: remove %s: %w", f.Path, err)
-	}
-	dir := filepath.Dir(f.Path)
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("journal: sync %s: %w", dir, err)
-	}
-	return nil
+	return durablelog.Remove(fsys, filepath.Dir(f.Path), "journal", f.Path)
 }
 
 // cutFile truncates the file at path to size bytes, durably.
 func cutFile(fsys vfs.FS, path string, size int64) error {
-	f, err := fsys.OpenReadWrite(path)
-	if err != nil {
-		return fmt.Errorf("journal: open %s: %w", path, err)
-	}
-	if err := f.Truncate(size); err != nil {
-		_ = f.Close() // the truncate error is the one to report
-		return fmt.Errorf("journal: truncate %s to %d bytes: %w", path, size, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("journal: sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("journal: close %s: %w", path, err)
-	}
-	return nil
+	return durablelog.Cut(fsys, path, size, "journal")
 }

@@ -87,13 +87,14 @@ func recordHeaderBytes(version int32) int {
 	return 4
 }
 
-// appendRecord frames body as one record of the given format version.
-func appendRecord(b []byte, version int32, body []byte) []byte {
+// appendRecordHeader appends what goes before body in one record of the
+// given format version: its length, and in FormatV7 its checksum.
+func appendRecordHeader(b []byte, version int32, body []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
 	if version >= FormatV7 {
 		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
 	}
-	return append(b, body...)
+	return b
 }
 
 // paddingBytes returns the size of the padding record that takes a file
@@ -110,12 +111,16 @@ func paddingBytes(pos int64, alignBytes int) int64 {
 	return n
 }
 
-// appendPadding appends a padding record of n bytes (n ≥ 8).
-func appendPadding(b []byte, n int64) []byte {
+// appendPaddingHeader appends the header of a padding record of n bytes
+// (n ≥ 8): the marker and the pad length. The pad's zeros follow it.
+func appendPaddingHeader(b []byte, n int64) []byte {
 	b = binary.BigEndian.AppendUint32(b, paddingMarkerBits)
-	b = binary.BigEndian.AppendUint32(b, uint32(n-paddingHeaderBytes))
-	return append(b, make([]byte, n-paddingHeaderBytes)...)
+	return binary.BigEndian.AppendUint32(b, uint32(n-paddingHeaderBytes))
 }
+
+// paddingZeros is the largest pad a padding record holds (paddingBytes
+// returns less than two alignment units). It is only read.
+var paddingZeros [maxPaddingBytes]byte
 
 // FileName returns the name of the journal file with the given log id: the
 // id in lowercase hex without leading zeros, then ".txn" (Java's

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"keeper/internal/durablelog"
 	"keeper/internal/vfs"
 )
 
@@ -34,28 +35,15 @@ type Journal struct {
 	cfg  Config
 
 	nextLogID int64
-	cur       *activeFile // nil until the first Append after Open or a roll
-	buf       []byte      // appended bytes not yet written to cur
-	mark      Position    // everything before it is durable
+	cur       *durablelog.Appender // nil until the first Append after Open or a roll
+	curID     int64                // cur's log id
+	mark      Position             // everything before it is durable
 
 	unflushedBytes   int64 // appended since the last Flush, framing included
 	unflushedRecords int
-	dirty            bool // cur has bytes that are not yet synced
 
 	err    error // sticky
 	closed bool
-}
-
-// activeFile is the journal file being appended to.
-type activeFile struct {
-	f            vfs.File
-	File                // its path and log id
-	writeOff     int64  // where the next record goes, buffered bytes included
-	flushedOff   int64  // bytes handed to the file
-	preallocEnd  int64  // the size the file was grown to ahead of the writes
-	syncedSize   int64  // the file's size at the last sync
-	entryDurable bool   // its directory entry has been synced
-	zeros        []byte // one alignment unit, for preallocation
 }
 
 // Open opens the journal under journalDir for appending, creating
@@ -137,13 +125,13 @@ func (j *Journal) Append(rec Record) (Position, error) {
 		}
 	}
 	version := int32(j.cfg.FormatVersion)
-	j.buf = appendRecord(j.buf, version, rec.body)
-	n := int64(recordHeaderBytes(version) + len(rec.body))
-	j.cur.writeOff += n
-	j.unflushedBytes += n
+	var h [8]byte
+	hb := appendRecordHeader(h[:0], version, rec.body)
+	j.cur.Append(hb, rec.body)
+	j.unflushedBytes += int64(len(hb) + len(rec.body))
 	j.unflushedRecords++
-	pos := Position{LogID: j.cur.LogID, Offset: j.cur.writeOff}
-	if len(j.buf) >= j.cfg.WriteBufferBytes {
+	pos := Position{LogID: j.curID, Offset: j.cur.Offset()}
+	if j.cur.Buffered() >= j.cfg.WriteBufferBytes {
 		if err := j.writeOut(); err != nil {
 			return Position{}, err
 		}
@@ -167,21 +155,18 @@ func (j *Journal) checkRecord(rec Record) error {
 
 // startFile creates the next journal file and buffers its header.
 func (j *Journal) startFile() error {
-	file := File{Path: filepath.Join(j.dir, FileName(j.nextLogID)), LogID: j.nextLogID}
 	// Open chose an id above every file's, so a file of this name can only
 	// come from another process writing here.
-	if _, err := j.fsys.Stat(file.Path); err == nil {
-		return fmt.Errorf("journal: create %s: %w (is another bookie using this directory?)", file.Path, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("journal: stat %s: %w", file.Path, err)
+	a, err := durablelog.Create(j.fsys, j.dir, FileName(j.nextLogID), "journal")
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w (is another bookie using this directory?)", err)
 	}
-	f, err := j.fsys.Create(file.Path)
 	if err != nil {
-		return fmt.Errorf("journal: create %s: %w", file.Path, err)
+		return err
 	}
+	j.cur, j.curID = a, j.nextLogID
 	j.nextLogID++
-	j.cur = &activeFile{f: f, File: file, writeOff: HeaderBytes, zeros: make([]byte, j.cfg.AlignmentBytes)}
-	j.buf = append(j.buf[:0], header(int32(j.cfg.FormatVersion))...)
+	a.Append(header(int32(j.cfg.FormatVersion)))
 	return nil
 }
 
@@ -189,18 +174,15 @@ func (j *Journal) startFile() error {
 // growing the file ahead of them.
 func (j *Journal) writeOut() error {
 	c := j.cur
-	if c == nil || len(j.buf) == 0 {
+	if c == nil || c.Buffered() == 0 {
 		return nil
 	}
-	if err := j.preallocate(c.flushedOff + int64(len(j.buf))); err != nil {
+	if err := j.preallocate(c.Offset()); err != nil {
 		return j.poison(err)
 	}
-	if _, err := c.f.WriteAt(j.buf, c.flushedOff); err != nil {
-		return j.poison(fmt.Errorf("journal: write %s at offset %d: %w", c.Path, c.flushedOff, err))
+	if err := c.Flush(); err != nil {
+		return j.poison(err)
 	}
-	c.flushedOff += int64(len(j.buf))
-	j.buf = j.buf[:0]
-	j.dirty = true
 	return nil
 }
 
@@ -209,18 +191,14 @@ func (j *Journal) writeOut() error {
 // of zeros just below the new size. The zeros land beyond every byte
 // written so far, so they never overwrite data.
 func (j *Journal) preallocate(end int64) error {
-	c := j.cur
-	if end <= c.preallocEnd {
+	size := j.cur.Size()
+	if end <= size {
 		return nil
 	}
-	for c.preallocEnd < end {
-		c.preallocEnd += j.cfg.PreAllocSizeBytes
+	for size < end {
+		size += j.cfg.PreAllocSizeBytes
 	}
-	off := c.preallocEnd - int64(len(c.zeros))
-	if _, err := c.f.WriteAt(c.zeros, off); err != nil {
-		return fmt.Errorf("journal: preallocate %s to %d bytes: %w", c.Path, c.preallocEnd, err)
-	}
-	return nil
+	return j.cur.Preallocate(size, j.cfg.AlignmentBytes)
 }
 
 // Flush closes the current batch: it pads the file to the alignment
@@ -234,9 +212,9 @@ func (j *Journal) Flush() error {
 	if j.unflushedRecords == 0 {
 		return nil
 	}
-	n := paddingBytes(j.cur.writeOff, j.cfg.AlignmentBytes)
-	j.buf = appendPadding(j.buf, n)
-	j.cur.writeOff += n
+	n := paddingBytes(j.cur.Offset(), j.cfg.AlignmentBytes)
+	var h [paddingHeaderBytes]byte
+	j.cur.Append(appendPaddingHeader(h[:0], n), paddingZeros[:n-paddingHeaderBytes])
 	if err := j.writeOut(); err != nil {
 		return err
 	}
@@ -256,30 +234,15 @@ func (j *Journal) Sync() error {
 	if err := j.Flush(); err != nil {
 		return err
 	}
-	if !j.dirty {
+	c := j.cur
+	if c == nil || !c.Dirty() {
 		return nil
 	}
-	c := j.cur
-	size := max(c.preallocEnd, c.flushedOff)
-	var err error
-	if size != c.syncedSize {
-		err = c.f.Sync()
-	} else {
-		err = c.f.SyncData()
+	if err := c.Sync(); err != nil {
+		return j.poison(err)
 	}
-	if err != nil {
-		return j.poison(fmt.Errorf("journal: sync %s: %w", c.Path, err))
-	}
-	c.syncedSize = size
-	if !c.entryDurable {
-		if err := j.fsys.SyncDir(j.dir); err != nil {
-			return j.poison(fmt.Errorf("journal: sync %s: %w", j.dir, err))
-		}
-		c.entryDurable = true
-	}
-	j.dirty = false
-	j.mark = Position{LogID: c.LogID, Offset: c.flushedOff}
-	if c.flushedOff > j.cfg.MaxSizeBytes {
+	j.mark = Position{LogID: j.curID, Offset: c.Flushed()}
+	if c.Flushed() > j.cfg.MaxSizeBytes {
 		return j.closeFile()
 	}
 	return nil
@@ -290,8 +253,8 @@ func (j *Journal) Sync() error {
 func (j *Journal) closeFile() error {
 	c := j.cur
 	j.cur = nil
-	if err := c.f.Close(); err != nil {
-		return j.poison(fmt.Errorf("journal: close %s: %w", c.Path, err))
+	if err := c.Close(); err != nil {
+		return j.poison(err)
 	}
 	return nil
 }
@@ -343,8 +306,8 @@ func (j *Journal) Close() error {
 	}
 	err := j.Sync()
 	if j.cur != nil {
-		if closeErr := j.cur.f.Close(); err == nil && closeErr != nil {
-			err = fmt.Errorf("journal: close %s: %w", j.cur.Path, closeErr)
+		if closeErr := j.cur.Close(); err == nil {
+			err = closeErr
 		}
 		j.cur = nil
 	}

@@ -93,25 +93,23 @@ func scanFile(fsys vfs.FS, file File, start int64, last bool, maxRecordBytes int
 		return 0, fmt.Errorf("journal: stat %s: %w", file.Path, err)
 	}
 	sc := newScanner(f, file.Path, info.Size(), last, maxRecordBytes)
-	if err := sc.readHeader(); err != nil {
+	if err := sc.ReadHeader(); err != nil {
 		return 0, err
 	}
-	if start > sc.off {
-		if start > sc.size {
-			return 0, sc.fail(ErrCorrupt, start, "the log mark is past the end of the file (%d bytes)", sc.size)
-		}
-		sc.off = start
+	if start > sc.Size() {
+		return 0, sc.Fail(ErrCorrupt, start, "the log mark is past the end of the file (%d bytes)", sc.Size())
 	}
+	sc.StartAt(start)
 	for {
-		body, err := sc.next()
+		body, err := sc.Next()
 		if err == io.EOF {
-			return sc.off, nil
+			return sc.Offset(), nil
 		}
 		if err != nil {
-			return sc.recOff, err
+			return sc.RecordOffset(), err
 		}
 		if err := fn(body); err != nil {
-			return sc.recOff, err
+			return sc.RecordOffset(), err
 		}
 	}
 }
