@@ -41,7 +41,8 @@
 // Append only buffers. Sync writes the buffered records, then fdatasync
 // (fsync when the file's size changed since the last sync, which
 // preallocation makes rare), then, the first time for each file, fsync on
-// the directory. A txn may be acknowledged once the Sync after its Append
+// the directory (internal/durablelog's Appender, which the bookie journal
+// uses too). A txn may be acknowledged once the Sync after its Append
 // returned nil. Many Appends share one Sync: that is group commit, and the
 // caller drives it. Roll syncs before it moves on, so every file but the
 // last is complete on disk. A failed write or sync poisons the Log.
@@ -49,49 +50,30 @@
 // # Torn tails and corruption
 //
 // A crash in the middle of appending leaves the last file with a torn
-// tail: the bytes written since the last sync reached the disk in order
-// but only part way, and the rest of the preallocated file is still zero.
-// Cutting such a tail off loses nothing that was acknowledged. Damage
-// anywhere else may hold acknowledged txns and is never cut off silently.
-// The reader tells the two apart with one rule.
+// tail, which is cut off; damage anywhere else may hold acknowledged txns
+// and is never cut off silently. The rules that tell the two apart are
+// shared with the bookie journal (package internal/durablelog; stated in
+// docs/storage-recovery.md, "The durable-log rules"). In this format:
 //
-// Reading a record at offset off of a file of size S:
-//
-//  1. If every byte from off to S is zero (or off == S), the file ends
-//     cleanly there.
-//  2. A zero header followed by any non-zero byte is corrupt: keeper's
-//     writer never leaves data after the end (Truncate and repairs shrink
-//     the file, and appends are in order).
-//  3. A length below 0 or above Config.MaxRecordBytes is corrupt: an
-//     interrupted write of the length cannot make it larger than it was.
-//  4. A record whose checksum and 'B' marker are right is complete. (If its
+//   - the end marker is a zero checksum and length;
+//   - a length below 0 or above Config.MaxRecordBytes is corrupt;
+//   - a record whose checksum and 'B' marker are right is complete (if its
 //     payload then fails to decode, or its zxid does not increase, or the
 //     file's first zxid does not match the file name, that is corrupt; but
 //     a record that repeats, byte for byte, one read earlier with the same
-//     zxid is passed over, as Apache ZooKeeper 3.8 writes such repeats: see
-//     repeats.)
-//  5. Any other record, including one that runs past the end of the file or
-//     whose header is cut short, is torn if all of these hold, and corrupt
-//     otherwise: every byte from where its 'B' belongs (off + 12 + length)
-//     to the end of the file is zero, so the record is the last thing
-//     written; no 'B' up to its last non-zero byte ends a payload with the
-//     record's checksum (that would be a complete record whose length
-//     field is damaged, perhaps swallowing the records after it); and the
-//     file is the log's last.
-//  6. A file whose header is wrong is torn if it is the last file and its
-//     non-zero bytes are a prefix of a valid header (including an empty or
-//     all-zero file); otherwise it is corrupt.
+//     zxid is passed over, as Apache ZooKeeper 3.8 writes such repeats:
+//     see repeats);
+//   - any other record claims the bytes up to where its 'B' belongs
+//     (off + 12 + length): it is torn only if zeros follow from there, and
+//     no 'B' up to its last non-zero byte ends a payload with the record's
+//     checksum (that would be a complete record whose length field is
+//     damaged, perhaps swallowing the records after it);
+//   - a header cut short is a prefix of magic, version 2 and dbid 0.
 //
 // Torn and corrupt outcomes are *RecordError values naming the file and the
 // record's offset, matching ErrTorn or ErrCorrupt. RepairTornTail (called
 // by Open) truncates the last file where the torn record starts, or
 // removes the file if not even its first record is complete.
-//
-// The rule assumes a crash keeps the unsynced writes of a file in order (a
-// prefix of them), as vfs.MemFS.CrashClone simulates. A disk that persists
-// a later page of unsynced data but not an earlier one can make an
-// unacknowledged tail look corrupt: keeper then refuses to start instead of
-// guessing, and an operator can truncate the log at the last good zxid.
 //
 // Differences from ZooKeeper's reader, which treats a missing 'B' in any
 // file as the end of that file and a checksum mismatch anywhere as fatal:

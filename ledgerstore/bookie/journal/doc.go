@@ -79,14 +79,14 @@
 //     checksum covers the body and not the length: a damaged length still
 //     shows as a mismatch, and the reader can find the true end of a record
 //     whose length grew by checking every shorter body in one running pass
-//     (rule 5 below).
+//     (the damaged-length test below).
 //   - Padding on every flush. BookKeeper writes no padding when a batch
 //     already ends on a boundary; keeper then writes a whole unit, so that
 //     every batch ends with a padding record (valid format 6). Damage to
 //     the length of the last durable record is then told from a torn
 //     write: a non-zero padding header always follows that record, which a
 //     shortened length leaves as data after the record's claimed end and a
-//     lengthened one swallows (rule 5).
+//     lengthened one swallows (the damaged-length test below).
 //   - Torn tails are cut, damage is reported. BookKeeper stops reading a
 //     file at any short read or zero length and never repairs; a later file
 //     can then follow a torn one. keeper cuts a torn tail when it opens the
@@ -102,47 +102,36 @@
 // # Torn tails and corruption
 //
 // A crash in the middle of appending leaves the last file with a torn
-// tail: the bytes written since the last sync reached the disk in order but
-// only part way, and the rest of the preallocated file is still zero.
-// Cutting such a tail off loses nothing that was acknowledged. Damage
-// anywhere else may hold acknowledged records and is never cut silently.
-// The reader tells the two apart as keeper's transaction log does. For a
-// record at offset off of a file of size S:
+// tail, which Open cuts off; damage anywhere else may hold acknowledged
+// records and is never cut silently. The rules that tell the two apart are
+// shared with keeper's transaction log (package internal/durablelog;
+// stated in docs/storage-recovery.md, "The durable-log rules"). In this
+// format:
 //
-//  1. If every byte from off to S is zero, the data ends cleanly there.
-//  2. A zero length followed by any non-zero byte is corrupt: the writer
-//     never leaves data after the end.
-//  3. A length above Config.MaxRecordBytes, or a pad length outside
+//   - the end marker is a zero length;
+//   - a length above Config.MaxRecordBytes, or a pad length outside
 //     [0, 2·MaxAlignmentBytes), is corrupt: a torn length is a prefix of
-//     the real one followed by zeros, so it is never larger.
-//  4. A v7 record whose checksum matches is complete; if its body does not
+//     the real one followed by zeros, so it is never larger;
+//   - a v7 record whose checksum matches is complete; if its body does not
 //     then decode (too short, or a special record whose value length is
 //     wrong), it is corrupt. A v5/v6 record is taken as complete when it
 //     lies inside the file and its body decodes (see "What v6 cannot see"
 //     below). A padding record is complete when it lies inside the file
-//     and its padding is zero.
-//  5. Any other record is torn if all of these hold, and corrupt
-//     otherwise: every byte from where it claims to end to S is zero; it
-//     is not a complete record with a damaged length field (in v7: no
-//     shorter body of at least 16 bytes matches its checksum; in v5/v6: no
-//     valid padding record starts inside it); and the file is the
-//     journal's last. Negative lengths other than the padding marker claim
-//     only their own 4 bytes: a torn padding marker reads as one.
-//  6. A file whose header is wrong is torn if it is the journal's last and
-//     its non-zero bytes are a prefix of a valid header (an empty or
-//     all-zero file included); otherwise it is corrupt. Versions below 5
+//     and its padding is zero;
+//   - any other record claims the bytes up to where it says it ends, and
+//     is torn only if zeros follow from there and it is not a complete
+//     record with a damaged length field (in v7: no shorter body of at
+//     least 16 bytes matches its checksum; in v5/v6: no valid padding
+//     record starts inside it). Negative lengths other than the padding
+//     marker claim only their own 4 bytes: a torn padding marker reads as
+//     one;
+//   - a header cut short is a prefix of a v6 or v7 header. Versions below 5
 //     (no 512-byte header) are not read.
 //
 // Torn and corrupt outcomes are *RecordError values naming the file and
 // offset, matching ErrTorn or ErrCorrupt. Replay stops at either; Open
 // truncates the last file where a torn record starts, or removes it if
 // its header is torn.
-//
-// The rules assume a crash keeps the unsynced writes of a file in order (a
-// prefix of them), as vfs.MemFS.CrashClone simulates. A disk that persists
-// a later page of unsynced data but not an earlier one can make an
-// unacknowledged tail look corrupt: keeper then refuses to start rather
-// than guess.
 //
 // What v6 cannot see. Without a checksum, a record whose length field
 // reached the disk but whose body was cut short, inside the preallocated
