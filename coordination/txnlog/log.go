@@ -165,7 +165,11 @@ func (l *Log) startFile(z zxid.ID) error {
 func (l *Log) preallocate() error {
 	c := l.cur
 	size := max(c.Size(), FileHeaderBytes)
-	return c.Preallocate(paddedSize(c.Offset(), size, l.cfg.PreAllocSizeBytes), 1)
+	grown := paddedSize(c.Offset(), size, l.cfg.PreAllocSizeBytes)
+	if grown == size {
+		return nil // also with preallocation off: the header's 16 bytes are not written twice
+	}
+	return c.Preallocate(grown, 1)
 }
 
 // Sync writes out the buffered txns and makes every txn appended so far

@@ -10,6 +10,7 @@ import (
 	"keeper/coordination/txnlog"
 	"keeper/coordination/zxid"
 	"keeper/internal/vfs"
+	"keeper/internal/vfs/errorfs"
 )
 
 // threeFiles writes a log of three files: 1..10, 11..20 and 21..30.
@@ -296,5 +297,42 @@ func TestOpenRemovesEmptyTrailingFiles(t *testing.T) {
 	mustOK(t, l.Close())
 	if got := fileStarts(t, m.CrashClone(nil)); !slices.Equal(got, []zxid.ID{1, 3}) {
 		t.Errorf("files %v", got)
+	}
+}
+
+// TestPreallocationWrites checks the writes a file gets: with
+// preallocation, one zero byte at the padded size and then the data;
+// without it, only the data (nothing written twice).
+func TestPreallocationWrites(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		prealloc int64
+		writes   int
+		size     int64
+	}{
+		{"preallocated", 16 << 10, 2, 16<<10 + txnlog.FileHeaderBytes},
+		{"off", -1, 1, 0}, // size: just the data
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			efs := errorfs.Wrap(vfs.NewMem())
+			l, err := txnlog.Open(efs, "/d", txnlog.Config{PreAllocSizeBytes: tt.prealloc})
+			mustOK(t, err)
+			before := efs.Count(errorfs.OpWrite)
+			mustOK(t, l.Append(mkTxn(1)))
+			mustOK(t, l.Sync())
+			if n := efs.Count(errorfs.OpWrite) - before; n != tt.writes {
+				t.Errorf("%d writes, want %d", n, tt.writes)
+			}
+			info, err := efs.Stat("/d/version-2/log.1")
+			mustOK(t, err)
+			want := tt.size
+			if want == 0 {
+				want = txnlog.FileHeaderBytes + txnlog.RecordOverheadBytes + int64(len(txn.Marshal(mkTxn(1))))
+			}
+			if info.Size() != want {
+				t.Errorf("file of %d bytes, want %d", info.Size(), want)
+			}
+			mustOK(t, l.Close())
+		})
 	}
 }
