@@ -45,6 +45,17 @@ type benchLedgerConfig struct {
 	// MetricsAddr, if set, is where the clients' BookKeeper client metrics
 	// are served over HTTP (/metrics) while the runs go on.
 	MetricsAddr string
+
+	// Op is what is measured: "add" (the default) or "recover" (recovery
+	// of ledgers whose entries all lie beyond the bookies' LAC).
+	Op string
+	// Entries is each recovered ledger's length (--op recover).
+	Entries int
+	// Rounds repeats the recover runs, the batch sizes alternating.
+	Rounds int
+	// RecoveryBatches are the recovery read batch sizes compared
+	// (--op recover; recoveryReadBatchSize).
+	RecoveryBatches []int
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -100,6 +111,9 @@ type benchLedgerResult struct {
 	// ServerCPUUsPerAdd the --cpu-pid processes' CPU time, summed, per add.
 	ClientCPUUsPerAdd *float64 `json:"client_cpu_us_per_add,omitempty"`
 	ServerCPUUsPerAdd *float64 `json:"server_cpu_us_per_add,omitempty"`
+	// RecoveryReadBatchSize is the recovering client's
+	// recoveryReadBatchSize (op ledger_recover).
+	RecoveryReadBatchSize int `json:"recovery_read_batch_size,omitempty"`
 	// Interrupted says the run was stopped (Ctrl-C) before its end: the
 	// figures cover what was measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -175,6 +189,11 @@ Prometheus at http://ADDR/metrics while it runs.
 		"pids of the bookie processes (or of a sandbox), comma-separated, to report their CPU time per add")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
 		"serve the client's BookKeeper metrics (bookkeeper_client_*) at http://ADDR/metrics while it runs")
+	f.StringVar(&cfg.Op, "op", "add", "what to measure: add, or recover (recovery of ledgers whose writer died)")
+	f.IntVar(&cfg.Entries, "entries", 100_000, "--op recover: entries of each recovered ledger")
+	f.IntVar(&cfg.Rounds, "rounds", 1, "--op recover: rounds, each running every --recovery-read-batch-size in turn")
+	f.IntSliceVar(&cfg.RecoveryBatches, "recovery-read-batch-size", []int{1, ledgerclient.DefaultRecoveryReadBatchSize},
+		"--op recover: recovery read batch sizes compared, comma-separated (recoveryReadBatchSize; 1 reads one entry at a time)")
 	return cmd
 }
 
@@ -201,6 +220,13 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 	}
 	if err := benchPreflight(ctx, out, "bench ledger", cfg.FsyncDir, cfg.Duration, wire, cfg.CPUPIDs); err != nil {
 		return err
+	}
+	switch cfg.Op {
+	case "", "add":
+	case "recover":
+		return runBenchLedgerRecover(ctx, cfg, out)
+	default:
+		return fmt.Errorf("bench ledger: --op %q: want add or recover", cfg.Op)
 	}
 	for _, n := range cfg.Ledgers {
 		if n < 1 {

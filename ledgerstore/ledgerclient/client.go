@@ -32,6 +32,14 @@ const (
 	DefaultRetryInterval          = time.Second
 	DefaultLongPollTimeout        = 10 * time.Second
 	DefaultZKSessionTimeout       = 10 * time.Second
+	// DefaultRecoveryReadBatchSize is how many entries recovery reads
+	// ahead when the config leaves it zero. BookKeeper's default is 1
+	// (one entry at a time); keeper reads ahead, which changes no
+	// outcome (docs/bookkeeper-protocol.md §4.1).
+	DefaultRecoveryReadBatchSize = 64
+	// MaxRecoveryReadBatchSize bounds RecoveryReadBatchSize: the entries
+	// read ahead are held in memory until their turn to be re-added.
+	MaxRecoveryReadBatchSize = 4096
 )
 
 // inboxSize bounds the inputs queued for one handle's loop. Senders block
@@ -97,6 +105,13 @@ type Config struct {
 	// RetryInterval is how long recovery and LAC reads wait before asking
 	// again a bookie whose answer was unknown (0: DefaultRetryInterval).
 	RetryInterval time.Duration
+	// RecoveryReadBatchSize is how many entries recovery reads forward at
+	// once, BookKeeper's recoveryReadBatchSize (0:
+	// DefaultRecoveryReadBatchSize; at most MaxRecoveryReadBatchSize).
+	// The rules that decide which entries are recovered do not depend on
+	// it: the ledger still ends at the first entry that a coverage quorum
+	// says is absent, and entries are re-added in order.
+	RecoveryReadBatchSize int
 	// LongPollTimeout is how long a tailing reader asks bookies to hold a
 	// long poll (0: DefaultLongPollTimeout).
 	LongPollTimeout time.Duration
@@ -148,6 +163,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("ledgerclient: negative duration %v in Config", d)
 		}
 	}
+	if c.RecoveryReadBatchSize < 0 || c.RecoveryReadBatchSize > MaxRecoveryReadBatchSize {
+		return fmt.Errorf("ledgerclient: RecoveryReadBatchSize %d out of range 0..%d",
+			c.RecoveryReadBatchSize, MaxRecoveryReadBatchSize)
+	}
 	if c.MaxPendingAdds < 0 {
 		return fmt.Errorf("ledgerclient: MaxPendingAdds %d", c.MaxPendingAdds)
 	}
@@ -178,6 +197,9 @@ func (c Config) withDefaults() Config {
 	set(&c.LongPollTimeout, DefaultLongPollTimeout)
 	if c.MaxPendingAdds == 0 {
 		c.MaxPendingAdds = ledger.DefaultMaxPendingAdds
+	}
+	if c.RecoveryReadBatchSize == 0 {
+		c.RecoveryReadBatchSize = DefaultRecoveryReadBatchSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -263,6 +285,13 @@ func New(cfg Config) (*Client, error) {
 // callers that dial bookies themselves with bookierpc, as autorecovery
 // does; they speak v3 whatever UseV2WireProtocol says.
 func (c *Client) BookieDialOptions() bookierpc.Options { return bookierpc.Options{TLS: c.tls} }
+
+// BookieAddress returns the host:port bookie b serves on, from its
+// registration (or its id, if that is an address and it is no longer
+// registered), for callers that dial bookies themselves.
+func (c *Client) BookieAddress(ctx context.Context, b ledger.BookieID) (string, error) {
+	return c.pool.address(ctx, b)
+}
 
 // dialZK opens a session on cfg.ZKServers, waiting up to the session
 // timeout for one. The session reattaches to another server after a lost

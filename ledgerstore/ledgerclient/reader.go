@@ -54,7 +54,8 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (_ *ReadHa
 		return nil, err
 	}
 	rec, err := ledger.NewRecovery(ledger.RecoveryConfig{LedgerID: id, Metadata: md, Bookies: bookies,
-		Rand: c.newRand(), Policy: c.cfg.Placement, RetryTicks: c.cfg.ticks(c.cfg.RetryInterval), Logger: c.log})
+		Rand: c.newRand(), Policy: c.cfg.Placement, RetryTicks: c.cfg.ticks(c.cfg.RetryInterval),
+		ReadAheadEntries: c.cfg.RecoveryReadBatchSize, Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
