@@ -10,6 +10,7 @@ const (
 	slotUnknown                   // answered "unknown"; asked again at retryAt
 	slotNegative                  // explicit NoSuchEntry / NoSuchLedger
 	slotValid                     // a definitive answer other than a negative
+	slotIdle                      // not asked yet (a read that asks one bookie first)
 )
 
 // quorumRead tracks one read sent to several bookies whose answers are
@@ -23,6 +24,7 @@ type quorumRead struct {
 	state     []slotState
 	retryAt   []int64 // tick at which an unknown slot is asked again
 	negatives int
+	sentAt    int64 // tick the read was started, for asking idle slots late
 }
 
 func newQuorumRead(entryID int64, bookies []BookieID) *quorumRead {
@@ -63,6 +65,25 @@ func (q *quorumRead) due(now int64) []int {
 	var out []int
 	for i, s := range q.state {
 		if s == slotUnknown && q.retryAt[i] <= now {
+			q.state[i] = slotAsked
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// idleFrom marks every slot from i on as not asked yet.
+func (q *quorumRead) idleFrom(i int) {
+	for ; i < len(q.state); i++ {
+		q.state[i] = slotIdle
+	}
+}
+
+// wake returns the slots not asked yet, marking them asked.
+func (q *quorumRead) wake() []int {
+	var out []int
+	for i, s := range q.state {
+		if s == slotIdle {
 			q.state[i] = slotAsked
 			out = append(out, i)
 		}

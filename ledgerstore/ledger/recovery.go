@@ -15,9 +15,10 @@ import (
 // leaves it zero.
 const DefaultRetryTicks = 10
 
-// recoveryMaxReAdds bounds the re-adds in flight during recovery: reading
-// forward pauses while this many found entries await their ack quorum, so a
-// slow bookie cannot make recovery buffer a whole ledger.
+// recoveryMaxReAdds bounds the re-adds in flight during recovery, or
+// ReadAheadEntries if that is more: reading forward pauses while this many
+// found entries await their ack quorum, so a slow bookie cannot make
+// recovery buffer a whole ledger.
 const recoveryMaxReAdds = 64
 
 // RecoveryConfig configures a Recovery.
@@ -313,6 +314,9 @@ func (r *Recovery) Tick() {
 			q := r.reads[e]
 			for _, i := range q.due(r.now) {
 				r.ask(q.bookies[i], e)
+			}
+			if r.now >= q.sentAt+r.retryTicks {
+				r.wakeRest(q) // the first bookie is slow: ask the others too
 			}
 		}
 	}

@@ -46,16 +46,27 @@ func (r *Recovery) startForward() {
 // beyond the next entry to re-add, while re-adds keep up.
 func (r *Recovery) readForward() {
 	for r.phase == phaseForward && r.nextRead < r.end && r.nextRead-r.nextAdd < r.readAhead &&
-		len(r.w.pending) < recoveryMaxReAdds {
+		int64(len(r.w.pending)) < max(recoveryMaxReAdds, r.readAhead) {
 		e := r.nextRead
 		r.nextRead++
 		invariants.Assertf(e >= r.fenced.FirstEntryID, "ledger %d: recovery read of entry %d below the last segment at %d",
 			r.ledgerID, e, r.fenced.FirstEntryID)
 		q := newQuorumRead(e, writeSetOf(r.placement, r.fenced, e))
+		q.sentAt = r.now
 		r.reads[e] = q
-		for _, b := range q.bookies {
-			r.ask(b, e)
-		}
+		// One valid copy recovers an entry, so the first bookie of its
+		// write set is asked alone, as BookKeeper's sequential recovery
+		// read does; the others are asked once it answers anything else
+		// (wakeRest) or stays silent for RetryTicks (Tick).
+		q.idleFrom(1)
+		r.ask(q.bookies[0], e)
+	}
+}
+
+// wakeRest asks the bookies of q's write set not asked yet.
+func (r *Recovery) wakeRest(q *quorumRead) {
+	for _, i := range q.wake() {
+		r.ask(q.bookies[i], q.entryID)
 	}
 }
 
@@ -104,6 +115,7 @@ func (r *Recovery) handleForward(e int64, i int, reply ReadReply) {
 		entry, err := bkproto.DecodeEntry(reply.Body, r.md.Digest(), r.macKey, r.ledgerID, e)
 		if err != nil {
 			q.unknown(i, r.now+r.retryTicks) // a bad copy proves nothing (pitfall 1, 10)
+			r.wakeRest(q)
 			return
 		}
 		delete(r.reads, e)
@@ -113,11 +125,14 @@ func (r *Recovery) handleForward(e int64, i int, reply ReadReply) {
 		q.negative(i)
 		if r.placement.EnoughNegatives(q.negatives) {
 			r.absent(e)
+			return
 		}
+		r.wakeRest(q)
 	case reply.Status == bkproto.StatusCode_EUA:
 		r.fail(fmt.Errorf("ledger %d: read of entry %d at %s: %w", r.ledgerID, e, q.bookies[i], bkproto.ErrUnauthorized))
 	default:
 		q.unknown(i, r.now+r.retryTicks)
+		r.wakeRest(q)
 	}
 }
 
