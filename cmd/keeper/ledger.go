@@ -34,6 +34,8 @@ type ledgerFlags struct {
 	addTimeout  time.Duration
 	readTimeout time.Duration
 	v2          bool // BookKeeper's v2 protocol to the bookies
+	explicitLAC time.Duration
+	recoveryRB  int
 	placement   placementFlags
 	clientConf  clientConfFlag
 }
@@ -59,7 +61,8 @@ func (f *ledgerFlags) client(cmd *cobra.Command) (*ledgerclient.Client, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg := ledgerclient.Config{ZKServers: servers, LedgersRoot: f.root, Logger: logger,
-		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2, TLS: tlsSettings, ZKSecurity: zkSec}
+		AddTimeout: f.addTimeout, ReadTimeout: f.readTimeout, UseV2WireProtocol: f.v2, TLS: tlsSettings, ZKSecurity: zkSec,
+		ExplicitLACInterval: f.explicitLAC, RecoveryReadBatchSize: f.recoveryRB}
 	if err := f.placement.apply(&cfg); err != nil {
 		return nil, err
 	}
@@ -107,6 +110,10 @@ ZooKeeper-compatible service (keeper or Apache ZooKeeper) under --ledgers-root.
 		"how long a bookie may take to answer a read (readEntryTimeoutSec)")
 	pf.BoolVar(&f.v2, "v2", false,
 		"speak BookKeeper's v2 protocol to the bookies, as Pulsar does (useV2WireProtocol)")
+	pf.DurationVar(&f.explicitLAC, "explicit-lac-interval", 0,
+		"a writer idle this long sends its LAC to the bookies, so tailing readers see its last entry (explicitLacInterval; 0 off; v3 only)")
+	pf.IntVar(&f.recoveryRB, "recovery-read-batch-size", ledgerclient.DefaultRecoveryReadBatchSize,
+		"entries recovery reads ahead at once (recoveryReadBatchSize)")
 	f.placement.add(pf)
 	f.clientConf.add(pf)
 	cmd.AddCommand(newLedgerCreateCmd(f), newLedgerWriteCmd(f), newLedgerReadCmd(f), newLedgerTailCmd(f),

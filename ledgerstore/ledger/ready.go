@@ -12,6 +12,9 @@ type Ready struct {
 	MetadataWrite *MetadataWrite
 	// Adds are sent to their bookies; answer each with HandleAdd.
 	Adds []AddRequest
+	// LACWrites are sent to their bookies (Writer only); their answers
+	// are not fed back.
+	LACWrites []LACWriteRequest
 	// Reads are sent to their bookies; answer each with HandleRead.
 	Reads []ReadRequest
 	// Completions are add outcomes (Writer only), strictly in entry order.
@@ -29,7 +32,7 @@ type Ready struct {
 
 // Empty reports whether rd holds no work.
 func (rd *Ready) Empty() bool {
-	return rd.MetadataWrite == nil && len(rd.Adds) == 0 && len(rd.Reads) == 0 &&
+	return rd.MetadataWrite == nil && len(rd.Adds) == 0 && len(rd.LACWrites) == 0 && len(rd.Reads) == 0 &&
 		len(rd.Completions) == 0 && len(rd.Entries) == 0 && !rd.RefreshMetadata && rd.Done == nil
 }
 

@@ -38,6 +38,10 @@ type WriterConfig struct {
 	Policy PlacementPolicy
 	// MaxPendingAdds bounds unacknowledged adds (0: DefaultMaxPendingAdds).
 	MaxPendingAdds int
+	// ExplicitLACTicks is BookKeeper's explicitLacInterval in ticks: while
+	// no add carries the LAC to the bookies, the writer sends it with
+	// WRITE_LAC this often (see Tick). 0: never.
+	ExplicitLACTicks int
 	// Logger receives state changes (ensemble changes, fencing). nil: discard.
 	Logger *slog.Logger
 }
@@ -88,6 +92,7 @@ type Writer struct {
 	quarantined []BookieID    // every bookie that failed on this writer; sorted
 	change      *Metadata     // proposed ensemble change in flight; nil when none
 	write       *pendingWrite // metadata write in flight; nil when none
+	explicit    explicitLAC   // the explicit LAC policy (Tick)
 	closing     bool          // Close was called
 	err         error         // terminal error; pending and future adds fail with it
 	done        bool          // Done was emitted
@@ -163,6 +168,7 @@ func newWriter(cfg WriterConfig, lac, length int64) *Writer {
 		lac:       lac,
 		length:    length,
 		lacLength: length,
+		explicit:  explicitLAC{interval: int64(max(cfg.ExplicitLACTicks, 0)), sent: lac, carried: lac},
 	}
 	if md.Digest() == bkproto.DigestHMAC {
 		k := bkproto.MacKey(md.Password)
@@ -237,6 +243,7 @@ func (w *Writer) push(id, length, lac int64, payload []byte) {
 		ackedBy: make([]BookieID, w.placement.EnsembleSize),
 	}
 	w.lap, w.length = id, length
+	w.explicit.carried = max(w.explicit.carried, lac)
 	w.pending = append(w.pending, pa)
 	w.send(pa)
 }

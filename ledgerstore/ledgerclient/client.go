@@ -115,6 +115,15 @@ type Config struct {
 	// LongPollTimeout is how long a tailing reader asks bookies to hold a
 	// long poll (0: DefaultLongPollTimeout).
 	LongPollTimeout time.Duration
+	// ExplicitLACInterval is BookKeeper's explicitLacInterval: while no
+	// add carries a writer's LAC to the bookies (the ledger went idle),
+	// the writer sends it to the ensemble with WRITE_LAC this often, so
+	// that tailing readers see the last entry without waiting for another
+	// add (docs/bookkeeper-protocol.md §2.5). It is rounded up to whole
+	// ticks, and a writer sends at most one every interval. 0: off, as in
+	// BookKeeper. WRITE_LAC exists in v3 only: with UseV2WireProtocol it
+	// is refused.
+	ExplicitLACInterval time.Duration
 	// MaxPendingAdds bounds one writer's unacknowledged adds; AppendAsync
 	// blocks while that many are pending (0: ledger.DefaultMaxPendingAdds).
 	MaxPendingAdds int
@@ -158,10 +167,14 @@ func (c Config) Validate() error {
 		return errors.New("ledgerclient: Config needs ZK or ZKServers")
 	}
 	for _, d := range []time.Duration{c.ZKSessionTimeout, c.AddTimeout, c.ReadTimeout, c.MetadataTimeout, c.Tick,
-		c.SpeculativeReadTimeout, c.RetryInterval, c.LongPollTimeout} {
+		c.SpeculativeReadTimeout, c.RetryInterval, c.LongPollTimeout, c.ExplicitLACInterval} {
 		if d < 0 {
 			return fmt.Errorf("ledgerclient: negative duration %v in Config", d)
 		}
+	}
+	if c.ExplicitLACInterval > 0 && c.UseV2WireProtocol {
+		return errors.New("ledgerclient: ExplicitLACInterval needs WRITE_LAC, which v2 lacks: " +
+			"turn it off or UseV2WireProtocol off")
 	}
 	if c.RecoveryReadBatchSize < 0 || c.RecoveryReadBatchSize > MaxRecoveryReadBatchSize {
 		return fmt.Errorf("ledgerclient: RecoveryReadBatchSize %d out of range 0..%d",
@@ -205,6 +218,14 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// explicitLACTicks is ExplicitLACInterval in ticks, 0 when off.
+func (c Config) explicitLACTicks() int {
+	if c.ExplicitLACInterval <= 0 {
+		return 0
+	}
+	return c.ticks(c.ExplicitLACInterval)
 }
 
 // ticks converts d to whole ticks, at least one.

@@ -181,6 +181,9 @@ func (d *driver) flush() (finished bool) {
 		for _, a := range rd.Adds {
 			d.sendAdd(a)
 		}
+		for _, l := range rd.LACWrites {
+			d.sendLACWrite(l)
+		}
 		for _, r := range rd.Reads {
 			d.sendRead(r)
 		}
@@ -205,6 +208,24 @@ func (d *driver) sendAdd(req ledger.AddRequest) {
 			status = bkproto.ResponseStatus(resp)
 		}
 		d.post(func() { h.HandleAdd(req, status) })
+	}()
+}
+
+// sendLACWrite sends one explicit LAC and lets it go: its answer changes
+// nothing (a bookie that missed it learns the LAC from the next add or
+// the next explicit LAC). At most one per bookie and interval is sent,
+// each bounded by AddTimeout.
+func (d *driver) sendLACWrite(req ledger.LACWriteRequest) {
+	go func() {
+		ctx, cancel := context.WithTimeout(d.life, d.c.cfg.AddTimeout)
+		defer cancel()
+		resp, err := d.c.pool.call(ctx, req.Bookie, req.Request(0))
+		if err == nil {
+			err = bkproto.ErrorOf(bkproto.ResponseStatus(resp))
+		}
+		if err != nil && d.life.Err() == nil {
+			d.c.log.Debug("explicit LAC not stored", "ledger", req.LedgerID, "bookie", req.Bookie, "lac", req.LAC, "err", err)
+		}
 	}()
 }
 

@@ -19,7 +19,8 @@ import (
 //
 // Bookies learn that an entry is acknowledged only from a later entry, so
 // the last entry of a ledger whose writer has gone quiet is yielded only
-// once the ledger is closed.
+// once the ledger is closed, unless the writer sends explicit LACs
+// (Config.ExplicitLACInterval): then it comes within about two intervals.
 //
 // The iteration drives its state machine on the caller's goroutine: while
 // the loop body runs, nothing is read.

@@ -124,7 +124,8 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 		return nil, err
 	}
 	lw, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Bookies: cands, Rand: rng,
-		Policy: c.cfg.Placement, OnlyBookies: opts.Bookies, MaxPendingAdds: c.cfg.MaxPendingAdds, Logger: c.log})
+		Policy: c.cfg.Placement, OnlyBookies: opts.Bookies, MaxPendingAdds: c.cfg.MaxPendingAdds,
+		ExplicitLACTicks: c.cfg.explicitLACTicks(), Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
