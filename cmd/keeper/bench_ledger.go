@@ -46,8 +46,9 @@ type benchLedgerConfig struct {
 	// are served over HTTP (/metrics) while the runs go on.
 	MetricsAddr string
 
-	// Op is what is measured: "add" (the default) or "recover" (recovery
-	// of ledgers whose entries all lie beyond the bookies' LAC).
+	// Op is what is measured: "add" (the default), "recover" (recovery of
+	// ledgers whose entries all lie beyond the bookies' LAC) or "tail"
+	// (from an add's acknowledgement to tailing readers receiving it).
 	Op string
 	// Entries is each recovered ledger's length (--op recover).
 	Entries int
@@ -56,6 +57,11 @@ type benchLedgerConfig struct {
 	// RecoveryBatches are the recovery read batch sizes compared
 	// (--op recover; recoveryReadBatchSize).
 	RecoveryBatches []int
+	// Tailers is how many long-polling readers follow the ledger (--op tail).
+	Tailers int
+	// ExplicitLAC is the writer's explicit LAC interval (--op tail, v3;
+	// explicitLacInterval, 0 off).
+	ExplicitLAC time.Duration
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -114,6 +120,10 @@ type benchLedgerResult struct {
 	// RecoveryReadBatchSize is the recovering client's
 	// recoveryReadBatchSize (op ledger_recover).
 	RecoveryReadBatchSize int `json:"recovery_read_batch_size,omitempty"`
+	// Tailers is how many readers were tailing (op ledger_tail: the
+	// latencies are then from an add's acknowledgement to a reader
+	// receiving the entry, over every reader).
+	Tailers int `json:"tailers,omitempty"`
 	// Interrupted says the run was stopped (Ctrl-C) before its end: the
 	// figures cover what was measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -189,11 +199,15 @@ Prometheus at http://ADDR/metrics while it runs.
 		"pids of the bookie processes (or of a sandbox), comma-separated, to report their CPU time per add")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
 		"serve the client's BookKeeper metrics (bookkeeper_client_*) at http://ADDR/metrics while it runs")
-	f.StringVar(&cfg.Op, "op", "add", "what to measure: add, or recover (recovery of ledgers whose writer died)")
+	f.StringVar(&cfg.Op, "op", "add", "what to measure: add, recover (recovery of ledgers whose writer died), "+
+		"tail (from an add's acknowledgement to long-polling readers receiving it)")
 	f.IntVar(&cfg.Entries, "entries", 100_000, "--op recover: entries of each recovered ledger")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "--op recover: rounds, each running every --recovery-read-batch-size in turn")
 	f.IntSliceVar(&cfg.RecoveryBatches, "recovery-read-batch-size", []int{1, ledgerclient.DefaultRecoveryReadBatchSize},
 		"--op recover: recovery read batch sizes compared, comma-separated (recoveryReadBatchSize; 1 reads one entry at a time)")
+	f.IntVar(&cfg.Tailers, "tail", 1, "--op tail: readers tailing the ledger")
+	f.DurationVar(&cfg.ExplicitLAC, "explicit-lac-interval", 0,
+		"--op tail: the writer's explicit LAC interval (explicitLacInterval; 0 off; v3 only)")
 	return cmd
 }
 
@@ -225,8 +239,10 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 	case "", "add":
 	case "recover":
 		return runBenchLedgerRecover(ctx, cfg, out)
+	case "tail":
+		return runBenchLedgerTail(ctx, cfg, out)
 	default:
-		return fmt.Errorf("bench ledger: --op %q: want add or recover", cfg.Op)
+		return fmt.Errorf("bench ledger: --op %q: want add, recover or tail", cfg.Op)
 	}
 	for _, n := range cfg.Ledgers {
 		if n < 1 {

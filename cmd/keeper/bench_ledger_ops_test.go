@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"keeper/internal/testhost"
+	"keeper/ledgerstore/ledgerclient"
+	"keeper/ledgerstore/ledgerclient/ledgertest"
+)
+
+// TestBenchLedgerOps runs `keeper bench ledger --op recover` and `--op
+// tail` on a small cluster: one line per run with the op's figures, and no
+// ledger left behind.
+func TestBenchLedgerOps(t *testing.T) {
+	cl := ledgertest.Start(t, 3)
+	window := benchWindow(300 * time.Millisecond).String()
+	tests := []struct {
+		name  string
+		args  []string
+		check func(r benchLedgerResult) bool
+		lines int
+	}{
+		{name: "recover", lines: 4,
+			args: []string{"--op", "recover", "--entries", "300", "--rounds", "2", "--recovery-read-batch-size", "1,16",
+				"--protocols", "v3"},
+			check: func(r benchLedgerResult) bool {
+				return r.Op == "ledger_recover" && r.Entries == 300 && r.DurationSec > 0 &&
+					(r.RecoveryReadBatchSize == 1 || r.RecoveryReadBatchSize == 16)
+			}},
+		{name: "recover over v2", lines: 1,
+			args: []string{"--op", "recover", "--entries", "100", "--recovery-read-batch-size", "8", "--protocols", "v2"},
+			check: func(r benchLedgerResult) bool {
+				return r.Op == "ledger_recover" && r.Entries == 100 && r.Protocol == "v2"
+			}},
+		{name: "tail", lines: 2,
+			args: []string{"--op", "tail", "--tail", "2", "--inflight", "4", "--protocols", "v3,v2",
+				"--explicit-lac-interval", "20ms", "--duration", window, "--warmup", "0s"},
+			check: func(r benchLedgerResult) bool {
+				return r.Op == "ledger_tail" && r.Tailers == 2 && r.Entries > 0 && r.P50Us >= 0 && r.P99Us >= r.P50Us
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(60*time.Second))
+			defer cancel()
+			var out bytes.Buffer
+			root := newRootCmd()
+			root.SetArgs(append([]string{"bench", "ledger", "--zk", cl.ZKAddr(), "--log-level", "warn",
+				"--quorums", "3/2/2", "--sizes", "100"}, tc.args...))
+			root.SetOut(&out)
+			root.SetErr(io.Discard)
+			if err := root.ExecuteContext(ctx); err != nil {
+				t.Fatalf("bench ledger: %v\n%s", err, out.String())
+			}
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != tc.lines {
+				t.Fatalf("want %d lines, got %q", tc.lines, out.String())
+			}
+			for _, l := range lines {
+				var r benchLedgerResult
+				if err := json.Unmarshal([]byte(l), &r); err != nil {
+					t.Fatalf("line %q: %v", l, err)
+				}
+				t.Logf("%s", l)
+				if !tc.check(r) {
+					t.Errorf("line %s: unexpected figures", l)
+				}
+			}
+			c, err := ledgerclient.New(ledgerclient.Config{ZKServers: []string{cl.ZKAddr()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if ids, err := c.List(ctx); err != nil || len(ids) != 0 {
+				t.Fatalf("ledgers left behind: %v, %v", ids, err)
+			}
+		})
+	}
+}
