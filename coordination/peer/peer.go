@@ -70,6 +70,9 @@ type Peer struct {
 	writeErr error
 	// configs stores the configurations zab hands out (SetConfigStore).
 	configs ConfigStore
+	// lat times txns for the quorum latencies (SetMetrics); nil measures
+	// nothing.
+	lat *latencies
 }
 
 // ConfigStore makes zab's configurations durable (Ready.Config): the
@@ -114,6 +117,7 @@ func (p *Peer) Step(m zab.Message, now zkcore.Now) error {
 	}
 	switch {
 	case m.Type == zab.MsgRevalidate:
+		p.revalidateCounted()
 		return p.revalidate(m, now)
 	case m.Type == zab.MsgRequest:
 		if p.node.Role() != zab.Leading || !p.node.Serving() {
@@ -133,7 +137,10 @@ func (p *Peer) Step(m zab.Message, now zkcore.Now) error {
 		}
 		p.zk.TouchSessions(touches, now)
 	}
-	return p.node.Step(m)
+	p.receivedTimed(m, now)
+	err := p.node.Step(m)
+	p.committedTimed(now)
+	return err
 }
 
 // Tick lets time pass for Zab and for the core. A learner whose clients
@@ -316,6 +323,7 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 	if failpoint.Enabled {
 		hitAfterSend(rd)
 	}
+	p.ackedTimed(rd.Entries, now)
 	syncs := rd.SyncsDone
 	for i, e := range rd.Committed {
 		for len(syncs) > 0 && syncs[0] == i {
@@ -341,6 +349,7 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 		p.setMode(*rd.Role, now)
 	}
 	p.node.Advance(rd)
+	p.committedTimed(now)
 	return nil
 }
 
@@ -369,6 +378,9 @@ func (p *Peer) handleCore(now zkcore.Now) {
 		switch {
 		case o.Txn != nil:
 			err = p.node.Propose(o.Txn.Header.Zxid, txn.Marshal(o.Txn))
+			if err == nil {
+				p.proposedTimed(o.Txn.Header.Zxid, o.Txn.Header.Time)
+			}
 		case o.Forward != nil:
 			data, auth := EncodeForward(*o.Forward)
 			err = p.node.Forward(data, auth)

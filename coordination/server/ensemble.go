@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"keeper/coordination/admin"
+	"keeper/coordination/peer"
 	"keeper/coordination/quorumnet"
 	"keeper/coordination/zab"
 	"keeper/coordination/zoocfg"
@@ -13,13 +14,18 @@ import (
 )
 
 // zabMetrics are ZooKeeper's quorum counters, which the Zab node counts
-// (zab.Stats) and the loop copies into the registry after each step. A
+// (zab.Stats) and the loop copies into the registry after each step, the
+// quorum timings the loop takes from the node's role and phase as they
+// change (phases), and the per-txn latencies the peer measures. A
 // standalone server registers them too and reports 0, as ZooKeeper does.
 type zabMetrics struct {
 	proposals, commits                 *metric.Counter
 	proposalsReceived, commitsReceived *metric.Counter
 	elections, diffSyncs, snapSyncs    *metric.Counter
 	copied                             zab.Stats // what has been added so far (loop)
+	inflightDiff, inflightSnap         *metric.Summary
+	phases                             phaseTimes
+	peer                               *peer.Metrics
 }
 
 func newZabMetrics(r *metric.Registry) *zabMetrics {
@@ -31,11 +37,20 @@ func newZabMetrics(r *metric.Registry) *zabMetrics {
 		elections:         r.Counter("looking_count"),
 		diffSyncs:         r.Counter("diff_count"),
 		snapSyncs:         r.Counter("snap_count"),
+		inflightDiff:      r.Summary("inflight_diff_count", false),
+		inflightSnap:      r.Summary("inflight_snap_count", false),
+		phases:            newPhaseTimes(r),
+		peer:              peer.NewMetrics(r),
 	}
 }
 
-// update adds what the node counted since the last update.
-func (m *zabMetrics) update(st zab.Stats) {
+// update adds what the node counted since the last update. A leader that
+// began syncing learners records, once per sync begun, how many of its
+// learners are being synced (that one included): ZooKeeper's
+// inflight_diff_count and inflight_snap_count, the syncs in progress when
+// one begins.
+func (m *zabMetrics) update(n *zab.Node) {
+	st := n.Stats()
 	c := &m.copied
 	m.proposals.Add(st.Proposals - c.Proposals)
 	m.commits.Add(st.Commits - c.Commits)
@@ -44,6 +59,20 @@ func (m *zabMetrics) update(st zab.Stats) {
 	m.elections.Add(st.Elections - c.Elections)
 	m.diffSyncs.Add(st.DiffSyncs - c.DiffSyncs)
 	m.snapSyncs.Add(st.SnapSyncs - c.SnapSyncs)
+	if diffs, snaps := st.DiffSyncs-c.DiffSyncs, st.SnapSyncs-c.SnapSyncs; diffs > 0 || snaps > 0 {
+		var syncing int64
+		for _, l := range n.Learners() {
+			if !l.Synced {
+				syncing++
+			}
+		}
+		for range diffs {
+			m.inflightDiff.Add(syncing)
+		}
+		for range snaps {
+			m.inflightSnap.Add(syncing)
+		}
+	}
 	m.copied = st
 }
 

@@ -174,6 +174,23 @@ func TestEnsembleMntrQuorumFigures(t *testing.T) {
 	if mntrValue(out, "zk_diff_count") == "0" && mntrValue(out, "zk_snap_count") == "0" {
 		t.Errorf("the leader synced no learner:\n%s", out)
 	}
+	// An election, a span out of broadcast, each learner's sync begun
+	// with how many were syncing, both txns acked and committed by a
+	// quorum; nothing only a learner measures. Acks may still be on their way
+	// when the reply is.
+	eventually(t, waitTimeout, func() bool {
+		out = string(leader.fourLetter(0, "mntr", 0))
+		return quorumTimings(out, map[string]string{"election_time": ">=1", "unavailable_time": ">=1",
+			"leader_unavailable_time": ">=1", "observer_sync_time": "0", "proposal_latency": "0",
+			"commit_propagation_latency": "0", "proposal_ack_creation_latency": "2", "quorum_ack_latency": "2"})
+	}, "the leader's quorum timings")
+	figure := func(key string) int { return mustAtoi(t, mntrValue(out, "zk_"+key)) }
+	if figure("cnt_inflight_diff_count")+figure("cnt_inflight_snap_count") != figure("diff_count")+figure("snap_count") {
+		t.Errorf("one inflight figure per sync begun, got:\n%s", out)
+	}
+	if figure("max_inflight_diff_count")+figure("max_inflight_snap_count") == 0 {
+		t.Errorf("no sync in flight when one began:\n%s", out)
+	}
 	for _, s := range servers {
 		if s == leader {
 			continue
@@ -183,7 +200,10 @@ func TestEnsembleMntrQuorumFigures(t *testing.T) {
 		for {
 			f := string(s.fourLetter(0, "mntr", 0))
 			if mntrValue(f, "zk_learner_proposal_received_count") == "2" && mntrValue(f, "zk_learner_commit_received_count") != "0" &&
-				mntrValue(f, "zk_proposal_count") == "0" && mntrValue(f, "zk_leader_uptime") == "" {
+				mntrValue(f, "zk_proposal_count") == "0" && mntrValue(f, "zk_leader_uptime") == "" &&
+				quorumTimings(f, map[string]string{"election_time": ">=1", "follower_sync_time": ">=1", "observer_sync_time": "0",
+					"unavailable_time": ">=1", "proposal_latency": "2",
+					"commit_propagation_latency": "2", "proposal_ack_creation_latency": "2", "quorum_ack_latency": "0"}) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -192,4 +212,37 @@ func TestEnsembleMntrQuorumFigures(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// quorumTimings reports whether each summary in want has the count it
+// names (its cnt_ key; ">=N" for at least N: a loaded machine may hold
+// more than one election) in a mntr answer, and every counted one a sum of
+// at least 0 and its maximum at least its minimum.
+func quorumTimings(out string, want map[string]string) bool {
+	for name, cnt := range want {
+		got := mntrValue(out, "zk_cnt_"+name)
+		if least, ok := strings.CutPrefix(cnt, ">="); ok {
+			g, err := strconv.Atoi(got)
+			if n, _ := strconv.Atoi(least); err != nil || g < n {
+				return false
+			}
+		} else if got != cnt {
+			return false
+		}
+		lo, _ := strconv.Atoi(mntrValue(out, "zk_min_"+name))
+		hi, _ := strconv.Atoi(mntrValue(out, "zk_max_"+name))
+		if sum, err := strconv.Atoi(mntrValue(out, "zk_sum_"+name)); err != nil || sum < 0 || hi < lo {
+			return false
+		}
+	}
+	return true
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
 }

@@ -257,6 +257,8 @@ func (s *Server) startQuorum() error {
 	s.quorum.clientAddrVersion = zcfg.ConfigVersion
 	s.quorum.quorumAddrVersion = zcfg.ConfigVersion
 	s.quorum.peer = peer.New(node, s.core, dl, tr, clientSink{s}, s.log)
+	s.quorum.peer.SetMetrics(s.zm.peer)
+	s.zm.phases.start(s.now().MonoMs)
 	if files != nil {
 		// /zookeeper/config shows the active configuration (the files'),
 		// whatever reconfig txns the replay applied: one logged but not
@@ -385,7 +387,8 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 		s.quorum.leadingSinceMs = now.MonoMs
 	}
 	s.quorum.role.Store(role)
-	s.zm.update(n.Stats())
+	s.zm.update(n)
+	s.zm.phases.observe(n.Role(), n.Phase(), now.MonoMs)
 	if after := s.core.LastZxid(); after > before {
 		s.sinceSnapshot += int(after.Counter() - before.Counter())
 		if after.Epoch() != before.Epoch() {
