@@ -34,6 +34,17 @@ type Core interface {
 	Inspect(fn func(core *zkcore.Server)) bool
 }
 
+// ConnectionGauges are ZooKeeper's gauges of client connection starts.
+type ConnectionGauges struct {
+	// OutstandingTLSHandshakes is the TLS handshakes under way
+	// (outstanding_tls_handshake).
+	OutstandingTLSHandshakes int64
+	// NonMTLSRemote and NonMTLSLocal count, since the start, the
+	// connections served without TLS from another address and from a
+	// loopback one (non_mtls_remote_conn_count, non_mtls_local_conn_count).
+	NonMTLSRemote, NonMTLSLocal int64
+}
+
 // Config configures an Admin.
 type Config struct {
 	// Version is the full version text of srvr, stat, mntr and envi, for
@@ -84,6 +95,10 @@ type Config struct {
 	// when its file was written (last_snapshot). ok is false when there is
 	// none. It must be safe to call from any goroutine.
 	LastSnapshot func() (z zxid.ID, at time.Time, ok bool)
+	// Connections, if set, reports how the client connections started
+	// (the TLS gauges of mntr). It must be safe to call from any
+	// goroutine.
+	Connections func() ConnectionGauges
 	// SystemProperties are the settings system_properties lists besides
 	// the runtime's, under the system property names ZooKeeper reads them
 	// from (zookeeper.snapCount, jute.maxbuffer, ...).
@@ -115,6 +130,9 @@ type Admin struct {
 	core      Core
 	traceMask atomic.Int64
 	registry  *prometheus.Registry
+	// insecure counts the plaintext connections a port-unified admin
+	// port served (insecure_admin_count).
+	insecure *metric.Counter
 }
 
 // New returns an Admin that reads core.
@@ -126,7 +144,8 @@ func New(cfg Config, core Core) (*Admin, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Admin{cfg: cfg, log: logger, core: core, registry: prometheus.NewRegistry()}
+	a := &Admin{cfg: cfg, log: logger, core: core, registry: prometheus.NewRegistry(),
+		insecure: cfg.Metrics.Counter("insecure_admin_count")}
 	a.traceMask.Store(DefaultTraceMask)
 	if err := a.registry.Register(newCollector(a)); err != nil {
 		return nil, err

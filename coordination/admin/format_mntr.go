@@ -97,6 +97,12 @@ func (a *Admin) gauges(f facts) map[string]any {
 		"max_latency":                 st.MaxLatencyMs,
 		"min_client_response_size":    st.MinResponseBytes,
 	}
+	if a.cfg.Connections != nil {
+		c := a.cfg.Connections()
+		g["outstanding_tls_handshake"] = c.OutstandingTLSHandshakes
+		g["non_mtls_remote_conn_count"] = c.NonMTLSRemote
+		g["non_mtls_local_conn_count"] = c.NonMTLSLocal
+	}
 	if open, limit, ok := fileDescriptors(); ok {
 		g["max_file_descriptor_count"] = limit
 		g["open_file_descriptor_count"] = open

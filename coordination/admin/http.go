@@ -162,7 +162,7 @@ func (a *Admin) Listen(addr string, https HTTPS) (*HTTPServer, error) {
 		ln:   ln,
 		done: make(chan struct{}),
 	}
-	served := https.listener(ln)
+	served := https.listener(ln, a.insecure)
 	go func() {
 		defer close(h.done)
 		if err := h.srv.Serve(served); !errors.Is(err, http.ErrServerClosed) {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"keeper/internal/metric"
 )
 
 // HTTPS is how the admin server speaks TLS (admin.forceHttps,
@@ -34,13 +36,14 @@ const tlsHandshakeRecord = 0x16
 const stsHeaderValue = "max-age=86400; includeSubDomains"
 
 // listener wraps ln for h: every connection TLS (forced HTTPS), every
-// connection deciding on its first byte (port unification), or ln itself.
-func (h HTTPS) listener(ln net.Listener) net.Listener {
+// connection deciding on its first byte (port unification, counting the
+// plaintext ones in insecure), or ln itself.
+func (h HTTPS) listener(ln net.Listener, insecure *metric.Counter) net.Listener {
 	switch {
 	case h.TLS == nil:
 		return ln
 	case h.PlaintextToo:
-		return unifiedListener{Listener: ln, tls: h.TLS}
+		return unifiedListener{Listener: ln, tls: h.TLS, insecure: insecure}
 	default:
 		return tls.NewListener(ln, h.TLS)
 	}
@@ -52,7 +55,8 @@ func (h HTTPS) listener(ln net.Listener) net.Listener {
 // deadline, so a silent client holds up no one else.
 type unifiedListener struct {
 	net.Listener
-	tls *tls.Config
+	tls      *tls.Config
+	insecure *metric.Counter // plaintext connections, as ZooKeeper's insecure_admin_count
 }
 
 // Accept wraps the next connection.
@@ -61,7 +65,7 @@ func (l unifiedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &unifiedConn{Conn: c, tls: l.tls}, nil
+	return &unifiedConn{Conn: c, tls: l.tls, insecure: l.insecure}, nil
 }
 
 // unifiedConn is a connection on a port-unification listener. Until its
@@ -69,7 +73,8 @@ func (l unifiedListener) Accept() (net.Conn, error) {
 // connection (with the peeked byte put back) or the raw connection.
 type unifiedConn struct {
 	net.Conn
-	tls *tls.Config
+	tls      *tls.Config
+	insecure *metric.Counter
 
 	once    sync.Once
 	err     error                    // the first byte could not be read; set by once
@@ -105,6 +110,9 @@ func (c *unifiedConn) decide() {
 		if first[0] == tlsHandshakeRecord {
 			c.decided.Store(&decision{conn: tls.Server(bc, c.tls), isTLS: true})
 			return
+		}
+		if c.insecure != nil {
+			c.insecure.Inc()
 		}
 		c.decided.Store(&decision{conn: bc})
 	})

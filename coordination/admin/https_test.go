@@ -222,6 +222,15 @@ func TestAdminHTTPS(t *testing.T) {
 			if _, _, err := fetch(https, x509.NewCertPool()); err == nil {
 				t.Error("a client without the server's CA was served")
 			}
+			// The one plaintext connection a unified port served is
+			// counted; nothing is on an HTTPS-only port.
+			want := "0"
+			if tt.plaintextToo {
+				want = "1"
+			}
+			if got := mntrLine(flw(t, s.Addr(), "mntr", nil), "zk_insecure_admin_count"); got != want {
+				t.Errorf("zk_insecure_admin_count = %q, want %s", got, want)
+			}
 		})
 	}
 }
@@ -363,4 +372,14 @@ func TestAdminHTTPSReload(t *testing.T) {
 	if _, _, err := fetch(url, pool(p.ca)); err == nil {
 		t.Error("after the reload, a client trusting only the old CA was served")
 	}
+}
+
+// mntrLine returns a key's value in a mntr answer, or "".
+func mntrLine(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }

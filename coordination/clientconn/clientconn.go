@@ -35,12 +35,15 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"keeper/coordination/jute"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/internal/metric"
 )
 
 // Handler receives what connections read. Calls for one connection come from
@@ -93,8 +96,44 @@ type Config struct {
 	TLS *tls.Config
 	// PlaintextToo, with TLS, serves a client that opens without TLS too.
 	PlaintextToo bool
+	// Stats, shared by a server's connections, counts their TLS
+	// handshakes and plaintext starts; nil counts nothing.
+	Stats *Stats
 	// Logger receives per-connection debug logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Stats counts how a server's connections started, for ZooKeeper's mntr
+// figures of the same names (docs/observability.md). Safe for concurrent
+// use.
+type Stats struct {
+	// HandshakesInProgress is the TLS handshakes under way
+	// (outstanding_tls_handshake).
+	HandshakesInProgress atomic.Int64
+	// FailedHandshakes counts the TLS handshakes that failed: a plaintext
+	// client on a TLS-only port, a certificate refused, a client cut off or
+	// too slow (unsuccessful_handshake). nil counts nothing.
+	FailedHandshakes *metric.Counter
+	// SessionlessExpired counts the connections closed because no
+	// ConnectRequest (nor four-letter word) came within HandshakeTimeout
+	// (sessionless_connections_expired). nil counts nothing.
+	SessionlessExpired *metric.Counter
+	// PlaintextLoopback and PlaintextRemote count the connections served
+	// without TLS, from a loopback address and from any other
+	// (non_mtls_local_conn_count, non_mtls_remote_conn_count).
+	PlaintextLoopback, PlaintextRemote atomic.Int64
+}
+
+// plaintext counts a connection served without TLS from addr.
+func (s *Stats) plaintext(addr net.Addr) {
+	if s == nil {
+		return
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+		s.PlaintextRemote.Add(1)
+		return
+	}
+	s.PlaintextLoopback.Add(1)
 }
 
 // DefaultMaxInflightRequestBytes is a connection's default request budget:
@@ -312,11 +351,17 @@ func (c *Conn) readLoop() {
 	if c.cfg.TLS != nil {
 		stream, err = c.startTLS(deadline)
 	}
+	if err == nil && c.tlsState == nil {
+		c.cfg.Stats.plaintext(c.nc.RemoteAddr())
+	}
 	if err == nil {
 		c.mu.Lock()
 		c.stream = stream
 		c.mu.Unlock()
 		err = c.readOpening(bufio.NewReaderSize(stream, 64<<10), deadline)
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.cfg.Stats != nil && c.cfg.Stats.SessionlessExpired != nil {
+			c.cfg.Stats.SessionlessExpired.Inc()
+		}
 	}
 	for err == nil {
 		err = c.readRequest()

@@ -38,7 +38,14 @@ func (c *Conn) startTLS(deadline time.Time) (net.Conn, error) {
 		}
 	}
 	tc := tls.Server(raw, c.cfg.TLS)
+	if st := c.cfg.Stats; st != nil {
+		st.HandshakesInProgress.Add(1)
+		defer st.HandshakesInProgress.Add(-1)
+	}
 	if err := tc.Handshake(); err != nil {
+		if st := c.cfg.Stats; st != nil && st.FailedHandshakes != nil {
+			st.FailedHandshakes.Inc()
+		}
 		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
 	}
 	// The read deadline stays until the opening frame is read.

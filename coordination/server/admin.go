@@ -30,6 +30,7 @@ func (s *Server) startAdmin() error {
 		ResetObservers:      s.resetObservers,
 		InitialConfig:       s.cfg.InitialConfig,
 		LastSnapshot:        s.stm.last,
+		Connections:         s.connectionGauges,
 		SystemProperties:    s.cfg.SystemProperties,
 		Logger:              s.log,
 	}, s)
@@ -127,4 +128,12 @@ func (s *Server) confLines() []string {
 		"clientPortListenBacklog=-1",
 		"serverId=0",
 	}
+}
+
+// connectionGauges reports how the client connections started, for mntr;
+// safe from any goroutine.
+func (s *Server) connectionGauges() admin.ConnectionGauges {
+	st := s.cfg.Conn.Stats
+	return admin.ConnectionGauges{OutstandingTLSHandshakes: st.HandshakesInProgress.Load(),
+		NonMTLSRemote: st.PlaintextRemote.Load(), NonMTLSLocal: st.PlaintextLoopback.Load()}
 }

@@ -238,6 +238,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Conn.Limiter == nil {
 		cfg.Conn.Limiter = newLimiter(&cfg)
 	}
+	if cfg.Conn.Stats == nil {
+		cfg.Conn.Stats = &clientconn.Stats{FailedHandshakes: metrics.Counter("unsuccessful_handshake"),
+			SessionlessExpired: metrics.Counter("sessionless_connections_expired")}
+	}
 	if err := setupTLS(&cfg, logger); err != nil {
 		return nil, err
 	}
