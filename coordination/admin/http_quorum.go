@@ -58,6 +58,22 @@ type LearnerFacts struct {
 	LastZxid              zxid.ID // the last zxid it acknowledged or reported
 	PacketsReceived       int64
 	PacketsSent, Requests int64
+	// Link is the quorum link to it, when one is up.
+	Link *LinkFacts
+}
+
+// LinkFacts describe a leader's quorum link to a learner.
+type LinkFacts struct {
+	// Remote is the learner's address as Java prints a socket address
+	// ("/127.0.0.1:40001").
+	Remote string
+	// EstablishedMs is when the link came up, in ms since the Unix epoch
+	// (a java.util.Date as Jackson writes it).
+	EstablishedMs int64
+	// QueuedPackets are the messages waiting to be sent to the learner,
+	// QueuedPacketsBytes their size as ZooKeeper approximates a
+	// QuorumPacket's: 28 bytes and its data.
+	QueuedPackets, QueuedPacketsBytes int64
 }
 
 // errNotInitialized is what ZooKeeper's leader command says on a server
@@ -126,8 +142,18 @@ var quorumCommands = []httpCommand{
 			if !l.Observer || !l.Synced {
 				continue
 			}
+			// ZooKeeper's LearnerHandler prints "<null>" for a handler
+			// without a socket.
+			link := LinkFacts{Remote: "<null>"}
+			if l.Link != nil {
+				link = *l.Link
+			}
 			observers = append(observers, object{
+				{"remote_socket_address", link.Remote},
 				{"sid", l.ID},
+				{"established", link.EstablishedMs},
+				{"queued_packets", link.QueuedPackets},
+				{"queued_packets_size", link.QueuedPacketsBytes},
 				{"packets_received", l.PacketsReceived},
 				{"packets_sent", l.PacketsSent},
 				{"requests", l.Requests},

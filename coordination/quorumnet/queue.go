@@ -11,6 +11,7 @@ import (
 type queue struct {
 	mu    sync.Mutex
 	items []zab.Message // mu guards items
+	bytes int64         // the Data bytes of items (mu)
 	spare []zab.Message // a batch the consumer gave back (recycle), for items to reuse (mu)
 	max   int
 	ready chan struct{} // holds a token while items may be non-empty
@@ -28,6 +29,7 @@ func (q *queue) push(m zab.Message) bool {
 		return false
 	}
 	q.items = append(q.items, m)
+	q.bytes += int64(len(m.Data))
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -39,9 +41,11 @@ func (q *queue) pushDropOldest(m zab.Message) bool {
 	q.mu.Lock()
 	dropped := len(q.items) >= q.max
 	if dropped {
+		q.bytes -= int64(len(q.items[0].Data))
 		q.items = append(q.items[:0], q.items[1:]...)
 	}
 	q.items = append(q.items, m)
+	q.bytes += int64(len(m.Data))
 	q.mu.Unlock()
 	q.signal()
 	return dropped
@@ -68,8 +72,15 @@ func (q *queue) recycle(batch []zab.Message) {
 // clear drops every queued message.
 func (q *queue) clear() {
 	q.mu.Lock()
-	q.items = nil
+	q.items, q.bytes = nil, 0
 	q.mu.Unlock()
+}
+
+// size returns how many messages wait, and their Data bytes.
+func (q *queue) size() (n int, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items), q.bytes
 }
 
 // wait returns every queued message, blocking until there is one; ok is
@@ -86,6 +97,7 @@ func (q *queue) wait(done <-chan struct{}) (batch []zab.Message, ok bool) {
 		}
 		q.mu.Lock()
 		batch, q.items, q.spare = q.items, q.spare, nil
+		q.bytes = 0
 		q.mu.Unlock()
 		if len(batch) > 0 {
 			return batch, true

@@ -53,9 +53,10 @@ type quorumLink struct {
 	finished chan struct{}
 
 	// Guarded by t.mu.
-	conn    net.Conn
-	dropped bool
-	report  bool // deliver MsgDisconnected once the reader stops
+	conn        net.Conn
+	established time.Time // when conn was attached
+	dropped     bool
+	report      bool // deliver MsgDisconnected once the reader stops
 }
 
 // newLinkLocked makes l the peer's link, dropping the current one. A
@@ -237,7 +238,7 @@ func (l *quorumLink) attach(conn net.Conn) error {
 		t.closeConnLocked(conn)
 		return errReplaced
 	}
-	l.conn = conn
+	l.conn, l.established = conn, time.Now()
 	if !t.spawnLocked(func() { l.write(conn) }) {
 		return ErrClosed
 	}
@@ -394,4 +395,33 @@ func (l *quorumLink) writeMessage(bw *bufio.Writer, m zab.Message) error {
 		bw.Write(snapTrailer)
 	}
 	return nil // a write error is sticky in bw and reported by Flush
+}
+
+// LinkStats describes the quorum link to a peer, for the admin server's
+// observers command.
+type LinkStats struct {
+	// Remote is the peer's address, as the link's socket sees it.
+	Remote net.Addr
+	// Established is when the link's connection came up.
+	Established time.Time
+	// QueuedMessages and QueuedBytes are the messages waiting in the
+	// link's send queue and the bytes of their data.
+	QueuedMessages int
+	QueuedBytes    int64
+}
+
+// Link reports the quorum link to peer; false when there is none with a
+// connection.
+func (t *Transport) Link(peer zab.PeerID) (LinkStats, bool) {
+	t.mu.Lock()
+	l := t.quorum[peer]
+	if l == nil || l.conn == nil || l.dropped {
+		t.mu.Unlock()
+		return LinkStats{}, false
+	}
+	st := LinkStats{Remote: l.conn.RemoteAddr(), Established: l.established}
+	q := l.q
+	t.mu.Unlock()
+	st.QueuedMessages, st.QueuedBytes = q.size()
+	return st, true
 }

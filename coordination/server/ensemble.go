@@ -76,6 +76,11 @@ func (m *zabMetrics) update(n *zab.Node) {
 	m.copied = st
 }
 
+// quorumPacketBaseBytes is what ZooKeeper's LearnerHandler counts for a
+// queued QuorumPacket besides its data (an int, a long, and two
+// references), for the observers command's queued_packets_size.
+const quorumPacketBaseBytes = 4 + 8 + 8 + 8
+
 // ensembleFacts describes this member and the ensemble for the admin
 // server's quorum commands; it runs on the loop. ok is false for a
 // standalone server.
@@ -113,8 +118,13 @@ func (s *Server) ensembleFacts() (admin.EnsembleFacts, bool) {
 		f.Members = append(f.Members, m)
 	}
 	for _, l := range n.Learners() {
-		f.Learners = append(f.Learners, admin.LearnerFacts{ID: int64(l.ID), Observer: l.Observer, Synced: l.Synced,
-			LastZxid: l.Acked, PacketsReceived: l.PacketsReceived, PacketsSent: l.PacketsSent, Requests: l.Requests})
+		lf := admin.LearnerFacts{ID: int64(l.ID), Observer: l.Observer, Synced: l.Synced,
+			LastZxid: l.Acked, PacketsReceived: l.PacketsReceived, PacketsSent: l.PacketsSent, Requests: l.Requests}
+		if ls, ok := s.quorum.tr.Link(l.ID); ok {
+			lf.Link = &admin.LinkFacts{Remote: "/" + ls.Remote.String(), EstablishedMs: ls.Established.UnixMilli(),
+				QueuedPackets: int64(ls.QueuedMessages), QueuedPacketsBytes: ls.QueuedBytes + quorumPacketBaseBytes*int64(ls.QueuedMessages)}
+		}
+		f.Learners = append(f.Learners, lf)
 	}
 	return f, true
 }

@@ -3,7 +3,9 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,12 +104,42 @@ func TestEnsembleAdminCommands(t *testing.T) {
 	if o := obs(); o["sid"] != 3.0 || o["requests"] != 2.0 || o["packets_sent"].(float64) < 1 || o["packets_received"].(float64) < 2 {
 		t.Errorf("the observer after two forwarded requests: %v", o)
 	}
+	// The link's socket, its start and its send queue, in ZooKeeper's
+	// order and forms; a queue is empty or holds at least a packet's base.
+	o := obs()
+	if addr, _ := o["remote_socket_address"].(string); !strings.HasPrefix(addr, "/127.0.0.1:") {
+		t.Errorf("remote_socket_address %v", o["remote_socket_address"])
+	}
+	if est, _ := o["established"].(float64); est < float64(time.Now().Add(-time.Hour).UnixMilli()) || est > float64(time.Now().UnixMilli()) {
+		t.Errorf("established %v, want the link's start in ms", o["established"])
+	}
+	if n, size := o["queued_packets"].(float64), o["queued_packets_size"].(float64); n < 0 || size < 28*n {
+		t.Errorf("queued_packets %v, queued_packets_size %v", n, size)
+	}
+	if got := adminBody(t, leader, "observers"); !regexp.MustCompile(`"remote_socket_address"\s*:\s*"[^"]+",\s*"sid"\s*:\s*3,\s*"established"\s*:\s*\d+,\s*"queued_packets"\s*:\s*\d+,\s*"queued_packets_size"\s*:\s*\d+,\s*"packets_received"`).MatchString(got) {
+		t.Errorf("observers fields out of ZooKeeper's order:\n%s", got)
+	}
 	if m := adminJSON(t, leader, "orst"); m["error"] != nil {
 		t.Fatalf("orst: %v", m)
 	}
 	if o := obs(); o["requests"] != 0.0 {
 		t.Errorf("the observer after orst: %v", o)
 	}
+}
+
+// adminBody fetches an admin command's JSON text from s.
+func adminBody(t *testing.T, s *Server, name string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.AdminAddr().String() + "/commands/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // mntrValue returns a key's value in a mntr answer, or "".
