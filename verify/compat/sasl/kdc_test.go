@@ -28,11 +28,6 @@ func startKDC(t *testing.T) *kdc {
 	return &kdc{KDC: k, dir: k.Dir, krb5Conf: k.Krb5Conf, env: k.Env}
 }
 
-func (k *kdc) run(t *testing.T, tool string, args ...string) string {
-	t.Helper()
-	return k.Run(t, tool, args...)
-}
-
 func (k *kdc) addPrincipal(t *testing.T, principal string) {
 	t.Helper()
 	k.AddPrincipal(t, principal)
