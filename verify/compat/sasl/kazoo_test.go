@@ -22,10 +22,8 @@ func TestKazooSASL(t *testing.T) {
 	if err := zkreal.Available(); err != nil {
 		require(t, "Apache ZooKeeper", err)
 	}
-	want, wantOut := zkreal.RunKazoo(t, zkreal.KazooRun{Tests: []string{py}})
-	t.Logf("zookeeper: %s", want)
-	got, gotOut := zkreal.RunKazoo(t, zkreal.KazooRun{Tests: []string{py}, Keeper: keeperbin.ForTest(t)})
-	t.Logf("keeper: %s", got)
+	want, wantOut := runKazooSASL(t, "zookeeper", zkreal.KazooRun{Tests: []string{py}})
+	got, gotOut := runKazooSASL(t, "keeper", zkreal.KazooRun{Tests: []string{py}, Keeper: keeperbin.ForTest(t)})
 	// test_sasl.py has four DIGEST-MD5 tests (two with sasl_options, two
 	// with the legacy auth_data form) and two GSSAPI ones that skip.
 	for _, r := range []struct{ name, summary, out string }{{"zookeeper", want, wantOut}, {"keeper", got, gotOut}} {
@@ -33,4 +31,32 @@ func TestKazooSASL(t *testing.T) {
 			t.Errorf("%s: %q, want 4 passed, 2 skipped\n%s", r.name, r.summary, r.out)
 		}
 	}
+}
+
+// runKazooSASL runs kazoo's SASL tests, again (up to three runs) when the
+// only failure is kazoo's own race in test_invalid_sasl_auth: its client
+// sets "connected" before the SASL exchange and start() looks at it after,
+// so a server that refuses the password before start() looks (a fast one,
+// or a slow client thread) makes start() raise a connection time-out
+// instead of AuthFailedError. Both mean the password was refused; the
+// server sent AUTH_FAILED either way. Any other failure counts at once.
+func runKazooSASL(t *testing.T, name string, r zkreal.KazooRun) (summary, output string) {
+	t.Helper()
+	for run := 1; ; run++ {
+		summary, output = zkreal.RunKazoo(t, r)
+		t.Logf("%s: %s", name, summary)
+		if run == 3 || !kazooAuthRace(summary, output) {
+			return summary, output
+		}
+		t.Logf("%s: kazoo's start() lost its race with the refused password (a time-out, not AuthFailedError); running again", name)
+	}
+}
+
+// kazooAuthRace reports whether a run's one failure is
+// test_invalid_sasl_auth ending in kazoo's connection time-out.
+func kazooAuthRace(summary, output string) bool {
+	return strings.HasPrefix(summary, "1 failed, 3 passed") &&
+		strings.Contains(output, "test_invalid_sasl_auth") &&
+		strings.Contains(output, "KazooTimeoutError: Connection time-out") &&
+		strings.Count(output, "FAILED ") == 1
 }
