@@ -15,7 +15,7 @@ import (
 	"keeper/coordination/zkproto"
 )
 
-// hx turns spec-style notation into bytes: hex groups, quoted ASCII and
+// hx turns the notation of docs/zookeeper-protocol.md into bytes: hex groups, quoted ASCII and
 // '|' separators.
 func hx(t testing.TB, s string) []byte {
 	t.Helper()

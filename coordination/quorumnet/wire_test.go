@@ -42,7 +42,7 @@ func testSnapshotBody(t testing.TB) []byte {
 // zk38 marks wire bytes produced by Apache ZooKeeper 3.8.0's own classes
 // (QuorumPacket, LearnerInfo, FastLeaderElection.buildMsg, built the way
 // Learner, LearnerHandler and Leader build them), as a cross-check of the
-// spec's layouts.
+// layouts in docs/zookeeper-protocol.md.
 const zk38 = true
 
 func TestQuorumPacketCodec(t *testing.T) {

@@ -535,7 +535,7 @@ const referenceEnv = "KEEPER_TEST_REFERENCE"
 type target struct {
 	Addr string
 	// Real is set for Apache ZooKeeper; assertions about what keeper
-	// deliberately does differently (spec recommendations, 3.8.4+
+	// deliberately does differently (documented in docs/zookeeper-protocol.md, 3.8.4+
 	// behaviour) are guarded by it.
 	Real bool
 	// Keeper is the keeper server, nil for Apache ZooKeeper.
@@ -561,7 +561,7 @@ func forEachServer(t *testing.T, body func(t *testing.T, srv target)) {
 }
 
 // keeperOnly skips the rest of the (sub)test against Apache ZooKeeper:
-// what follows checks a spec recommendation or a later release's
+// what follows checks a documented keeper difference or a later release's
 // behaviour that 3.8.0 does not have.
 func (srv target) keeperOnly(t *testing.T, why string) {
 	t.Helper()

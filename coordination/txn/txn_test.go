@@ -13,7 +13,7 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// hx turns spec-style notation into bytes: hex groups, quoted ASCII
+// hx turns the notation of docs/zookeeper-protocol.md into bytes: hex groups, quoted ASCII
 // ("/e") and '|' separators, which are ignored.
 func hx(t testing.TB, s string) []byte {
 	t.Helper()
@@ -58,12 +58,12 @@ func TestPayloadBytes(t *testing.T) {
 		want string
 	}{
 		{
-			name: "createSession with digest (spec: 48 bytes)",
+			name: "createSession with digest (documented: 48 bytes)",
 			txn:  Txn{Header: header(zkproto.OpCreateSession), Record: &CreateSession{TimeoutMs: 30000}, Digest: digest},
 			want: hdr("fffffff6") + " | 00007530 | " + digestX,
 		},
 		{
-			name: "closeSession with paths (spec example body)",
+			name: "closeSession with paths (documented example body)",
 			txn: Txn{Header: header(zkproto.OpCloseSession),
 				Record: &CloseSession{Paths: []string{"/e", "/e20000000003"}}, Digest: digest},
 			want: hdr("fffffff5") + ` | 00000002 | 00000002 "/e" | 0000000d "/e20000000003" | ` + digestX,

@@ -18,7 +18,7 @@ func TestConnectRequestBytes(t *testing.T) {
 		want  ConnectRequest
 	}{
 		{
-			name: "spec example, new session, readOnly byte",
+			name: "documented example, new session, readOnly byte",
 			frame: "00 00 00 2d  00 00 00 00  00 00 00 00 00 00 00 00  00 00 75 30" +
 				"  00 00 00 00 00 00 00 00  00 00 00 10 " + zeros16 + "  00",
 			want: ConnectRequest{TimeoutMs: 30000, Passwd: make([]byte, 16), HasReadOnly: true},
@@ -74,7 +74,7 @@ func TestConnectResponseBytes(t *testing.T) {
 		want  ConnectResponse
 	}{
 		{
-			name:  "spec example with readOnly byte",
+			name:  "documented example with readOnly byte",
 			frame: "00 00 00 25  " + prefix + "  00",
 			want: ConnectResponse{TimeoutMs: 10000, SessionID: 0x0100000c4c560000, Passwd: passwd,
 				HasReadOnly: true},
