@@ -52,6 +52,7 @@ zk._session_callback = record
 zk.start_async()
 deadline = time.time() + spec["timeout"]
 outcome = "nosession"
+running = False
 while time.time() < deadline:
     if KeeperState.AUTH_FAILED in seen:
         outcome = "authfailed"
@@ -61,7 +62,13 @@ while time.time() < deadline:
     if zk.connected and (not spec.get("sasl") or (getattr(zk, "sasl_cli", None) is not None and zk.sasl_cli.complete)):
         outcome = "session"
         break
-    if zk._connection.connection_stopped.is_set():
+    # connection_stopped starts out set and is cleared only when kazoo's
+    # connection thread begins its loop: it means the attempts are over
+    # only once that thread has been seen running.
+    stopped = zk._connection.connection_stopped.is_set()
+    if not stopped:
+        running = True
+    elif running:
         break
     time.sleep(0.02)
 if outcome == "nosession" and KeeperState.AUTH_FAILED in seen:
