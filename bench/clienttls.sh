@@ -11,7 +11,8 @@
 # `keeper bench zk` over TLS (--client-conf: a client certificate and the
 # CA), at 16 clients x 16 in flight and at 1 x 1, get then set; keeper and
 # ZooKeeper alternate within each of PAIRS pairs (default 3), so drift on
-# the machine falls on both. --cpu-pid gives each server's CPU per op. The
+# the machine falls on both, after an unrecorded warm-up pass of WARMUP
+# (default 15s) per server and op. --cpu-pid gives each server's CPU per op. The
 # last lines are a table of medians and the keeper/ZooKeeper ratios.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -75,6 +76,17 @@ grep -q "serving tls clients" "$W/keeper.log" || {
 	echo "bench: keeper does not serve TLS clients" >&2
 	exit 1
 }
+
+# A warm-up pass on each server, not recorded: ZooKeeper's first seconds
+# under load carry the JVM's compilation, which is not its steady rate.
+for who in keeper zookeeper; do
+	port=$kport
+	[ "$who" = zookeeper ] && port=$zport
+	for op in get set; do
+		"$KEEPER" bench zk --client-conf "$W/client.conf" --servers "127.0.0.1:$port" --op "$op" \
+			--clients 16 --inflight 16 --size 100 --duration "${WARMUP:-15s}" >/dev/null
+	done
+done
 
 for _ in $(seq "$PAIRS"); do
 	for op in get set; do
