@@ -210,3 +210,57 @@ func TestLearnerKerberos(t *testing.T) {
 		})
 	}
 }
+
+// TestClientKerberos: a client's Kerberos section logs in with a keytab or
+// a ticket cache, and nothing else.
+func TestClientKerberos(t *testing.T) {
+	const mod = `com.sun.security.auth.module.Krb5LoginModule required `
+	tests := []struct {
+		name, section, wantErr string
+		want                   *ClientKerberos
+	}{
+		{name: "keytab", section: mod + `useKeyTab=true keyTab="/k/alice.keytab" principal="alice@EXAMPLE.COM";`,
+			want: &ClientKerberos{KeyTab: "/k/alice.keytab", Principal: "alice@EXAMPLE.COM", Line: 2}},
+		{name: "ticket cache", section: mod + `useTicketCache=true;`, want: &ClientKerberos{UseTicketCache: true, Line: 2}},
+		{name: "named cache", section: mod + `useTicketCache=TRUE ticketCache="/tmp/cc" principal="alice";`,
+			want: &ClientKerberos{UseTicketCache: true, TicketCache: "/tmp/cc", Principal: "alice", Line: 2}},
+		{name: "both", section: mod + `useTicketCache=true useKeyTab=true keyTab="/k" principal="alice";`,
+			want: &ClientKerberos{UseTicketCache: true, KeyTab: "/k", Principal: "alice", Line: 2}},
+		{name: "neither", section: mod + `doNotPrompt=true;`, wantErr: "cannot prompt"},
+		{name: "keytab without principal", section: mod + `useKeyTab=true keyTab="/k";`, wantErr: "principal must name"},
+		{name: "keytab without file", section: mod + `useKeyTab=true principal="alice";`, wantErr: "keyTab is not set"},
+		{name: "cache named but off", section: mod + `ticketCache="/tmp/cc" useKeyTab=true keyTab="/k" principal="a";`,
+			wantErr: "without useTicketCache"},
+		{name: "two modules", section: mod + `useTicketCache=true;
+			org.apache.zookeeper.server.auth.DigestLoginModule required username="bob" password="x";`, wantErr: "only login module"},
+		{name: "digest", section: `org.apache.zookeeper.server.auth.DigestLoginModule required username="bob" password="x";`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("Client {\n"+tc.section+"\n};"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cfg.ClientKerberos("Client")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	cfg, err := Parse([]byte("Other { "+mod+"useTicketCache=true; };"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cfg.ClientKerberos("Client"); got != nil || err != nil {
+		t.Fatalf("a missing section: %+v, %v", got, err)
+	}
+}

@@ -10,11 +10,8 @@ import (
 
 	"keeper/coordination/jaas"
 	"keeper/coordination/kerberos"
+	"keeper/coordination/krblogin"
 )
-
-// maxKeytabBytes bounds the keytab file read at start: a keytab holds a
-// few keys of a few dozen bytes each.
-const maxKeytabBytes = 1 << 20
 
 // kerberosAcceptor reads the login's keytab and checks that it holds a key
 // for the principal, and, for an initiator (isInitiator, true by default),
@@ -22,7 +19,7 @@ const maxKeytabBytes = 1 << 20
 // ZooKeeper's start: a stale keytab or an unreachable KDC stops the start
 // there, and here too (docs/sasl.md).
 func kerberosAcceptor(krb *jaas.KerberosLogin, props map[string]string) (*kerberos.Acceptor, error) {
-	data, err := readKeytab(krb.KeyTab)
+	data, err := krblogin.ReadKeytab(krb.KeyTab)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +40,7 @@ func kerberosAcceptor(krb *jaas.KerberosLogin, props map[string]string) (*kerber
 // krb5.conf Java would read (-Djava.security.krb5.conf, else
 // /etc/krb5.conf), and throws it away.
 func kdcLogin(principal string, keytabBytes []byte, props map[string]string) error {
-	cfg, err := krb5Config(props)
+	cfg, err := krblogin.Krb5Config(props)
 	if err != nil {
 		return err
 	}

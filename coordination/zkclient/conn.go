@@ -94,8 +94,10 @@ type Options struct {
 	// SASL, if set, starts a SASL exchange for each connection, which
 	// runs right after the ConnectResponse and before any other request
 	// (sasl.go); a failed exchange fails the dial with an error wrapping
-	// ErrSASLRefused and zkproto.ErrAuthFailed.
-	SASL func() (SASLClient, error)
+	// ErrSASLRefused and zkproto.ErrAuthFailed. It is given the address
+	// dialled and the connection's remote address, from which a Kerberos
+	// client names the server's principal.
+	SASL func(addr string, remote net.Addr) (SASLClient, error)
 
 	noPing bool // tests: never ping, to watch a session expire
 }
@@ -238,7 +240,7 @@ func start(ctx context.Context, nc net.Conn, addr string, opts Options) (*Conn, 
 	}
 	var xid int32
 	if opts.SASL != nil {
-		if xid, err = authenticate(ctx, nc, br, opts); err != nil {
+		if xid, err = authenticate(ctx, nc, br, addr, opts); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("zkclient: authenticate to %s: %w", addr, err)
 		}

@@ -34,6 +34,14 @@ type SASLClient interface {
 	Complete() bool
 }
 
+// initialResponder is a SASLClient whose mechanism starts with a token of
+// its own (GSSAPI's initial context token), sent in the first sasl(102)
+// request instead of an empty one, as the Java client sends a mechanism's
+// initial response.
+type initialResponder interface {
+	InitialResponse() []byte
+}
+
 // maxSASLRounds bounds the sasl(102) round trips of one exchange:
 // DIGEST-MD5 takes two, and a server that keeps answering tokens without
 // the mechanism completing is refused rather than followed for ever.
@@ -77,8 +85,8 @@ func dialTLS(ctx context.Context, nc net.Conn, addr string, cfg *tls.Config) (ne
 // error code (ZooKeeper answers AuthFailed, or SessionClosedRequireSasl
 // when the server requires SASL) or a token the mechanism rejects is an
 // error wrapping zkproto.ErrAuthFailed.
-func authenticate(ctx context.Context, nc net.Conn, br *bufio.Reader, opts Options) (int32, error) {
-	cl, err := opts.SASL()
+func authenticate(ctx context.Context, nc net.Conn, br *bufio.Reader, addr string, opts Options) (int32, error) {
+	cl, err := opts.SASL(addr, nc.RemoteAddr())
 	if err != nil {
 		return 0, fmt.Errorf("SASL: %w", err)
 	}
@@ -103,10 +111,18 @@ func authenticate(ctx context.Context, nc net.Conn, br *bufio.Reader, opts Optio
 	return xid, nc.SetDeadline(time.Time{})
 }
 
-// saslRounds runs the exchange's round trips.
+// saslRounds runs the exchange's round trips. A mechanism that completes
+// with a last token to send (GSSAPI's answer to the security-layer offer)
+// sends it, and the server's OK to it ends the exchange; one that
+// completes with nothing to send (DIGEST-MD5 once the server's rspauth
+// checks out) ends it at once.
 func saslRounds(nc net.Conn, br *bufio.Reader, cl SASLClient, maxBuffer int) (int32, error) {
 	token := []byte{}
+	if ir, ok := cl.(initialResponder); ok {
+		token = ir.InitialResponse()
+	}
 	var frame []byte
+	last := false
 	for xid := int32(1); xid <= maxSASLRounds; xid++ {
 		out := zkproto.AppendRequestFrame(nil, zkproto.RequestHeader{Xid: xid, Op: zkproto.OpSASL},
 			&zkproto.GetSASLRequest{Token: token})
@@ -121,11 +137,17 @@ func saslRounds(nc net.Conn, br *bufio.Reader, cl SASLClient, maxBuffer int) (in
 		if err != nil {
 			return 0, err
 		}
+		if last {
+			return xid, nil
+		}
 		if token, err = cl.Evaluate(resp.Token); err != nil {
 			return 0, authFailed("%v", err)
 		}
 		if cl.Complete() {
-			return xid, nil
+			if token == nil {
+				return xid, nil
+			}
+			last = true
 		}
 	}
 	return 0, authFailed("no outcome after %d rounds", maxSASLRounds)

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"time"
 
 	"keeper/coordination/clienttls"
 	"keeper/coordination/jaas"
@@ -23,7 +25,7 @@ const maxJAASBytes = 1 << 20
 // (zoocfg.ParseClientSecurity), for Options.TLS and Options.SASL.
 type Security struct {
 	TLS  *tls.Config
-	SASL func() (SASLClient, error)
+	SASL func(addr string, remote net.Addr) (SASLClient, error)
 }
 
 // Apply sets o's TLS and SASL.
@@ -35,8 +37,9 @@ func (s Security) Apply(o *Options) {
 // zookeeper.client.secure is true, and the JAAS file's login section when
 // SASL is on. Everything is read now, so a missing file or a wrong store
 // password fails at start, not at the first connection. A login section
-// that asks for Kerberos (Krb5LoginModule) is refused: keeper's clients
-// authenticate with DIGEST-MD5 only.
+// with a Krb5LoginModule authenticates with GSSAPI (kerberos.go): it logs
+// in now, with its keytab or from its credential cache; one with a
+// DigestLoginModule with DIGEST-MD5.
 func NewSecurity(cs zoocfg.ClientSecurity) (Security, error) {
 	var s Security
 	if cs.Secure {
@@ -47,11 +50,20 @@ func NewSecurity(cs zoocfg.ClientSecurity) (Security, error) {
 		s.TLS = cfg
 	}
 	if cs.SASLEnabled() {
-		user, password, err := clientCredentials(cs)
+		conf, err := loginConfig(cs)
 		if err != nil {
 			return Security{}, err
 		}
-		s.SASL = DigestMD5(user, password)
+		if s.SASL, err = kerberosClient(cs, conf, time.Now()); err != nil {
+			return Security{}, err
+		}
+		if s.SASL == nil {
+			user, password, err := clientCredentials(cs, conf)
+			if err != nil {
+				return Security{}, err
+			}
+			s.SASL = DigestMD5(user, password)
+		}
 	}
 	return s, nil
 }
@@ -59,8 +71,8 @@ func NewSecurity(cs zoocfg.ClientSecurity) (Security, error) {
 // DigestMD5 returns an Options.SASL that authenticates as user with
 // password over DIGEST-MD5, as the Java client does (the digest-uri
 // zookeeper/zk-sasl-md5, the user as authorization id).
-func DigestMD5(user, password string) func() (SASLClient, error) {
-	return func() (SASLClient, error) {
+func DigestMD5(user, password string) func(string, net.Addr) (SASLClient, error) {
+	return func(string, net.Addr) (SASLClient, error) {
 		cfg := &sasl.DigestMD5ClientConfig{Protocol: sasl.ZooKeeperProtocol, ServerName: sasl.ZooKeeperServerName,
 			Username: user, Password: password, Entropy: rand.Reader}
 		if err := cfg.Validate(); err != nil {
@@ -138,37 +150,45 @@ func verifyChain(st tls.ConnectionState, roots *x509.CertPool) error {
 	return err
 }
 
-// clientCredentials reads the DIGEST-MD5 user and password from the JAAS
-// file's login section.
-func clientCredentials(cs zoocfg.ClientSecurity) (user, password string, err error) {
-	const key = "java.security.auth.login.config"
+// loginConfig reads and parses the JAAS file, its ${name} expanded from
+// the client's -D flags.
+func loginConfig(cs zoocfg.ClientSecurity) (*jaas.Config, error) {
 	f, err := os.Open(cs.LoginConfig)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", key, err)
+		return nil, fmt.Errorf("%s: %w", loginConfigKey, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxJAASBytes+1))
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %s: %w", key, cs.LoginConfig, err)
+		return nil, fmt.Errorf("%s: %s: %w", loginConfigKey, cs.LoginConfig, err)
 	}
 	if len(data) > maxJAASBytes {
-		return "", "", fmt.Errorf("%s: %s: larger than %d bytes", key, cs.LoginConfig, maxJAASBytes)
+		return nil, fmt.Errorf("%s: %s: larger than %d bytes", loginConfigKey, cs.LoginConfig, maxJAASBytes)
 	}
 	conf, err := jaas.Parse(data, func(name string) (string, bool) {
 		v, ok := cs.JVMProperties[name]
 		return v, ok
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %s: %w", key, cs.LoginConfig, err)
+		return nil, fmt.Errorf("%s: %s: %w", loginConfigKey, cs.LoginConfig, err)
 	}
+	return conf, nil
+}
+
+// loginConfigKey names the JAAS file.
+const loginConfigKey = "java.security.auth.login.config"
+
+// clientCredentials reads the DIGEST-MD5 user and password from the JAAS
+// file's login section.
+func clientCredentials(cs zoocfg.ClientSecurity, conf *jaas.Config) (user, password string, err error) {
 	user, password, ok, found, err := conf.Credentials(cs.SASLSection)
 	switch {
 	case err != nil:
-		return "", "", fmt.Errorf("%s: %s: %w (GSSAPI from keeper's clients is not implemented)", key, cs.LoginConfig, err)
+		return "", "", fmt.Errorf("%s: %s: %w", loginConfigKey, cs.LoginConfig, err)
 	case !ok:
-		return "", "", fmt.Errorf("%s: %s: no section %s (zookeeper.sasl.clientconfig)", key, cs.LoginConfig, cs.SASLSection)
+		return "", "", fmt.Errorf("%s: %s: no section %s (zookeeper.sasl.clientconfig)", loginConfigKey, cs.LoginConfig, cs.SASLSection)
 	case !found:
-		return "", "", fmt.Errorf("%s: %s: section %s names no username", key, cs.LoginConfig, cs.SASLSection)
+		return "", "", fmt.Errorf("%s: %s: section %s names no username", loginConfigKey, cs.LoginConfig, cs.SASLSection)
 	}
 	return user, password, nil
 }

@@ -278,13 +278,30 @@ func TestSecurityConfigErrors(t *testing.T) {
 	if err := os.WriteFile(krb, []byte(`Client { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k" principal="zk"; };`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	krb5 := write("krb5.conf", "[libdefaults]\n default_realm = EXAMPLE.COM\n")
+	krbPrompt := write("prompt.jaas", `Client { com.sun.security.auth.module.Krb5LoginModule required doNotPrompt=true; };`)
+	krbCache := write("cache.jaas", `Client { com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true ticketCache="`+
+		filepath.Join(dir, "no-cache")+`"; };`)
 	tests := []struct{ name, flags, want string }{
 		{"missing trust store", "-Dzookeeper.client.secure=true -Dzookeeper.ssl.trustStore.location=" + filepath.Join(dir, "none.pem"),
 			"zookeeper.ssl.trustStore.location"},
 		{"key store without key", "-Dzookeeper.client.secure=true -Dzookeeper.ssl.keyStore.location=" + p.trust,
 			"zookeeper.ssl.keyStore.location"},
 		{"missing JAAS file", "-Djava.security.auth.login.config=" + filepath.Join(dir, "none.conf"), "java.security.auth.login.config"},
-		{"kerberos", "-Djava.security.auth.login.config=" + krb, "GSSAPI"},
+		{"kerberos keytab missing", "-Djava.security.auth.login.config=" + krb + " -Djava.security.krb5.conf=" + krb5, "/k"},
+		{"kerberos without credentials", "-Djava.security.auth.login.config=" + krbPrompt + " -Djava.security.krb5.conf=" + krb5,
+			"cannot prompt"},
+		{"kerberos cache missing", "-Djava.security.auth.login.config=" + krbCache + " -Djava.security.krb5.conf=" + krb5,
+			filepath.Join(dir, "no-cache")},
+		{"krb5.conf missing", "-Djava.security.auth.login.config=" + krb + " -Djava.security.krb5.conf=" + filepath.Join(dir, "none"),
+			"krb5.conf"},
 		{"no such section", "-Dzookeeper.sasl.clientconfig=Other -Djava.security.auth.login.config=" + writeJAAS(t, dir, "bob", "x"),
 			"no section Other"},
 		{"bad protocol", "-Dzookeeper.client.secure=true -Dzookeeper.ssl.protocol=SSLv3", "zookeeper.ssl.protocol"},
@@ -300,5 +317,47 @@ func TestSecurityConfigErrors(t *testing.T) {
 	sec, err := clientSecurity(t, "-Dzookeeper.sasl.client=false -Djava.security.auth.login.config="+krb)
 	if err != nil || sec.SASL != nil || sec.TLS != nil {
 		t.Fatalf("zookeeper.sasl.client=false: got %+v, %v; want no SASL", sec, err)
+	}
+}
+
+// TestServerPrincipal: the principal a Kerberos client asks a ticket for,
+// as ZooKeeper's Java client names it.
+func TestServerPrincipal(t *testing.T) {
+	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2181}
+	lookup := func(names ...string) func(context.Context, string) ([]string, error) {
+		return func(_ context.Context, ip string) ([]string, error) {
+			if ip != "127.0.0.1" {
+				t.Fatalf("reverse lookup of %s", ip)
+			}
+			if names == nil {
+				return nil, errors.New("no such host")
+			}
+			return names, nil
+		}
+	}
+	tests := []struct {
+		name   string
+		props  map[string]string
+		addr   string
+		lookup func(context.Context, string) ([]string, error)
+		want   string
+	}{
+		{"canonical name", nil, "127.0.0.1:2181", lookup("localhost."), "zookeeper/localhost"},
+		{"first of several names", nil, "10.0.0.1:2181", lookup("zk1.example.com.", "zk1"), "zookeeper/zk1.example.com"},
+		{"no reverse name", nil, "zk1:2181", lookup(), "zookeeper/zk1"},
+		{"the address itself", nil, "zk1:2181", lookup("127.0.0.1"), "zookeeper/zk1"},
+		{"not canonicalized", map[string]string{canonicalizeKey: "false"}, "zk1:2181", lookup("localhost"), "zookeeper/zk1"},
+		{"not canonicalized, any other word", map[string]string{canonicalizeKey: "no"}, "zk1:2181", lookup("localhost"), "zookeeper/zk1"},
+		{"canonicalized in any case", map[string]string{canonicalizeKey: "TRUE"}, "zk1:2181", lookup("localhost"), "zookeeper/localhost"},
+		{"another service", map[string]string{saslUsernameKey: "zk"}, "zk1:2181", lookup("localhost"), "zk/localhost"},
+		{"named outright", map[string]string{serverPrincipalKey: "zookeeper/zk.example.com@EXAMPLE.COM", saslUsernameKey: "zk"},
+			"zk1:2181", lookup("localhost"), "zookeeper/zk.example.com@EXAMPLE.COM"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := serverPrincipal(tc.props, tc.addr, remote, tc.lookup); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -41,6 +41,7 @@ var tierTable = []tierEntry{
 	{pkg: "coordination/admin", tier: 3},
 	{pkg: "coordination/clienttls", tier: 3}, // TLS for the client port: key and trust store files
 	{pkg: "coordination/zkclient", tier: 3},  // keeper's own ZooKeeper client: sockets and goroutines
+	{pkg: "coordination/krblogin", tier: 3},  // Kerberos logins (keytab, credential cache) and GSSAPI initiators: the KDC
 	{pkg: "ledgerstore/bookie", tier: 3}, {pkg: "ledgerstore/metadata", tier: 3},
 	{pkg: "ledgerstore/bookie/httpadmin", tier: 3}, // the bookie's HTTP admin API (httpServerEnabled)
 	{pkg: "ledgerstore/ledgerclient", tier: 3, subpackages: true}, {pkg: "ledgerstore/bookierpc", tier: 3},
@@ -99,8 +100,10 @@ var thirdParty = map[string][]string{
 	// Kerberos tickets, keytabs and enctypes for SASL GSSAPI (docs/sasl.md):
 	// RFC 3961/3962/8009 cryptography and the RFC 4120 ASN.1 types are not
 	// something to hand-write.
-	// The server's start-up login to the KDC (isInitiator) uses its client.
-	"github.com/jcmturner/gokrb5/v8": {"coordination/kerberos", "coordination/server"},
+	// The server's start-up login to the KDC (isInitiator) uses its client,
+	// and krblogin its client and credential caches for the initiators of
+	// quorum learners and keeper's own clients.
+	"github.com/jcmturner/gokrb5/v8": {"coordination/kerberos", "coordination/server", "coordination/krblogin"},
 	// keeper shell's line editor (history, completion), as zkCli has JLine's.
 	"github.com/chzyer/readline": {"cmd/keeper"},
 }
