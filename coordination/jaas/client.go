@@ -1,7 +1,5 @@
 package jaas
 
-import "fmt"
-
 // ClientKerberos is a ZooKeeper client's Kerberos login, from its Client
 // section (docs/sasl.md, "keeper's own clients").
 type ClientKerberos struct {
@@ -27,24 +25,9 @@ type ClientKerberos struct {
 // so a module with neither is refused rather than left to fail at the
 // first connection.
 func (c *Config) ClientKerberos(name string) (*ClientKerberos, error) {
-	mods, ok := c.Section(name)
-	if !ok {
-		return nil, nil
-	}
-	var krb *Module
-	for i := range mods {
-		if mods[i].Class == Krb5LoginModule {
-			krb = &mods[i]
-		}
-	}
-	if krb == nil {
-		return nil, nil
-	}
-	if len(mods) != 1 {
-		return nil, fmt.Errorf("jaas: section %s, line %d: %s must be the section's only login module", name, krb.Line, Krb5LoginModule)
-	}
-	bad := func(what string) error {
-		return fmt.Errorf("jaas: section %s, line %d: %s: %s", name, krb.Line, Krb5LoginModule, what)
+	krb, bad, err := c.krb5Module(name)
+	if krb == nil || err != nil {
+		return nil, err
 	}
 	login := &ClientKerberos{Principal: krb.Options["principal"], UseTicketCache: isTrue(krb.Options["useTicketCache"]),
 		TicketCache: krb.Options["ticketCache"], Line: krb.Line}

@@ -45,25 +45,34 @@ func (c *Config) LearnerKerberos(name string) (*KerberosLogin, error) {
 	return c.kerberos(name, false)
 }
 
-func (c *Config) kerberos(name string, acceptor bool) (*KerberosLogin, error) {
+// krb5Module returns the Krb5LoginModule of section name, or nil when the
+// section has none (or does not exist); it must be the section's only
+// module. bad makes an error about it.
+func (c *Config) krb5Module(name string) (krb *Module, bad func(what string) error, err error) {
 	mods, ok := c.Section(name)
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var krb *Module
 	for i := range mods {
 		if mods[i].Class == Krb5LoginModule {
 			krb = &mods[i]
 		}
 	}
 	if krb == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if len(mods) != 1 {
-		return nil, fmt.Errorf("jaas: section %s, line %d: %s must be the section's only login module", name, krb.Line, Krb5LoginModule)
+		return nil, nil, fmt.Errorf("jaas: section %s, line %d: %s must be the section's only login module", name, krb.Line, Krb5LoginModule)
 	}
-	bad := func(what string) error {
+	return krb, func(what string) error {
 		return fmt.Errorf("jaas: section %s, line %d: %s: %s", name, krb.Line, Krb5LoginModule, what)
+	}, nil
+}
+
+func (c *Config) kerberos(name string, acceptor bool) (*KerberosLogin, error) {
+	krb, bad, err := c.krb5Module(name)
+	if krb == nil || err != nil {
+		return nil, err
 	}
 	if !isTrue(krb.Options["useKeyTab"]) {
 		return nil, bad("keeper needs useKeyTab=true: it logs in with the keys of a keytab")
