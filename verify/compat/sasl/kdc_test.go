@@ -44,3 +44,26 @@ func mustLook(t *testing.T, bin string) string {
 	t.Helper()
 	return mitkdc.MustLook(t, bin)
 }
+
+// kdcUsers is a KDC with the service principal zookeeper/localhost and
+// the users alice and eve, and their keytabs: stale holds the service's
+// first key, which the later keytab made stale.
+type kdcUsers struct {
+	*kdc
+	stale, service, alice, eve string
+}
+
+// startKDCUsers starts the KDC (startKDC) and adds the principals.
+func startKDCUsers(t *testing.T) kdcUsers {
+	t.Helper()
+	k := startKDC(t)
+	for _, p := range []string{"zookeeper/localhost", "alice", "eve"} {
+		k.addPrincipal(t, p)
+	}
+	u := kdcUsers{kdc: k}
+	u.stale = k.keytab(t, "zookeeper/localhost", "zk-stale.keytab")
+	u.service = k.keytab(t, "zookeeper/localhost", "zk.keytab")
+	u.alice = k.keytab(t, "alice", "alice.keytab")
+	u.eve = k.keytab(t, "eve", "eve.keytab")
+	return u
+}

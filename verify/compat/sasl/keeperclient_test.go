@@ -60,13 +60,9 @@ func TestKerberosKeeperClientSideBySide(t *testing.T) {
 	if err := zkreal.Available(); err != nil {
 		require(t, "Apache ZooKeeper", err)
 	}
-	k := startKDC(t)
-	for _, p := range []string{"zookeeper/localhost", "alice", "eve"} {
-		k.addPrincipal(t, p)
-	}
-	service := k.keytab(t, "zookeeper/localhost", "zk.keytab")
-	alice := k.keytab(t, "alice", "alice.keytab")
-	eve := k.keytab(t, "eve", "eve.keytab")
+	u := startKDCUsers(t)
+	k := u.kdc
+	service, alice, eve := u.service, u.alice, u.eve
 	serverJAAS := k.jaasFile(t, "server.jaas", service, alice, "alice@"+realm)
 	eveCache := filepath.Join(t.TempDir(), "eve.ccache")
 	kinit := exec.Command(mustLook(t, "kinit"), "-c", "FILE:"+eveCache, "-k", "-t", eve, "eve")

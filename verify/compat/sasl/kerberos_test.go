@@ -99,14 +99,10 @@ func TestKerberosZkCliSideBySide(t *testing.T) {
 	if err := zkreal.Available(); err != nil {
 		require(t, "Apache ZooKeeper", err)
 	}
-	k := startKDC(t)
-	for _, p := range []string{"zookeeper/localhost", "alice", "eve"} {
-		k.addPrincipal(t, p)
-	}
-	stale := k.keytab(t, "zookeeper/localhost", "zk-stale.keytab")
-	service := k.keytab(t, "zookeeper/localhost", "zk.keytab")
-	alice := k.keytab(t, "alice", "alice.keytab")
-	eve := k.keytab(t, "eve", "eve.keytab")
+	u := startKDCUsers(t)
+	k := u.kdc
+	stale := u.stale
+	service, alice, eve := u.service, u.alice, u.eve
 	aliceJAAS := k.jaasFile(t, "alice.jaas", service, alice, "alice@"+realm)
 	eveJAAS := k.jaasFile(t, "eve.jaas", service, eve, "eve@"+realm)
 	// isInitiator=false: the server does not log in to the KDC at start,
@@ -241,14 +237,10 @@ func TestKerberosKazooSideBySide(t *testing.T) {
 	if _, err := lookPath("kinit"); err != nil {
 		require(t, "kinit (Debian's krb5-user)", err)
 	}
-	k := startKDC(t)
-	for _, p := range []string{"zookeeper/localhost", "alice", "eve"} {
-		k.addPrincipal(t, p)
-	}
-	stale := k.keytab(t, "zookeeper/localhost", "zk-stale.keytab")
-	service := k.keytab(t, "zookeeper/localhost", "zk.keytab")
-	alice := k.keytab(t, "alice", "alice.keytab")
-	eve := k.keytab(t, "eve", "eve.keytab")
+	u := startKDCUsers(t)
+	k := u.kdc
+	stale := u.stale
+	service, alice, eve := u.service, u.alice, u.eve
 	jaas := k.jaasFile(t, "server.jaas", service, alice, "alice@"+realm)
 	krbFlag := "-Djava.security.krb5.conf=" + k.krb5Conf
 	aliceACL := "sasl:alice@" + realm + ":cdrwa"
