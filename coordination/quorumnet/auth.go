@@ -38,6 +38,9 @@ type SASL struct {
 	// replaced by host. It may block on the KDC; the exchange's deadline
 	// does not bound it, the KDC client's own timeouts do.
 	KerberosLearner func(host string) (*sasl.GSSAPIClient, error)
+	// KerberosPrincipal is the principal KerberosLearner logged in as,
+	// name@REALM, for the log.
+	KerberosPrincipal string
 	// ServerRequire closes an accepted connection that does not
 	// authenticate, or fails to (quorum.auth.serverRequireSasl). Without
 	// it such a connection is served: the rolling change to SASL.
@@ -187,15 +190,19 @@ func (t *Transport) learnerClient(addr string) (saslClient, []byte, string, erro
 		return sasl.NewDigestMD5Client(&sasl.DigestMD5ClientConfig{Protocol: sasl.QuorumProtocol, ServerName: sasl.QuorumServerName,
 			Username: s.Username, Password: s.Password, Entropy: t.entropy()}), []byte{}, strconv.Quote(s.Username), nil
 	}
+	who := "kerberos"
+	if s.KerberosPrincipal != "" {
+		who = strconv.Quote(s.KerberosPrincipal)
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, nil, "kerberos", err
+		return nil, nil, who, err
 	}
 	cl, err := s.KerberosLearner(host)
 	if err != nil {
-		return nil, nil, "kerberos", err
+		return nil, nil, who, err
 	}
-	return cl, cl.InitialResponse(), "kerberos", nil
+	return cl, cl.InitialResponse(), who, nil
 }
 
 // serverAuth authenticates the peer on a connection this server accepted,

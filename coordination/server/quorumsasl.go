@@ -99,7 +99,7 @@ func quorumLearnerSide(out *quorumnet.SASL, q *zoocfg.QuorumSASL, cfg *jaas.Conf
 		if err != nil {
 			return fmt.Errorf("line %d: %w", krb.Line, err)
 		}
-		out.KerberosLearner = learner
+		out.KerberosLearner, out.KerberosPrincipal = learner, principal
 		logger.Info("quorum sasl: authenticating with GSSAPI (Kerberos)", "principal", principal, "keyTab", krb.KeyTab,
 			"servicePrincipal", q.Principal())
 		return nil
