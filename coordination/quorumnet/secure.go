@@ -101,11 +101,29 @@ func (t *Transport) secureDialed(raw net.Conn) (net.Conn, error) {
 	}
 	if len(cur.Certificates) > 0 {
 		cert := cur.Certificates[0]
-		// Present it whichever CAs the server names, as a Java peer does
-		// with its one key: a server that does not trust it says so.
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+		cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return clientCertificate(cri, &cert), nil
+		}
 	}
 	return t.handshake(raw, tls.Client(raw, cfg))
+}
+
+// clientCertificate is what a dialling member answers the accepting
+// member's CertificateRequest with: its certificate, if the request names
+// no CA or one that issued a certificate of its chain (and its key can
+// sign with a scheme the request lists), and otherwise no certificate, as
+// ZooKeeper's key manager (Java's PKIX X509KeyManager) holds back a chain
+// whose issuers the request does not name or whose key type it cannot
+// use. Under
+// ssl.quorum.clientAuth=want the accepting member then lets the dialling
+// one in without a certificate; under need it refuses it either way.
+// (The accepting member names the subjects of its trust store, Go's
+// ClientCAs; docs/tls.md, "Between servers".)
+func clientCertificate(cri *tls.CertificateRequestInfo, cert *tls.Certificate) *tls.Certificate {
+	if cri.SupportsCertificate(cert) != nil {
+		return &tls.Certificate{}
+	}
+	return cert
 }
 
 // secureAccepted tells a TLS peer from a plaintext one by the first byte

@@ -245,3 +245,68 @@ func TestTLSReload(t *testing.T) {
 	writePEM(t, trustPath, nil, p.ca.Leaf)
 	openLink(t, learner, leader)
 }
+
+// TestTLSWantUntrustedCertificate checks ssl.quorum.clientAuth=want with a
+// learner whose certificate a CA the leader does not trust issued: the
+// leader's CertificateRequest names its own CA only, so the learner
+// presents no certificate and is let in, as a ZooKeeper member is; under
+// need the same learner is refused.
+func TestTLSWantUntrustedCertificate(t *testing.T) {
+	p := newTestPKI(t)
+	for _, tt := range []struct {
+		auth   tls.ClientAuthType
+		joined bool
+	}{
+		{tls.VerifyClientCertIfGiven, true},
+		{tls.RequireAndVerifyClientCert, false},
+	} {
+		t.Run(tt.auth.String(), func(t *testing.T) {
+			leaderTLS := p.secure(t, false, false, loopback)
+			leaderTLS.Certificates.(staticCerts).cfg.ClientAuth = tt.auth
+			trs := startTransports(t, 2, withTLS(leaderTLS, p.secure(t, true, false, loopback)))
+			leader, learner := trs[0], trs[1]
+			if tt.joined {
+				openLink(t, learner, leader)
+				return
+			}
+			learner.Send([]zab.Message{followerInfo(2, 1)})
+			expect(t, learner, zab.Message{Type: zab.MsgDisconnected, From: 1})
+		})
+	}
+}
+
+// TestClientCertificate checks which certificate a dialling member
+// answers a CertificateRequest with: its own when the request names no
+// CA or the CA of a certificate in its chain, none otherwise.
+func TestClientCertificate(t *testing.T) {
+	p := newTestPKI(t)
+	leaf := testCert(t, "member", &p.ca, false, loopback)
+	inter := testCert(t, "intermediate", &p.ca, true)
+	viaInter := testCert(t, "member", &inter, false, loopback)
+	viaInter.Certificate = append(viaInter.Certificate, inter.Certificate[0])
+	caName, rogueName := p.ca.Leaf.RawSubject, p.rogue.Leaf.RawSubject
+	tests := []struct {
+		name      string
+		cert      tls.Certificate
+		names     [][]byte
+		presented bool
+	}{
+		{"no CA named", leaf, nil, true},
+		{"its CA named", leaf, [][]byte{caName}, true},
+		{"its CA among others", leaf, [][]byte{rogueName, caName}, true},
+		{"another CA named", leaf, [][]byte{rogueName}, false},
+		{"the root of its chain named", viaInter, [][]byte{caName}, true},
+		{"the intermediate named", viaInter, [][]byte{inter.Leaf.RawSubject}, true},
+		{"neither named", viaInter, [][]byte{rogueName}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cri := &tls.CertificateRequestInfo{AcceptableCAs: tt.names, Version: tls.VersionTLS12,
+				SignatureSchemes: []tls.SignatureScheme{tls.ECDSAWithP256AndSHA256, tls.PSSWithSHA256}}
+			got := clientCertificate(cri, &tt.cert)
+			if presented := len(got.Certificate) > 0; presented != tt.presented {
+				t.Errorf("presented = %v, want %v", presented, tt.presented)
+			}
+		})
+	}
+}
