@@ -122,7 +122,8 @@ func (s *Server) TLSConfig() *tls.Config {
 }
 
 // Current returns the configuration for a handshake beginning now: the
-// stores' certificate and trust (ClientCAs) with the versions, suites and
+// stores' certificate and trust (ClientCAs: the trust store, or without
+// one the system's roots; nil if they cannot be read) with the versions, suites and
 // client authentication of the Config. With Reload, it first picks up
 // changed store files. The result must not be modified.
 func (s *Server) Current() *tls.Config { return s.current() }
@@ -196,6 +197,12 @@ func (s *Server) load() (*tls.Config, error) {
 		for _, cert := range certs {
 			pool.AddCert(cert)
 		}
+		c.ClientCAs = pool
+	} else if pool, err := x509.SystemCertPool(); err == nil {
+		// The system's roots, which verification uses for a nil ClientCAs
+		// too; set, they are also the CA names a CertificateRequest
+		// carries, as a Java server with its default trust store names
+		// every CA of it.
 		c.ClientCAs = pool
 	}
 	return c, nil
