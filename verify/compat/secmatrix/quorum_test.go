@@ -31,21 +31,21 @@ func (c quorumCell) String() string {
 	return "tls=" + c.tls + ",sasl=" + c.sasl + ",odd=" + strings.ReplaceAll(c.odd, " ", "-")
 }
 
-// quorumCells are the cells. want is only where it means the same on
-// both: a member that speaks plaintext is refused under want as under
-// need. Two want cells are left out because the kinds differ there, both
-// for a reason outside the accepting member's check: a member without a
-// key store (ZooKeeper starts it and it dials without a certificate,
-// which want lets in; keeper refuses to start it, docs/tls.md), and a
-// member whose certificate an untrusted CA issued (a ZooKeeper member
-// holds it back, as Java does with a certificate whose issuer is not
-// among the CAs the acceptor names, and joins without one; a keeper
-// member presents it and is refused).
+// quorumCells are the cells. Under want, a member that speaks plaintext
+// is refused as under need, and a member whose certificate an untrusted
+// CA issued joins: the accepting member names its trust store's CAs in
+// its CertificateRequest, and the dialling member, of either kind, holds
+// back a certificate none of them issued and goes on without one
+// (TestCertificateRequest). One want cell is left out because the
+// kinds differ there for a reason outside the handshake: a member without
+// a key store (ZooKeeper starts it and it dials without a certificate,
+// which want lets in; keeper refuses to start it, docs/tls.md).
 func quorumCells() []quorumCell {
 	return []quorumCell{
 		{tls: "need", sasl: "none", odd: "plaintext"},
 		{tls: "need", sasl: "none", odd: "untrusted certificate"},
 		{tls: "want", sasl: "none", odd: "plaintext"},
+		{tls: "want", sasl: "none", odd: "untrusted certificate"},
 		{tls: "off", sasl: "digest", odd: "wrong password"},
 		{tls: "off", sasl: "digest", odd: "no sasl"},
 		{tls: "need", sasl: "digest", odd: "wrong password"},
