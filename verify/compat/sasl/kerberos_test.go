@@ -198,13 +198,8 @@ zk.stop()
 // fresh credential cache.
 func (k *kdc) kazoo(t *testing.T, principal, keytab, addr, path string) string {
 	t.Helper()
-	ccache := "FILE:" + filepath.Join(t.TempDir(), "ccache")
+	ccache := k.Kinit(t, principal, keytab)
 	env := append(append(os.Environ(), k.env...), "KRB5CCNAME="+ccache)
-	kinit := exec.Command(mustLook(t, "kinit"), "-k", "-t", keytab, principal)
-	kinit.Env = env
-	if out, err := kinit.CombinedOutput(); err != nil {
-		t.Fatalf("kinit %s: %v\n%s", principal, err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(90*time.Second))
 	defer cancel()
 	// localhost, not 127.0.0.1: puresasl asks for a ticket to

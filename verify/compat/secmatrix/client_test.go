@@ -273,7 +273,7 @@ func (f *fixture) runClient(t *testing.T, a addrs, c client, setup bool) string 
 	if c.cert {
 		spec["cert"], spec["key"] = f.clientCert, f.clientKey
 	}
-	env := append(os.Environ(), f.kdc.Env()...)
+	env := append(os.Environ(), f.kdc.Env...)
 	switch c.creds {
 	case "bob", "bob-wrong":
 		password := "bob-secret"

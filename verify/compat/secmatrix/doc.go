@@ -21,7 +21,7 @@
 //     and whether the third joins must agree.
 //
 // One PKI (verify/compat/internal/pkitest) and one MIT KDC
-// (verify/compat/internal/kdctest) serve every cell. docs/tls.md and
+// (verify/compat/internal/mitkdc) serve every cell. docs/tls.md and
 // docs/sasl.md describe the settings. The package has tests only; without
 // Java, ZooKeeper, kazoo, openssl, keytool or the MIT KDC the tests skip,
 // unless KEEPER_REQUIRE_ZK is set (make test sets it), in which case they

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"keeper/internal/keeperbin"
-	"keeper/verify/compat/internal/kdctest"
+	"keeper/verify/compat/internal/mitkdc"
 	"keeper/verify/compat/internal/pkitest"
 	"keeper/verify/compat/zkreal"
 )
@@ -32,9 +32,9 @@ const storePass = "keeper-secmatrix"
 // connects to localhost; alice's sasl ACL lets her read, eve's ticket is
 // good but names another principal.
 const (
-	servicePrincipal = "zookeeper/localhost@" + kdctest.Realm
-	alice            = "alice@" + kdctest.Realm
-	eve              = "eve@" + kdctest.Realm
+	servicePrincipal = "zookeeper/localhost@" + mitkdc.Realm
+	alice            = "alice@" + mitkdc.Realm
+	eve              = "eve@" + mitkdc.Realm
 )
 
 // clientDN is the trusted client certificate's subject as Java's
@@ -51,7 +51,7 @@ type fixture struct {
 	serverStore, trust    string
 	clientCert, clientKey string
 
-	kdc                  *kdctest.KDC
+	kdc                  *mitkdc.KDC
 	aliceCache, eveCache string // KRB5CCNAME of each client principal
 	digestJAAS, krbJAAS  string // the Server section of each mechanism, and the quorum sections
 	// rogueStore is a member key store of a CA nobody trusts; wrongJAAS
@@ -85,7 +85,7 @@ func newFixture(t *testing.T) *fixture {
 	f.trust = filepath.Join(f.dir, "trust.jks")
 	pkitest.TrustStore(t, f.ca, f.trust, "JKS", storePass)
 
-	f.kdc = kdctest.Start(t)
+	f.kdc = mitkdc.Start(t)
 	for _, p := range []string{"zookeeper/localhost", "alice", "eve"} {
 		f.kdc.AddPrincipal(t, p)
 	}

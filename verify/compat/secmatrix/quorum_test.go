@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"keeper/internal/testhost"
-	"keeper/verify/compat/internal/kdctest"
 	"keeper/verify/compat/internal/launcher"
+	"keeper/verify/compat/internal/mitkdc"
 	"keeper/verify/compat/internal/pkitest"
 	"keeper/verify/compat/zkreal"
 )
@@ -213,8 +213,8 @@ func (f *fixture) makeRogue(t *testing.T) {
 // check of a learner's host lets it in. outsider is a principal of the
 // KDC whose host is no member's.
 const (
-	quorumPrincipal = "zkquorum/127.0.0.1@" + kdctest.Realm
-	outsider        = "zkquorum/elsewhere.example.com@" + kdctest.Realm
+	quorumPrincipal = "zkquorum/127.0.0.1@" + mitkdc.Realm
+	outsider        = "zkquorum/elsewhere.example.com@" + mitkdc.Realm
 )
 
 // makeQuorumKerberos writes the JAAS file of a member that accepts and

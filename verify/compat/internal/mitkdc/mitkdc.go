@@ -1,6 +1,9 @@
 // Package mitkdc runs an MIT KDC (Debian's krb5-kdc) on loopback for
-// tests, with its own database and configuration files in a temp dir:
-// the realm, principals with random keys, and keytabs exported from it.
+// the compatibility tests, with its own database and configuration files
+// in a temp dir: the realm, principals with random keys, keytabs exported
+// from it, and credential caches that kinit fills. A test on a machine
+// without the MIT tools is skipped, or failed when zkreal.RequireEnv
+// (KEEPER_REQUIRE_ZK) is set.
 package mitkdc
 
 import (
@@ -39,12 +42,7 @@ func Start(t testing.TB) *KDC {
 		}
 	}
 	if len(missing) > 0 {
-		err := fmt.Errorf("%s not found", strings.Join(missing, ", "))
-		const what = "an MIT KDC (Debian's krb5-kdc and krb5-admin-server)"
-		if v := os.Getenv(zkreal.RequireEnv); v != "" && v != "0" {
-			t.Fatalf("%s is required (%s=%s): %v", what, zkreal.RequireEnv, v, err)
-		}
-		t.Skipf("%s not available: %v", what, err)
+		require(t, "an MIT KDC (Debian's krb5-kdc and krb5-admin-server)", fmt.Errorf("%s not found", strings.Join(missing, ", ")))
 	}
 	dir := t.TempDir()
 	port := testhost.Port(t)
@@ -109,7 +107,7 @@ func Start(t testing.TB) *KDC {
 			log, _ := os.ReadFile(filepath.Join(dir, "kdc.log"))
 			t.Fatalf("krb5kdc does not listen on %d: %v\n%s", port, err, log)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling for the listener, bounded by deadline
 	}
 	return k
 }
@@ -142,6 +140,24 @@ func (k *KDC) Keytab(t testing.TB, principal, name string) string {
 	return p
 }
 
+// Kinit fills a new credential cache with principal's ticket from keytab
+// and returns its name (FILE:path), for KRB5CCNAME. Without kinit
+// (Debian's krb5-user) it skips the test, or fails it as Start does.
+func (k *KDC) Kinit(t testing.TB, principal, keytab string) string {
+	t.Helper()
+	kinit, err := LookPath("kinit")
+	if err != nil {
+		require(t, "kinit (Debian's krb5-user)", err)
+	}
+	ccache := "FILE:" + filepath.Join(t.TempDir(), "ccache")
+	cmd := exec.Command(kinit, "-k", "-t", keytab, principal)
+	cmd.Env = append(append(os.Environ(), k.Env...), "KRB5CCNAME="+ccache)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kinit %s: %v\n%s", principal, err, out)
+	}
+	return ccache
+}
+
 // LookPath finds an MIT tool, which Debian puts in /usr/sbin, off the PATH
 // of most users.
 func LookPath(bin string) (string, error) {
@@ -163,4 +179,14 @@ func MustLook(t testing.TB, bin string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// require skips t for want of what, or fails it when zkreal.RequireEnv is
+// set.
+func require(t testing.TB, what string, err error) {
+	t.Helper()
+	if v := os.Getenv(zkreal.RequireEnv); v != "" && v != "0" {
+		t.Fatalf("%s is required (%s=%s): %v", what, zkreal.RequireEnv, v, err)
+	}
+	t.Skipf("%s not available: %v", what, err)
 }
