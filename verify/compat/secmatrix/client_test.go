@@ -2,6 +2,8 @@ package secmatrix
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,6 +26,9 @@ type clientCell struct {
 	tls      string // off (the plaintext port), want or need (ssl.clientAuth on the TLS port)
 	sasl     string // none, digest or kerberos: the JAAS file's Server section
 	required bool   // sessionRequireClientSASLAuth=true
+	// enforce is enforce.auth.schemes, with enforce.auth.enabled=true;
+	// "" leaves both out.
+	enforce string
 }
 
 func (c clientCell) String() string {
@@ -31,11 +36,16 @@ func (c clientCell) String() string {
 	if c.required {
 		s += ",required"
 	}
+	if c.enforce != "" {
+		s += ",enforce=" + c.enforce
+	}
 	return s
 }
 
-// clientCells is every TLS × SASL pair, and SASL required over TLS and
-// over plaintext.
+// clientCells is every TLS × SASL pair, SASL required over TLS and over
+// plaintext, and enforced authentication with schemes other than sasl:
+// digest (addauth digest) over plaintext, x509 (a client certificate) on
+// a want port, and both.
 func clientCells() []clientCell {
 	var cells []clientCell
 	for _, tls := range []string{"off", "want", "need"} {
@@ -43,7 +53,10 @@ func clientCells() []clientCell {
 			cells = append(cells, clientCell{tls: tls, sasl: sasl})
 		}
 	}
-	return append(cells, clientCell{tls: "need", sasl: "digest", required: true}, clientCell{tls: "off", sasl: "kerberos", required: true})
+	return append(cells, clientCell{tls: "need", sasl: "digest", required: true}, clientCell{tls: "off", sasl: "kerberos", required: true},
+		clientCell{tls: "off", sasl: "none", enforce: "digest"},
+		clientCell{tls: "want", sasl: "none", enforce: "x509"},
+		clientCell{tls: "want", sasl: "none", enforce: "x509,digest"})
 }
 
 // keys are the cell's zoo.cfg lines, the same for both servers but for
@@ -66,6 +79,10 @@ func (c clientCell) keys(f *fixture) map[string]string {
 	if c.required {
 		keys["sessionRequireClientSASLAuth"] = "true"
 	}
+	if c.enforce != "" {
+		keys["enforce.auth.enabled"] = "true"
+		keys["enforce.auth.schemes"] = c.enforce
+	}
 	return keys
 }
 
@@ -83,6 +100,10 @@ func (c clientCell) jaas(f *fixture) string {
 type client struct {
 	tls, cert bool
 	creds     string // "", "bob", "bob-wrong", "alice" or "eve"
+	// digest is the client's addauth digest: "", "bob" (bob:bob-secret)
+	// or "bob-wrong" (bob:guess, which the digest scheme takes as another
+	// identity).
+	digest string
 }
 
 func (c client) String() string {
@@ -92,6 +113,9 @@ func (c client) String() string {
 		if c.cert {
 			s = "tls with certificate"
 		}
+	}
+	if c.digest != "" {
+		s += ", digest " + c.digest
 	}
 	if c.creds == "" {
 		return s + ", no sasl"
@@ -110,20 +134,34 @@ func (c clientCell) clients() []client {
 		transports = []client{{tls: true}, {tls: true, cert: true}}
 	}
 	creds := map[string][]string{"none": {""}, "digest": {"", "bob", "bob-wrong"}, "kerberos": {"", "alice", "eve"}}[c.sasl]
+	digests := []string{""}
+	if c.enforces("digest") {
+		digests = []string{"", "bob", "bob-wrong"}
+	}
 	var out []client
 	for _, tr := range transports {
 		for _, cr := range creds {
-			tr.creds = cr
-			out = append(out, tr)
+			for _, d := range digests {
+				tr.creds, tr.digest = cr, d
+				out = append(out, tr)
+			}
 		}
 	}
 	return out
+}
+
+// enforces reports whether scheme is one of the cell's enforced schemes.
+func (c clientCell) enforces(scheme string) bool {
+	return slices.Contains(strings.Split(c.enforce, ","), scheme)
 }
 
 // setup is the client that creates the nodes: the cell's strongest
 // credentials.
 func (c clientCell) setup() client {
 	s := client{tls: c.tls != "off", cert: c.tls != "off"}
+	if c.enforces("digest") {
+		s.digest = "bob"
+	}
 	switch c.sasl {
 	case "digest":
 		s.creds = "bob"
@@ -139,6 +177,14 @@ var nodes = [][3]string{
 	{"/sasl-bob", "sasl", "bob"},
 	{"/sasl-alice", "sasl", alice},
 	{"/x509", "x509", clientDN},
+	{"/digest-bob", "digest", digestID("bob", "bob-secret")},
+}
+
+// digestID is the digest scheme's ACL id of user with password:
+// user:base64(sha1(user:password)).
+func digestID(user, password string) string {
+	sum := sha1.Sum([]byte(user + ":" + password))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // clientMatrix runs every cell, two at a time, keeper and ZooKeeper side
@@ -242,7 +288,7 @@ func startZooKeeper(t *testing.T, f *fixture, cell clientCell) addrs {
 		keys["secureClientPort"] = strconv.Itoa(port)
 		secure = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	s := zkreal.Start(t, zkreal.Options{ExtraConfig: keys, JVMFlags: f.jvmFlags(cell.jaas(f)), AuthRequired: cell.required,
+	s := zkreal.Start(t, zkreal.Options{ExtraConfig: keys, JVMFlags: f.jvmFlags(cell.jaas(f)), AuthRequired: cell.required || cell.enforce != "",
 		StartTimeout: testhost.Scale(60 * time.Second)})
 	return addrs{plain: s.Addr(), secure: secure}
 }
@@ -274,6 +320,12 @@ func (f *fixture) runClient(t *testing.T, a addrs, c client, setup bool) string 
 		spec["cert"], spec["key"] = f.clientCert, f.clientKey
 	}
 	env := append(os.Environ(), f.kdc.Env...)
+	switch c.digest {
+	case "bob":
+		spec["digest"] = "bob:bob-secret"
+	case "bob-wrong":
+		spec["digest"] = "bob:guess"
+	}
 	switch c.creds {
 	case "bob", "bob-wrong":
 		password := "bob-secret"

@@ -4,14 +4,17 @@
 // and krb5.conf), and expects the same outcome from both in every cell:
 //
 //   - on the client port, TLS off, ssl.clientAuth=want and need, each with
-//     SASL none, DIGEST-MD5 and Kerberos (GSSAPI), and cells with
-//     sessionRequireClientSASLAuth: a standalone server of each kind, a
-//     setup session that creates nodes with sasl and x509 ACLs, and kazoo
-//     clients with and without a client certificate and with no, right and
-//     wrong SASL credentials (for Kerberos, another principal). What each
-//     client gets (a session or none, AuthFailed, each node readable or
-//     not, and what the setup's creates returned) must be the same on both
-//     servers;
+//     SASL none, DIGEST-MD5 and Kerberos (GSSAPI); cells with
+//     sessionRequireClientSASLAuth; and cells with enforce.auth.enabled
+//     and enforce.auth.schemes digest, x509, or both: a standalone server
+//     of each kind, a setup session that creates nodes with sasl, x509 and
+//     digest ACLs, and kazoo clients with and without a client
+//     certificate, with no, right and wrong SASL credentials (for
+//     Kerberos, another principal), and in the enforced digest cells with
+//     addauth digest of the right password, a wrong one or none. What
+//     each client gets (a session or none, AuthFailed, each node readable
+//     or not, SessionClosedRequireAuth, and what the setup's creates
+//     returned) must be the same on both servers;
 //   - between servers, three-member ensembles of each kind with sslQuorum
 //     (ssl.quorum.clientAuth need, and want) and quorum SASL DIGEST-MD5
 //     or Kerberos, where two members are configured alike and the third

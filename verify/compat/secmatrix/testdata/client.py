@@ -1,9 +1,11 @@
 # One kazoo client of the security matrix (verify/compat/secmatrix): it
 # connects as argv[1] (JSON) says, with or without TLS, a client
-# certificate and SASL credentials, and prints one line:
+# certificate, SASL credentials and digest credentials (addauth digest),
+# and prints one line:
 #   session [create<path>=<result> ...] <path>=<result> ...
 #                                the session is up; the setup client's
-#                                creates, then each path read
+#                                creates, then each path read, up to the
+#                                first SessionClosedRequireAuth (-124)
 #   authfailed                   the SASL exchange failed (AUTH_FAILED)
 #   nosession                    no session within the connection attempt
 # A GSSAPI client's ticket comes from the credential cache KRB5CCNAME
@@ -15,9 +17,20 @@ import sys
 import time
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import EXCEPTIONS, KazooException, ZookeeperError
 from kazoo.protocol.states import KeeperState
 from kazoo.security import ACL, Id, Permissions
+
+
+class SessionClosedRequireAuth(ZookeeperError):
+    """-124, which kazoo does not know: enforced authentication refused a
+    request, and the server closes the connection."""
+
+    code = -124
+
+
+# Unmapped, kazoo's reader fails and the request only times out.
+EXCEPTIONS[SessionClosedRequireAuth.code] = SessionClosedRequireAuth
 
 spec = json.loads(sys.argv[1])
 logging.basicConfig(level=logging.CRITICAL)
@@ -36,6 +49,9 @@ if spec.get("tls"):
         kwargs.update(certfile=spec["cert"], keyfile=spec["key"])
 if spec.get("sasl"):
     kwargs["sasl_options"] = spec["sasl"]
+if spec.get("digest"):
+    # Sent as auth(100) once the session is up, before any other request.
+    kwargs["auth_data"] = [("digest", spec["digest"])]
 zk = KazooClient(**kwargs)
 # Every session state the connection reports, in order: AUTH_FAILED is
 # followed at once by CLOSED, so polling the current state could miss it.
@@ -88,6 +104,8 @@ if outcome == "session":
             words.append(path + "=ok")
         except (KazooException, zk.handler.timeout_exception) as e:
             words.append(path + "=" + type(e).__name__)
+            if isinstance(e, SessionClosedRequireAuth):
+                break  # the server closes the connection after it
         if not zk.connected:
             break
 print(" ".join(words))
