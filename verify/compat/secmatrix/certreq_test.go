@@ -55,17 +55,17 @@ func TestCertificateRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantNames := []string{f.ca.Cert.Subject.String()}
-	securePort := testhost.Port(t)
-	lines := append(quorumCell{tls: "want", sasl: "none"}.conf(f, false).lines,
-		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
-		"secureClientPort="+strconv.Itoa(securePort), "secureClientPortAddress=127.0.0.1",
-		"ssl.keyStore.location="+f.serverStore, "ssl.keyStore.password="+storePass, "ssl.keyStore.type=PKCS12",
-		"ssl.trustStore.location="+f.trust, "ssl.trustStore.password="+storePass, "ssl.trustStore.type=JKS",
-		"ssl.clientAuth=want")
 
 	got := map[string]string{}
 	for _, kind := range []string{"keeper", "zookeeper"} {
 		t.Run(kind, func(t *testing.T) {
+			securePort := testhost.Port(t)
+			lines := append(quorumCell{tls: "want", sasl: "none"}.conf(f, false).lines,
+				"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+				"secureClientPort="+strconv.Itoa(securePort), "secureClientPortAddress=127.0.0.1",
+				"ssl.keyStore.location="+f.serverStore, "ssl.keyStore.password="+storePass, "ssl.keyStore.type=PKCS12",
+				"ssl.trustStore.location="+f.trust, "ssl.trustStore.password="+storePass, "ssl.trustStore.type=JKS",
+				"ssl.clientAuth=want")
 			ms := launcher.Layout(t, t.TempDir(), 3, func(id int) string { return fmt.Sprintf("m%d-%s", id, kind) })
 			launcher.Cleanup(t, ms, func(*launcher.Member) string { return kind })
 			m := ms[0]
