@@ -329,3 +329,37 @@ func TestMixedTLSRefusals(t *testing.T) {
 	checkAlive(t, e, e.Members...)
 	checkTrees(t, e, ack)
 }
+
+// TestMixedTLSWantUntrusted: under ssl.quorum.clientAuth=want, a member
+// whose certificate no member trusts joins an ensemble of the other kind,
+// both ways round, as a ZooKeeper member joins ZooKeeper ones: the
+// accepting member names its trust store's CA, the dialling member then
+// presents no certificate, and want lets it in (docs/tls.md, "Between
+// servers"). It dials the others (its id is the highest), so every link
+// it needs is one it opens.
+func TestMixedTLSWantUntrusted(t *testing.T) {
+	for _, kinds := range [][3]Kind{{ZooKeeper, ZooKeeper, Keeper}, {Keeper, Keeper, ZooKeeper}} {
+		t.Run(fmt.Sprintf("%s-joins-%s", kinds[2], kinds[0]), func(t *testing.T) {
+			e := NewEnsemble(t, kinds[0], kinds[1], kinds[2])
+			p := newQuorumPKI(t)
+			want := "ssl.quorum.clientAuth=want"
+			for _, m := range e.Members[:2] {
+				e.SetExtra(m, append(p.tlsLines(p.keyStore(t, fmt.Sprintf("m%d", m.ID), false), true, false), want)...)
+			}
+			odd := e.Member(3)
+			e.SetExtra(odd, append(p.tlsLines(p.keyStore(t, "rogue3", true), true, false), want)...)
+			ack := acked{}
+			e.Start(e.Member(1))
+			e.Start(e.Member(2))
+			e.WaitServing()
+			e.Start(odd)
+			e.waitFor(electTimeout, "the untrusted member to join", func() (bool, string) {
+				mode := odd.Mode()
+				return mode == "follower" || mode == "leader", fmt.Sprintf("member 3: %q", mode)
+			})
+			writeAndRead(t, e.Members, e.Members, "want-untrusted", ack)
+			checkAlive(t, e, e.Members...)
+			checkTrees(t, e, ack)
+		})
+	}
+}
