@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,12 +63,8 @@ func TestKerberosKeeperClientSideBySide(t *testing.T) {
 	k := u.kdc
 	service, alice, eve := u.service, u.alice, u.eve
 	serverJAAS := k.jaasFile(t, "server.jaas", service, alice, "alice@"+realm)
-	eveCache := filepath.Join(t.TempDir(), "eve.ccache")
-	kinit := exec.Command(mustLook(t, "kinit"), "-c", "FILE:"+eveCache, "-k", "-t", eve, "eve")
-	kinit.Env = append(os.Environ(), k.env...)
-	if out, err := kinit.CombinedOutput(); err != nil {
-		t.Fatalf("kinit eve: %v\n%s", err, out)
-	}
+	// The cache's file, for the JAAS file's ticketCache.
+	eveCache := strings.TrimPrefix(k.Kinit(t, "eve@"+realm, eve), "FILE:")
 	clientJAAS := func(name, module string) string {
 		p := filepath.Join(k.dir, name)
 		text := "Client {\n    com.sun.security.auth.module.Krb5LoginModule required\n    " + module + ";\n};\n"

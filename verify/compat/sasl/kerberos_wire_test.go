@@ -147,13 +147,8 @@ func TestKerberosLayerSideBySide(t *testing.T) {
 	service := k.keytab(t, "zookeeper/localhost", "zk.keytab")
 	alice := k.keytab(t, "alice", "alice.keytab")
 	jaas := k.jaasFile(t, "server.jaas", service, alice, "alice@"+realm)
-	ccache := "FILE:" + filepath.Join(t.TempDir(), "ccache")
+	ccache := k.Kinit(t, "alice@"+realm, alice)
 	env := append(append(os.Environ(), k.env...), "KRB5CCNAME="+ccache)
-	kinit := exec.Command(mustLook(t, "kinit"), "-k", "-t", alice, "alice@"+realm)
-	kinit.Env = env
-	if out, err := kinit.CombinedOutput(); err != nil {
-		t.Fatalf("kinit: %v\n%s", err, out)
-	}
 	krbFlag := "-Djava.security.krb5.conf=" + k.krb5Conf
 	servers := map[string]string{
 		"zookeeper": zkreal.Start(t, zkreal.Options{
