@@ -3,6 +3,7 @@ package peer
 import (
 	"encoding/binary"
 
+	"keeper/coordination/txn"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
@@ -32,6 +33,19 @@ type Metrics struct {
 	// Revalidations counts the REVALIDATEs a leader received from its
 	// learners (revalidate_count).
 	Revalidations *metric.Counter
+	// LocalWriteCommittedTime and ServerWriteCommittedTime are ZooKeeper's
+	// commit-to-apply waits (local_write_committed_time_ms and
+	// server_write_committed_time_ms): for each txn of the broadcast
+	// phase, the monotonic time from the moment this member learned it was
+	// committed (a quorum's ack on a leader, the COMMIT on a follower, the
+	// INFORM on an observer) to its apply, which waits for the batch on
+	// its way to disk. A txn one of this member's clients is waiting for
+	// is local, as is every txn on a leader (ZooKeeper's leader passes
+	// its learners' requests through its own CommitProcessor too); a
+	// learner's other txns, made for other members' clients, are the
+	// server's.
+	LocalWriteCommittedTime  *metric.Summary
+	ServerWriteCommittedTime *metric.Summary
 }
 
 // NewMetrics registers the peer's metrics in r.
@@ -42,6 +56,8 @@ func NewMetrics(r *metric.Registry) *Metrics {
 		QuorumAckLatency:         r.Summary("quorum_ack_latency", true),
 		CommitPropagationLatency: r.Summary("commit_propagation_latency", true),
 		Revalidations:            r.Counter("revalidate_count"),
+		LocalWriteCommittedTime:  r.Summary("local_write_committed_time_ms", true),
+		ServerWriteCommittedTime: r.Summary("server_write_committed_time_ms", true),
 	}
 }
 
@@ -66,6 +82,44 @@ type latencies struct {
 	ring    [maxTimedTxns]timedTxn
 	head, n int
 	seen    zxid.ID // the node's commit point when last looked at
+	// marks holds, oldest first, when each advance of the commit point
+	// not yet applied was learned: mhead is the oldest, mn how many.
+	marks     [maxTimedTxns]commitMark
+	mhead, mn int
+}
+
+// commitMark says the txns after after, up to upTo, were learned
+// committed at monoMs (the monotonic clock).
+type commitMark struct {
+	after, upTo zxid.ID
+	monoMs      int64
+}
+
+// mark keeps when the commit point moved from after to upTo. When full it
+// keeps the older marks: the txns of this one go unmeasured.
+func (l *latencies) mark(after, upTo zxid.ID, monoMs int64) {
+	if l.mn == maxTimedTxns {
+		return
+	}
+	l.marks[(l.mhead+l.mn)%maxTimedTxns] = commitMark{after: after, upTo: upTo, monoMs: monoMs}
+	l.mn++
+}
+
+// learnedAt returns when z was learned committed, forgetting the marks
+// below it (txns are applied in zxid order); false when no mark covers it.
+func (l *latencies) learnedAt(z zxid.ID) (int64, bool) {
+	for l.mn > 0 {
+		m := l.marks[l.mhead]
+		if z <= m.after {
+			return 0, false
+		}
+		if z <= m.upTo {
+			return m.monoMs, true
+		}
+		l.mhead = (l.mhead + 1) % maxTimedTxns
+		l.mn--
+	}
+	return 0, false
 }
 
 // SetMetrics has the peer record into m. Without it nothing is measured.
@@ -144,11 +198,14 @@ func (p *Peer) committedTimed(now zkcore.Now) {
 	c := p.node.Committed()
 	if !p.node.Serving() {
 		l.head, l.n, l.seen = 0, 0, c
+		l.mhead, l.mn = 0, 0
 		return
 	}
-	if c == l.seen {
+	if c <= l.seen {
+		l.seen = c
 		return
 	}
+	l.mark(l.seen, c, now.MonoMs)
 	l.seen = c
 	s := l.m.CommitPropagationLatency
 	if p.node.Role() == zab.Leading {
@@ -172,6 +229,27 @@ func (p *Peer) ackedTimed(entries []zab.Entry, now zkcore.Now) {
 		if t, ok := headerTimeMs(e.Data); ok {
 			record(l.m.AckCreationLatency, now, t)
 		}
+	}
+}
+
+// appliedTimed measures a committed txn of the broadcast phase as it is
+// about to be applied: the wait since its commit was learned, local when
+// this member's core waits for it (or this member leads), the server's
+// otherwise. It is called before Apply, which completes the request.
+func (p *Peer) appliedTimed(t *txn.Txn, now zkcore.Now) {
+	l := p.lat
+	if l == nil || !p.node.Serving() {
+		return
+	}
+	learned, ok := l.learnedAt(t.Header.Zxid)
+	if !ok {
+		return
+	}
+	d := max(now.MonoMs-learned, 0)
+	if p.node.Role() == zab.Leading || p.zk.Awaits(t) {
+		l.m.LocalWriteCommittedTime.Add(d)
+	} else {
+		l.m.ServerWriteCommittedTime.Add(d)
 	}
 }
 

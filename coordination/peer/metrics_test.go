@@ -81,6 +81,64 @@ func TestTimedRingForgetsOldest(t *testing.T) {
 	}
 }
 
+// A commit mark covers the txns after its lower bound up to its upper one;
+// the marks below an applied txn are forgotten, and a txn no mark covers
+// (committed before the member served, or past a full ring) is unmeasured.
+func TestCommitMarks(t *testing.T) {
+	z := func(c uint32) zxid.ID { return zxid.Make(2, c) }
+	tests := []struct {
+		name   string
+		marks  []commitMark
+		applys []zxid.ID
+		want   []int64 // -1: unmeasured
+		left   int
+	}{
+		{name: "one mark, several txns", marks: []commitMark{{after: z(0), upTo: z(3), monoMs: 10}},
+			applys: []zxid.ID{z(1), z(2), z(3)}, want: []int64{10, 10, 10}, left: 1},
+		{name: "each mark its own txns", marks: []commitMark{{after: z(0), upTo: z(1), monoMs: 10}, {after: z(1), upTo: z(3), monoMs: 25}},
+			applys: []zxid.ID{z(1), z(2), z(3)}, want: []int64{10, 25, 25}, left: 1},
+		{name: "txn before the first mark", marks: []commitMark{{after: z(5), upTo: z(6), monoMs: 7}},
+			applys: []zxid.ID{z(4), z(6)}, want: []int64{-1, 7}, left: 1},
+		{name: "txn past every mark", marks: []commitMark{{after: z(0), upTo: z(1), monoMs: 7}},
+			applys: []zxid.ID{z(2)}, want: []int64{-1}, left: 0},
+		{name: "new epoch", marks: []commitMark{{after: z(9), upTo: zxid.Make(3, 1), monoMs: 4}},
+			applys: []zxid.ID{zxid.Make(3, 1)}, want: []int64{4}, left: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var l latencies
+			for _, m := range tc.marks {
+				l.mark(m.after, m.upTo, m.monoMs)
+			}
+			for i, a := range tc.applys {
+				got, ok := l.learnedAt(a)
+				if !ok {
+					got = -1
+				}
+				if got != tc.want[i] {
+					t.Fatalf("learnedAt(%s) = %d, want %d", a, got, tc.want[i])
+				}
+			}
+			if l.mn != tc.left {
+				t.Fatalf("%d marks left, want %d", l.mn, tc.left)
+			}
+		})
+	}
+}
+
+func TestCommitMarksFull(t *testing.T) {
+	var l latencies
+	for i := range maxTimedTxns + 1 {
+		l.mark(zxid.Make(1, uint32(i)), zxid.Make(1, uint32(i+1)), int64(i))
+	}
+	if got, ok := l.learnedAt(zxid.Make(1, 1)); !ok || got != 0 {
+		t.Fatalf("oldest: %d, %v; want 0, true", got, ok)
+	}
+	if _, ok := l.learnedAt(zxid.Make(1, maxTimedTxns+1)); ok {
+		t.Fatal("a mark past a full ring was kept")
+	}
+}
+
 // An ensemble's members measure each txn once where ZooKeeper does: the
 // leader its quorum's ack, every voter its own ack, a follower the
 // PROPOSAL and the COMMIT; the leader counts a learner's REVALIDATE.
@@ -118,11 +176,15 @@ func TestPeerQuorumLatencies(t *testing.T) {
 	// be on its way.
 	want := map[zab.PeerID]map[string]int64{
 		leader: {"proposal_latency": 0, "proposal_ack_creation_latency": 2, "quorum_ack_latency": 2,
-			"commit_propagation_latency": 0, "revalidate_count": 1},
+			"commit_propagation_latency": 0, "revalidate_count": 1,
+			"local_write_committed_time_ms": 2, "server_write_committed_time_ms": 0},
+		// fs[0]'s client made both txns; fs[1] applies them for it.
 		fs[0]: {"proposal_latency": 2, "proposal_ack_creation_latency": 2, "quorum_ack_latency": 0,
-			"commit_propagation_latency": 2, "revalidate_count": 0},
+			"commit_propagation_latency": 2, "revalidate_count": 0,
+			"local_write_committed_time_ms": 2, "server_write_committed_time_ms": 0},
 		fs[1]: {"proposal_latency": 2, "proposal_ack_creation_latency": 2, "quorum_ack_latency": 0,
-			"commit_propagation_latency": 2, "revalidate_count": 0},
+			"commit_propagation_latency": 2, "revalidate_count": 0,
+			"local_write_committed_time_ms": 0, "server_write_committed_time_ms": 2},
 	}
 	e.until(500, "every figure counted", func() bool {
 		for id, names := range want {

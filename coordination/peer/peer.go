@@ -324,6 +324,7 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 		hitAfterSend(rd)
 	}
 	p.ackedTimed(rd.Entries, now)
+	p.committedTimed(now) // a commit the node learned outside Step
 	syncs := rd.SyncsDone
 	for i, e := range rd.Committed {
 		for len(syncs) > 0 && syncs[0] == i {
@@ -334,6 +335,7 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 		if err != nil {
 			return p.fail(fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err))
 		}
+		p.appliedTimed(t, now)
 		p.zk.Apply(t, now)
 	}
 	for range syncs {

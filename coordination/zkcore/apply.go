@@ -211,3 +211,22 @@ func multiReply(req *zkproto.MultiRequest, m *txn.Multi, res datatree.Result) *z
 	}
 	return out
 }
+
+// Awaits reports whether one of this server's connections waits for t: the
+// handshake that asked for its session, or the write (made here, or
+// forwarded to the leader) that produced it. A txn another server's client
+// made, or one no client waits for (an expiry), is not awaited.
+func (s *Server) Awaits(t *txn.Txn) bool {
+	c := s.connOf(t.Header.ClientID)
+	if c == nil {
+		return false
+	}
+	if t.Header.Type == zkproto.OpCreateSession {
+		if len(c.queue) == 0 {
+			return false
+		}
+		e := c.queue[0]
+		return e.kind == kindConnect && !e.done && !e.revalidating && (e.zxid == t.Header.Zxid || e.zxid == 0)
+	}
+	return pendingWrite(c, t) != nil
+}
