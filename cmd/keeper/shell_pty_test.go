@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"keeper/internal/keeperbin"
+	"keeper/internal/testhost"
 )
 
 // openPTY returns a new pseudo-terminal's controlling side and the
@@ -57,6 +58,13 @@ type ptySession struct {
 	done    chan struct{}
 	exited  chan struct{} // closed once cmd.Wait returned; waitErr is then set
 	waitErr error
+	typed   []typedKeys // for the transcript
+}
+
+// typedKeys are keys sent while the terminal's last line was row.
+type typedKeys struct {
+	row  int
+	keys string
 }
 
 // ansi matches the terminal control sequences the line editor writes.
@@ -110,7 +118,7 @@ func (p *ptySession) text() string {
 // expect waits until what the process wrote contains want n times.
 func (p *ptySession) expect(want string, n int) {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testhost.Scale(30 * time.Second))
 	for strings.Count(p.text(), want) < n {
 		if time.Now().After(deadline) {
 			p.t.Fatalf("waited for %d× %q; the terminal shows:\n%s", n, want, p.text())
@@ -122,6 +130,7 @@ func (p *ptySession) expect(want string, n int) {
 // typeKeys sends keys as typed; the caller then expects what they cause.
 func (p *ptySession) typeKeys(keys string) {
 	p.t.Helper()
+	p.typed = append(p.typed, typedKeys{row: strings.Count(p.rendered(), "\n"), keys: keys})
 	if _, err := p.control.Write([]byte(keys)); err != nil {
 		p.t.Fatal(err)
 	}
@@ -139,7 +148,7 @@ func (p *ptySession) wait() int {
 			p.t.Fatal(err)
 		}
 		return 0
-	case <-time.After(30 * time.Second):
+	case <-time.After(testhost.Scale(30 * time.Second)):
 		p.t.Fatalf("the shell did not exit; the terminal shows:\n%s", p.text())
 	}
 	return -1
@@ -189,19 +198,25 @@ func TestShellTerminal(t *testing.T) {
 		p.expect(want, 1)
 	}
 	p.expect("(CONNECTED) 6]", 1)
-	p.typeKeys("addauth digest u:secret" + keyEnter)
+	// redo runs a numbered line again, as the next command.
+	p.typeKeys("redo 1" + keyEnter)
+	p.expect("one\r\n", 3)
 	p.expect("(CONNECTED) 7]", 1)
+	p.typeKeys("addauth digest u:secret" + keyEnter)
+	p.expect("(CONNECTED) 8]", 1)
 	p.typeKeys("quit" + keyEnter)
 	if code := p.wait(); code != 0 {
 		t.Fatalf("exit status %d; the terminal shows:\n%s", code, p.text())
 	}
+	// go test -v prints the session as the terminal showed it.
+	t.Logf("terminal transcript:\n%s", p.transcript())
 
 	// The history file keeps what was typed, except credentials.
 	data, err := os.ReadFile(hist)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "create /c1 one\nget /c1\nls /zookeeper\ngetAllChildrenNumber /c1\nhistory\nquit\n"; string(data) != want {
+	if want := "create /c1 one\nget /c1\nls /zookeeper\ngetAllChildrenNumber /c1\nhistory\nredo 1\nquit\n"; string(data) != want {
 		t.Fatalf("history file %q, want %q", data, want)
 	}
 	if st, err := os.Stat(hist); err != nil || st.Mode().Perm() != 0o600 {
@@ -211,7 +226,7 @@ func TestShellTerminal(t *testing.T) {
 	// A new session recalls the last one's lines.
 	p = startPTYShell(t, bin, "--server", addr, "--history-file", hist)
 	p.expect("(CONNECTED) 0]", 1)
-	p.typeKeys(keyUp + keyUp + keyEnter)
+	p.typeKeys(keyUp + keyUp + keyUp + keyEnter)
 	p.expect("0 - history", 1)
 	// Ctrl-D only once the editor reads keys again: typed while the command
 	// runs, the terminal (not yet in raw mode) would swallow it.
@@ -220,4 +235,107 @@ func TestShellTerminal(t *testing.T) {
 	if code := p.wait(); code != 0 {
 		t.Fatalf("exit status %d after Ctrl-D", code)
 	}
+	t.Logf("terminal transcript of the second session:\n%s", p.transcript())
+}
+
+// csi matches one control sequence: its parameters and its final letter.
+var csi = regexp.MustCompile(`^\x1b\[([0-9;?]*)([A-Za-z])`)
+
+// rendered is what the process wrote as a terminal would leave it on the
+// screen: carriage returns, backspaces, cursor moves and erasures applied,
+// so a line the editor redrew while keys were typed shows once, as last
+// drawn. Other control sequences are dropped.
+func (p *ptySession) rendered() string {
+	p.mu.Lock()
+	raw := p.screen.String()
+	p.mu.Unlock()
+	lines := [][]rune{nil}
+	row, col := 0, 0
+	put := func(r rune) {
+		l := lines[row]
+		for len(l) < col {
+			l = append(l, ' ')
+		}
+		if col < len(l) {
+			l[col] = r
+		} else {
+			l = append(l, r)
+		}
+		lines[row] = l
+		col++
+	}
+	for i := 0; i < len(raw); {
+		if m := csi.FindStringSubmatch(raw[i:]); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n < 1 {
+				n = 1
+			}
+			switch m[2] {
+			case "D":
+				col = max(col-n, 0)
+			case "C":
+				col += n
+			case "A":
+				row = max(row-n, 0)
+			case "K", "J":
+				if m[1] == "2" { // the whole line
+					lines[row] = nil
+				} else if col < len(lines[row]) {
+					lines[row] = lines[row][:col]
+				}
+				if m[2] == "J" {
+					lines = lines[:row+1]
+				}
+			}
+			i += len(m[0])
+			continue
+		}
+		r, size := []rune(raw[i:])[0], len(string([]rune(raw[i:])[0]))
+		i += size
+		switch {
+		case r == '\r':
+			col = 0
+		case r == '\n':
+			row++
+			if row == len(lines) {
+				lines = append(lines, nil)
+			}
+		case r == '\b':
+			col = max(col-1, 0)
+		case r == 0x1b || r < ' ':
+			// another escape or a bell: nothing on the screen
+		default:
+			put(r)
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(strings.TrimRight(string(l), " "))
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// keyNames spells the keys the tests send that print nothing themselves.
+var keyNames = strings.NewReplacer(keyUp, "<Up>", keyLeft, "<Left>", keyBack, "<Backspace>", keyTab, "<Tab>",
+	keyEnter, "<Enter>", "\x04", "<Ctrl-D>")
+
+// transcript is the rendered screen with, after each line the keys were
+// typed on, the keys as pressed.
+func (p *ptySession) transcript() string {
+	lines := strings.Split(p.rendered(), "\n")
+	var b strings.Builder
+	next := 0
+	for i, l := range lines {
+		b.WriteString(l)
+		var keys []string
+		for ; next < len(p.typed) && p.typed[next].row == i; next++ {
+			keys = append(keys, keyNames.Replace(p.typed[next].keys))
+		}
+		if len(keys) > 0 {
+			b.WriteString("    # keys: " + strings.Join(keys, " "))
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
