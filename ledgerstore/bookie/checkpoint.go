@@ -35,7 +35,16 @@ func (b *Bookie) recover() error {
 		b.journals = append(b.journals, newJournaler(i, dir, j, b.cfg, b.m, b.fail))
 		var st replayStats
 		start := time.Now()
+		lastReport := start
+		records := 0
 		end, err := journal.Replay(b.cfg.FS, dir, from, jcfg, func(rec journal.Record) error {
+			if records++; records%progressCheckRecords == 0 {
+				if now := time.Now(); now.Sub(lastReport) >= b.cfg.ProgressInterval {
+					lastReport = now
+					b.log.Info("replaying journal", "dir", dir, "from", from.String(), "records", records,
+						"entries", st.entries, "elapsed", now.Sub(start).Round(time.Millisecond))
+				}
+			}
 			return b.replayRecord(rec, &st)
 		})
 		if err != nil {
@@ -47,10 +56,18 @@ func (b *Bookie) recover() error {
 		b.lastMarks[i] = from
 		b.log.Info("replayed journal", "dir", dir, "from", from.String(), "to", end.String(),
 			"entries", st.entries, "masterKeys", st.keys, "fences", st.fences, "explicitLACs", st.lacs,
-			"took", time.Since(start).Round(time.Millisecond))
+			"duration", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
+
+// DefaultProgressInterval is how often a long step logs how far it is when
+// Config.ProgressInterval is zero, as the coordination server's start does.
+const DefaultProgressInterval = 5 * time.Second
+
+// progressCheckRecords is how many journal records a replay applies between
+// looks at the clock for its progress line.
+const progressCheckRecords = 256
 
 // replayStats counts what a replay restored.
 type replayStats struct{ entries, keys, fences, lacs int }

@@ -258,6 +258,10 @@ type Config struct {
 	// CompactionStepBytes bounds the live bytes one compaction step
 	// copies. 0 means entrystore.DefaultCompactStepBytes.
 	CompactionStepBytes int64
+	// ProgressInterval is how often a long step (the journal's replay at
+	// start, a compaction) logs how far it is. 0 means
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
 
 	// MetadataServers are the ZooKeeper (or keeper) servers, host:port
 	// (zkServers, or the hosts of metadataServiceUri). Empty runs the
@@ -449,6 +453,8 @@ func (c Config) validateCompaction() error {
 			d.MinorCompactionInterval, d.MajorCompactionInterval)
 	case c.CompactionStepBytes < 0:
 		return fmt.Errorf("bookie: compaction step %d bytes must not be negative", c.CompactionStepBytes)
+	case c.ProgressInterval < 0:
+		return fmt.Errorf("bookie: progress interval %v must not be negative", c.ProgressInterval)
 	}
 	return nil
 }
@@ -530,6 +536,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = DefaultProgressInterval
 	}
 	return c
 }

@@ -78,6 +78,7 @@ func (b *Bookie) GC() (GCReport, error) {
 	}
 	b.gcMu.Lock()
 	defer b.gcMu.Unlock()
+	began := time.Now()
 	snapshot := b.store.Ledgers()
 	rep := GCReport{LocalLedgers: len(snapshot)}
 	ctx := b.life
@@ -107,7 +108,8 @@ func (b *Bookie) GC() (GCReport, error) {
 	b.m.activeEntryLogs.Set(float64(len(b.store.LogUsage())))
 	b.m.activeLedgers.Set(float64(len(b.store.Ledgers())))
 	if stats.LedgersDeleted > 0 || stats.LogsRemoved > 0 {
-		b.log.Info("garbage collected", "ledgers", stats.LedgersDeleted, "logs", stats.LogsRemoved, "bytes", stats.BytesFreed)
+		b.log.Info("garbage collected", "ledgers", stats.LedgersDeleted, "logs", stats.LogsRemoved, "bytes", stats.BytesFreed,
+			"duration", time.Since(began).Round(time.Millisecond))
 	}
 	if err != nil {
 		b.fail(err) // a failed index write poisons the store
@@ -130,10 +132,15 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 	b.gcStat.begin(major)
 	defer b.gcStat.end(major)
 	var total entrystore.CompactStats
+	var victims []entrystore.LogUsage
 	for _, u := range b.store.LogUsage() {
-		if !u.Sealed || !u.Known || u.LiveRatio() >= threshold {
-			continue
+		if u.Sealed && u.Known && u.LiveRatio() < threshold {
+			victims = append(victims, u)
 		}
+	}
+	began := time.Now()
+	lastReport := began
+	for i, u := range victims {
 		for done := false; !done; {
 			select {
 			case <-b.stopping:
@@ -150,6 +157,12 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 				return total, err
 			}
 			done = finished
+			if now := time.Now(); now.Sub(lastReport) >= b.cfg.ProgressInterval {
+				lastReport = now
+				b.log.Info("compacting entry logs", "major", major, "log", u.LogID, "logsDone", i, "logsToCompact", len(victims),
+					"entriesMoved", total.EntriesMoved, "bytesMoved", total.BytesMoved,
+					"elapsed", now.Sub(began).Round(time.Millisecond))
+			}
 		}
 	}
 	if major {
@@ -161,7 +174,8 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 	b.m.activeEntryLogs.Set(float64(len(b.store.LogUsage())))
 	if total.LogsCompacted > 0 {
 		b.log.Info("compacted entry logs", "major", major, "logs", total.LogsCompacted,
-			"entriesMoved", total.EntriesMoved, "bytesFreed", total.BytesFreed)
+			"entriesMoved", total.EntriesMoved, "bytesFreed", total.BytesFreed,
+			"duration", time.Since(began).Round(time.Millisecond))
 	}
 	return total, nil
 }
