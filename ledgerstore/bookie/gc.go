@@ -84,6 +84,7 @@ func (b *Bookie) GC() (GCReport, error) {
 	ctx := b.life
 	ids, err := b.md.List(ctx)
 	if err != nil {
+		observe(b.m.gcLedgerRuntime, began, false)
 		return rep, fmt.Errorf("bookie: garbage collection keeps every ledger: %w", err)
 	}
 	rep.MetadataLedgers = len(ids)
@@ -111,6 +112,7 @@ func (b *Bookie) GC() (GCReport, error) {
 		b.log.Info("garbage collected", "ledgers", stats.LedgersDeleted, "logs", stats.LogsRemoved, "bytes", stats.BytesFreed,
 			"duration", time.Since(began).Round(time.Millisecond))
 	}
+	observe(b.m.gcLedgerRuntime, began, err == nil)
 	if err != nil {
 		b.fail(err) // a failed index write poisons the store
 	}
@@ -153,6 +155,7 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 			total.BytesMoved += st.BytesMoved
 			total.BytesFreed += st.BytesFreed
 			if err != nil {
+				observe(b.m.compactRuntime, began, false)
 				b.fail(err)
 				return total, err
 			}
@@ -165,6 +168,7 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 			}
 		}
 	}
+	observe(b.m.compactRuntime, began, true)
 	if major {
 		b.m.majorCompactions.Add(float64(total.LogsCompacted))
 	} else {

@@ -201,6 +201,7 @@ func (jr *journaler) accept(op journalOp) {
 		return
 	} else {
 		jr.batchSize += int64(len(op.rec.Body()))
+		jr.m.journalWriteBytes.Add(float64(len(op.rec.Body())))
 	}
 	if len(jr.waiting) == 0 {
 		jr.oldest = op.queued

@@ -59,6 +59,7 @@ type metrics struct {
 	journalQueueSize    prometheus.Gauge
 	journalBatchEntries *metric.OpStats // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES
 	journalBatchBytes   *metric.OpStats // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES
+	journalWriteBytes   prometheus.Counter
 
 	gcDeletedLedgers    prometheus.Counter
 	reclaimedDeletion   prometheus.Counter
@@ -66,6 +67,8 @@ type metrics struct {
 	minorCompactions    prometheus.Counter
 	majorCompactions    prometheus.Counter
 	activeEntryLogs     prometheus.Gauge
+	gcLedgerRuntime     *metric.OpStats // bookie_gc_GC_LEDGER_RUNTIME: a garbage collection of ledgers
+	compactRuntime      *metric.OpStats // bookie_gc_COMPACT_RUNTIME: a compaction run
 }
 
 func newMetrics() *metrics {
@@ -111,6 +114,9 @@ func newMetrics() *metrics {
 	m.journalQueueSize = gauge("bookie_journal_JOURNAL_QUEUE_SIZE", "Records waiting in the journal queues.")
 	m.journalBatchEntries = sizes("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES", "Records per group commit.")
 	m.journalBatchBytes = sizes("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES", "Record bytes per group commit.")
+	m.journalWriteBytes = counter("bookie_journal_JOURNAL_WRITE_BYTES", "Record bytes appended to the journal.")
+	m.gcLedgerRuntime = latency("bookie_gc_GC_LEDGER_RUNTIME", "Garbage collections of ledgers and entry logs, in ms.")
+	m.compactRuntime = latency("bookie_gc_COMPACT_RUNTIME", "Compaction runs, minor or major, in ms.")
 	m.gcDeletedLedgers = counter("bookie_gc_DELETED_LEDGER_COUNT", "Ledgers deleted by garbage collection.")
 	m.reclaimedDeletion = counter("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES", "Bytes freed by removing dead entry logs.")
 	m.reclaimedCompaction = counter("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes freed by compaction.")

@@ -44,6 +44,9 @@ var bookKeeperMetrics = map[string]dto.MetricType{
 	"bookie_gc_MINOR_COMPACTION_TOTAL":                 dto.MetricType_COUNTER,
 	"bookie_gc_MAJOR_COMPACTION_TOTAL":                 dto.MetricType_COUNTER,
 	"bookie_gc_ACTIVE_ENTRY_LOG_TOTAL":                 dto.MetricType_GAUGE,
+	"bookie_journal_JOURNAL_WRITE_BYTES":               dto.MetricType_COUNTER,
+	"bookie_gc_GC_LEDGER_RUNTIME":                      dto.MetricType_SUMMARY,
+	"bookie_gc_COMPACT_RUNTIME":                        dto.MetricType_SUMMARY,
 }
 
 // scrape parses a bookie's /metrics.

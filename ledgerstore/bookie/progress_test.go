@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"keeper/ledgerstore/metadata"
 )
 
@@ -76,6 +78,22 @@ func TestLongStepsLogProgress(t *testing.T) {
 	st, err := b.Compact(true)
 	if err != nil || st.LogsCompacted == 0 {
 		t.Fatalf("major compaction: %+v %v", st, err)
+	}
+	// BookKeeper's figures of the same steps: one GC and one compaction
+	// timed, and the journal's bytes counted (every entry and master key).
+	if n := b.m.gcLedgerRuntime.Outcome(true).Count(); n != 1 {
+		t.Fatalf("bookie_gc_GC_LEDGER_RUNTIME counted %d garbage collections, want 1", n)
+	}
+	if n := b.m.compactRuntime.Outcome(true).Count(); n != 1 {
+		t.Fatalf("bookie_gc_COMPACT_RUNTIME counted %d compactions, want 1", n)
+	}
+	var written dto.Metric
+	if err := b.m.journalWriteBytes.Write(&written); err != nil {
+		t.Fatal(err)
+	}
+	if got := written.GetCounter().GetValue(); got < float64(b.m.journalBatchBytes.Outcome(true).Sum()) || got == 0 {
+		t.Fatalf("bookie_journal_JOURNAL_WRITE_BYTES %v, but the group commits held %d bytes", got,
+			b.m.journalBatchBytes.Outcome(true).Sum())
 	}
 	progress := logs.with(t, "compacting entry logs")
 	if len(progress) == 0 {
