@@ -117,7 +117,7 @@ func newMetrics() *metrics {
 	m.journalWriteBytes = counter("bookie_journal_JOURNAL_WRITE_BYTES", "Record bytes appended to the journal.")
 	m.gcLedgerRuntime = latency("bookie_gc_GC_LEDGER_RUNTIME", "Garbage collections of ledgers and entry logs, in ms.")
 	m.compactRuntime = latency("bookie_gc_COMPACT_RUNTIME", "Compaction runs, minor or major, in ms.")
-	m.gcDeletedLedgers = counter("bookie_gc_DELETED_LEDGER_COUNT", "Ledgers deleted by garbage collection.")
+	m.gcDeletedLedgers = counter("bookie_gc_DELETED_LEDGER_TOTAL", "Ledgers deleted by garbage collection.")
 	m.reclaimedDeletion = counter("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES", "Bytes freed by removing dead entry logs.")
 	m.reclaimedCompaction = counter("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes freed by compaction.")
 	m.minorCompactions = counter("bookie_gc_MINOR_COMPACTION_TOTAL", "Entry logs removed by minor compaction.")

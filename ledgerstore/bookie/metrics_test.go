@@ -40,7 +40,7 @@ var bookKeeperMetrics = map[string]dto.MetricType{
 	"bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES": dto.MetricType_SUMMARY,
 	"bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES":   dto.MetricType_SUMMARY,
 	"bookie_gc_ACTIVE_LEDGER_TOTAL":                    dto.MetricType_GAUGE,
-	"bookie_gc_DELETED_LEDGER_COUNT":                   dto.MetricType_COUNTER,
+	"bookie_gc_DELETED_LEDGER_TOTAL":                   dto.MetricType_COUNTER,
 	"bookie_gc_MINOR_COMPACTION_TOTAL":                 dto.MetricType_COUNTER,
 	"bookie_gc_MAJOR_COMPACTION_TOTAL":                 dto.MetricType_COUNTER,
 	"bookie_gc_ACTIVE_ENTRY_LOG_TOTAL":                 dto.MetricType_GAUGE,
