@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -77,6 +80,24 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// readMyID reads this member's id from dataDir/myid, as ZooKeeper does for
+// a zoo.cfg with server.N lines; an error names both files.
+func readMyID(cfgPath, dataDir string) (int64, error) {
+	path := filepath.Join(dataDir, "myid")
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, fmt.Errorf("%s: the server.N lines make this an ensemble member, but %s file is missing (it holds this server's N)", cfgPath, path)
+	case err != nil:
+		return 0, fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	id, err := zoocfg.ParseMyID(b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %s%s", path, strings.TrimPrefix(err.Error(), "myid: "), "; want this server's N from the server.N lines")
+	}
+	return id, nil
+}
+
 // loadZooConfig reads zoo.cfg (and myid for an ensemble), or returns the
 // standalone defaults when no file is given.
 func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
@@ -90,11 +111,7 @@ func loadZooConfig(args []string, logger *slog.Logger) (*zoocfg.Config, error) {
 		return nil, err
 	}
 	if zc.Distributed() {
-		b, err := os.ReadFile(filepath.Join(zc.DataDir, "myid"))
-		if err != nil {
-			return nil, fmt.Errorf("reading myid: %w", err)
-		}
-		if zc.MyID, err = zoocfg.ParseMyID(b); err != nil {
+		if zc.MyID, err = readMyID(args[0], zc.DataDir); err != nil {
 			return nil, err
 		}
 	}

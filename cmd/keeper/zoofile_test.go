@@ -64,3 +64,38 @@ func TestZooFileValidateError(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMyID: an ensemble member's id file, missing or malformed, is
+// named with what it must hold.
+func TestReadMyID(t *testing.T) {
+	tests := []struct {
+		name    string
+		content *string // nil: no file
+		want    int64
+		wantErr string // with CFG and MYID for the paths
+	}{
+		{name: "missing", wantErr: "CFG: the server.N lines make this an ensemble member, but MYID file is missing (it holds this server's N)"},
+		{name: "empty", content: new(""), wantErr: "MYID: empty; want this server's N from the server.N lines"},
+		{name: "not a number", content: new("one\n"), wantErr: `MYID: "one" is not a number; want this server's N`},
+		{name: "id", content: new("3\n"), want: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, myid := filepath.Join(dir, "zoo.cfg"), filepath.Join(dir, "myid")
+			if tt.content != nil {
+				if err := os.WriteFile(myid, []byte(*tt.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id, err := readMyID(cfg, dir)
+			want := strings.NewReplacer("CFG", cfg, "MYID", myid).Replace(tt.wantErr)
+			switch {
+			case tt.wantErr == "" && (err != nil || id != tt.want):
+				t.Fatalf("id %d, err %v; want %d", id, err, tt.want)
+			case tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), want)):
+				t.Fatalf("err %v, want %q", err, want)
+			}
+		})
+	}
+}
