@@ -28,6 +28,10 @@ type fetch struct {
 	next       int // next candidate to ask
 	sinceTicks int // ticks since the last request
 	entry      *Entry
+	// busy, if set, reports a bookie with too many reads in flight: the
+	// fetch does not ask it yet, and tries again on the next tick.
+	busy     func(BookieID) bool
+	deferred bool // the next candidate was busy
 }
 
 func newFetch(entryID int64, bookies []BookieID) *fetch {
@@ -48,6 +52,11 @@ func (f *fetch) askNext(emit emitFunc, speculative bool) bool {
 	if f.next >= len(f.bookies) {
 		return false
 	}
+	if f.busy != nil && f.busy(f.bookies[f.next]) {
+		f.deferred = true
+		return true
+	}
+	f.deferred = false
 	f.asked[f.next] = true
 	emit(f.bookies[f.next], f.entryID, speculative)
 	f.next++
@@ -61,7 +70,9 @@ func (f *fetch) tick(speculativeTicks int, emit emitFunc) {
 		return
 	}
 	f.sinceTicks++
-	if f.sinceTicks >= speculativeTicks {
+	if f.deferred {
+		f.askNext(emit, f.sinceTicks >= speculativeTicks)
+	} else if f.sinceTicks >= speculativeTicks {
 		f.askNext(emit, true)
 	}
 }

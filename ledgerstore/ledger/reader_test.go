@@ -143,8 +143,10 @@ func TestTailerFollowsLAC(t *testing.T) {
 	if got := entryIDs(rd.Entries); !slices.Equal(got, []int64{0}) {
 		t.Fatalf("entries %v, want the piggybacked entry 0", got)
 	}
-	if got := reads(rd.Reads, [20]byte{}); !slices.Equal(got, []string{"b/1"}) {
-		t.Fatalf("reads %v, want entry 1 only (LAC 1)", got)
+	// b alone moved the LAC: the tailer reads entry 1 and polls b again
+	// with the new LAC, without waiting for a and c.
+	if got := reads(rd.Reads, [20]byte{}); !slices.Equal(got, []string{"b/1", "b/-1"}) || rd.Reads[1].PreviousLAC != 1 {
+		t.Fatalf("reads %+v, want entry 1 and b polled again from LAC 1", rd.Reads)
 	}
 	tl.HandleRead(plainRead("b", 1), okReply(entryBody(md, 1, 0, 2, "1")))
 	tl.HandleRead(pollReq("a", -1), ReadReply{Status: bkproto.StatusCode_EOK, MaxLAC: 0, HasMaxLAC: true})
@@ -155,8 +157,9 @@ func TestTailerFollowsLAC(t *testing.T) {
 	if got := entryIDs(rd.Entries); !slices.Equal(got, []int64{1}) || tl.LAC() != 1 {
 		t.Fatalf("entries %v, LAC %d; want [1], LAC 1", got, tl.LAC())
 	}
-	if len(rd.Reads) != 3 || rd.Reads[0].PreviousLAC != 1 {
-		t.Fatalf("next polls %+v, want previousLAC 1", rd.Reads)
+	if got := reads(rd.Reads, [20]byte{}); !slices.Equal(got, []string{"a/-1", "c/-1"}) ||
+		rd.Reads[0].PreviousLAC != 1 || rd.Reads[1].PreviousLAC != 1 {
+		t.Fatalf("next polls %+v, want a and c from previousLAC 1", rd.Reads)
 	}
 	closed := md.Clone()
 	closed.State, closed.LastEntryID, closed.Version = StateClosed, 2, 5

@@ -45,12 +45,23 @@ func (cfg TailerConfig) Validate() error {
 // (or, once the ledger is closed, beyond its last entry). It ends with
 // Done after delivering the last entry of a closed ledger.
 //
-// Each poll round sends one long poll (ENTRY_PIGGYBACK, previousLAC = the
-// known LAC) to every bookie of the last ensemble; a new round starts once
-// the round is over and every entry up to the LAC is being read. A LAC
-// comes only from a bookie's maxLAC or from entry header LACs, never from
-// an entry id, and every such value was the LAC of a writer or the start
-// of a recovery, so it never exceeds the ledger's eventual end.
+// Long polls are per bookie, not per round: each bookie of the last
+// ensemble has at most one long poll (ENTRY_PIGGYBACK, previousLAC = the
+// LAC known when it was sent) in flight. Whenever every entry up to the
+// LAC is being read, every bookie without one is sent one, so the first
+// answer that moves the LAC lets the tailer read on and poll again, and a
+// slow or silent bookie holds back only its own poll (BookKeeper's
+// ReadLastConfirmedAndEntryOp likewise completes on the first answer that
+// brings an entry or a higher LAC, and leaves the slower ones behind).
+// A bookie whose answer brought nothing newer than its previousLAC (an
+// expired poll, or one answered at once) is polled again a tick later; one
+// that answered with an error or not at all, after RetryTicks.
+//
+// A LAC comes only from a bookie's maxLAC or from entry header LACs, never
+// from an entry id, and every such value was the LAC of a writer or the
+// start of a recovery, so it never exceeds the ledger's eventual end.
+// Piggybacked and read entries are delivered only after their digest
+// checks out.
 //
 // A Tailer is not safe for concurrent use.
 type Tailer struct {
@@ -69,11 +80,11 @@ type Tailer struct {
 	fetches   map[int64]*fetch
 	retryAt   map[int64]int64 // failed fetches, started again at this tick
 
-	polling    []BookieID // long polls in flight
-	pollGotOK  bool       // the current round had an EOK answer
-	nextPollAt int64      // a round with no answer delays the next one
-	done       bool
-	ready      Ready
+	polls     map[BookieID]int64 // bookies with a long poll in flight: its previousLAC
+	inflight  map[BookieID]int   // entry reads in flight to each bookie, answered or abandoned
+	pollAfter map[BookieID]int64 // bookies not to be polled before this tick
+	done      bool
+	ready     Ready
 }
 
 // NewTailer starts tailing.
@@ -95,6 +106,9 @@ func NewTailer(cfg TailerConfig) (*Tailer, error) {
 		lac:            max(cfg.LAC, bkproto.LastAddConfirmed),
 		fetches:        map[int64]*fetch{},
 		retryAt:        map[int64]int64{},
+		polls:          map[BookieID]int64{},
+		inflight:       map[BookieID]int{},
+		pollAfter:      map[BookieID]int64{},
 	}
 	if t.longPollMillis <= 0 {
 		t.longPollMillis = DefaultLongPollMillis
@@ -135,8 +149,8 @@ func (t *Tailer) learnMetadata(md Metadata) {
 func (t *Tailer) closed() bool { return t.md.State == StateClosed }
 
 // pump starts what can be started: fetches of entries up to the LAC,
-// retries that are due, and a new poll round when everything known is
-// being read. It ends the tail after the last entry of a closed ledger.
+// retries that are due, and long polls to the bookies that have none in
+// flight once everything known is being read. It ends the tail after the last entry of a closed ledger.
 func (t *Tailer) pump() {
 	if t.done {
 		return
@@ -156,27 +170,45 @@ func (t *Tailer) pump() {
 		t.startFetch(t.nextStart)
 		t.nextStart++
 	}
-	if !t.closed() && len(t.polling) == 0 && t.nextStart > t.lac && t.now >= t.nextPollAt {
-		t.startPoll()
+	if !t.closed() && t.nextStart > t.lac {
+		t.poll()
 	}
 }
 
+// startFetch reads entry e, asking first the replicas with the fewest
+// reads in flight: a slow bookie collects unanswered reads (the speculative
+// reads that went around it are abandoned there), so it drops to the end
+// of every write set until it catches up, as BookKeeper's read reordering
+// moves bookies with many pending requests last; and it is asked nothing
+// once it has a window's worth in flight (busy).
 func (t *Tailer) startFetch(e int64) {
-	f := newFetch(e, t.md.WriteSetBookies(e))
+	ws := t.md.WriteSetBookies(e)
+	slices.SortStableFunc(ws, func(a, b BookieID) int { return t.inflight[a] - t.inflight[b] })
+	f := newFetch(e, ws)
+	f.busy = t.busy
 	t.fetches[e] = f
 	f.askNext(t.emit, false)
 }
 
+// busy reports a bookie with as many entry reads in flight as the whole
+// read window: it is asked nothing more until some are answered (or, if it
+// is silent, until the driver gives up on them).
+func (t *Tailer) busy(b BookieID) bool { return int64(t.inflight[b]) >= t.maxOutstanding }
+
 func (t *Tailer) emit(b BookieID, entryID int64, speculative bool) {
+	t.inflight[b]++
 	t.ready.Reads = append(t.ready.Reads, ReadRequest{Bookie: b, Kind: ReadEntry, LedgerID: t.ledgerID, EntryID: entryID,
 		Speculative: speculative})
 }
 
-// startPoll sends one long poll to every bookie of the last ensemble.
-func (t *Tailer) startPoll() {
-	t.polling = slices.Clone(t.md.LastSegment().Bookies)
-	t.pollGotOK = false
-	for _, b := range t.polling {
+// poll sends a long poll to every bookie of the last ensemble that has
+// none in flight and is not being held back.
+func (t *Tailer) poll() {
+	for _, b := range t.md.LastSegment().Bookies {
+		if _, busy := t.polls[b]; busy || t.now < t.pollAfter[b] {
+			continue
+		}
+		t.polls[b] = t.lac
 		t.ready.Reads = append(t.ready.Reads, ReadRequest{
 			Bookie:        b,
 			Kind:          ReadEntry,
@@ -197,45 +229,66 @@ func (t *Tailer) HandleRead(req ReadRequest, reply ReadReply) {
 	}
 	if req.LongPoll {
 		t.handlePoll(req, reply)
-	} else if f := t.fetches[req.EntryID]; f != nil {
-		if i := f.outstanding(req.Bookie); i >= 0 && f.reply(i, reply, t.dec.decode, t.emit) {
-			// Every replica failed: the metadata may be stale (the entry
-			// is in a segment this copy does not have). Refresh and retry.
-			delete(t.fetches, req.EntryID)
-			t.retryAt[req.EntryID] = t.now + t.retryTicks
-			t.ready.RefreshMetadata = true
-		}
+	} else {
+		t.handleEntry(req, reply)
 	}
 	t.deliver()
 	t.pump()
 }
 
+// handleEntry takes the answer to an entry read.
+func (t *Tailer) handleEntry(req ReadRequest, reply ReadReply) {
+	if t.inflight[req.Bookie]--; t.inflight[req.Bookie] <= 0 {
+		delete(t.inflight, req.Bookie)
+	}
+	f := t.fetches[req.EntryID]
+	if f == nil {
+		return // an abandoned read of an entry already read
+	}
+	if i := f.outstanding(req.Bookie); i >= 0 && f.reply(i, reply, t.dec.decode, t.emit) {
+		// Every replica failed: the metadata may be stale (the entry
+		// is in a segment this copy does not have). Refresh and retry.
+		delete(t.fetches, req.EntryID)
+		t.retryAt[req.EntryID] = t.now + t.retryTicks
+		t.ready.RefreshMetadata = true
+	}
+}
+
 // handlePoll learns the LAC from a long-poll answer: the bookie's maxLAC,
 // and the header LAC of the entry it carries. A piggybacked entry
 // PreviousLAC+1 is kept as that entry's read if the new LAC covers it.
+// The bookie may be polled again at once if the answer brought a LAC above
+// the poll's previousLAC; otherwise it is held back (see Tailer).
 func (t *Tailer) handlePoll(req ReadRequest, reply ReadReply) {
-	i := slices.Index(t.polling, req.Bookie)
-	if i < 0 {
+	prev, ok := t.polls[req.Bookie]
+	if !ok || prev != req.PreviousLAC {
 		return
 	}
-	t.polling = slices.Delete(t.polling, i, i+1)
-	if reply.Status == bkproto.StatusCode_EOK {
-		// Only an EOK answer waited for the LAC. A bookie that holds
-		// nothing of the ledger answers NoSuchLedger at once; polling it
-		// again at once would spin.
-		t.pollGotOK = true
-		if reply.HasMaxLAC {
-			t.lac = max(t.lac, t.bounded(reply.MaxLAC))
-		}
-		if len(reply.Body) > 0 {
-			if e, err := t.dec.decode(reply.Body, bkproto.LastAddConfirmed); err == nil {
-				t.lac = max(t.lac, t.bounded(e.LAC))
-				t.piggyback(e)
-			}
+	delete(t.polls, req.Bookie)
+	if reply.Status != bkproto.StatusCode_EOK {
+		// A bookie that holds nothing of the ledger answers NoSuchLedger
+		// at once; polling it again at once would spin.
+		t.pollAfter[req.Bookie] = t.now + t.retryTicks
+		return
+	}
+	learned := bkproto.LastAddConfirmed
+	if reply.HasMaxLAC {
+		learned = reply.MaxLAC
+	}
+	if len(reply.Body) > 0 {
+		if e, err := t.dec.decode(reply.Body, bkproto.LastAddConfirmed); err == nil {
+			learned = max(learned, e.LAC)
+			t.lac = max(t.lac, t.bounded(learned))
+			t.piggyback(e)
 		}
 	}
-	if len(t.polling) == 0 && !t.pollGotOK {
-		t.nextPollAt = t.now + t.retryTicks
+	t.lac = max(t.lac, t.bounded(learned))
+	if learned > prev {
+		delete(t.pollAfter, req.Bookie)
+	} else {
+		// Nothing newer: the poll expired, or the bookie answers at once
+		// (a fenced ledger): wait a tick.
+		t.pollAfter[req.Bookie] = t.now + 1
 	}
 }
 

@@ -145,3 +145,65 @@ func TestReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTailAroundHungBookie tails an open ledger whose stored ensemble
+// names, at position 0, a bookie that never answers (the writer, with its
+// own copy of the metadata, writes to the live bookies). The long polls
+// to the two live bookies move the LAC, so the reader follows the writer
+// without waiting for the hung bookie's poll to time out, and reads the
+// entries whose first replica is the hung bookie from their second one.
+func TestTailAroundHungBookie(t *testing.T) {
+	cl := ledgertest.Start(t, 3)
+	ctx := testCtx(t)
+	wc := newClient(t, testConfig(cl, 15))
+	w, err := wc.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: testPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := w.ID()
+	smd, v, err := wc.store.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smd.Segments[0].Bookies[0] = ledger.BookieID(blackHole(t))
+	if _, err := wc.store.Write(ctx, id, smd, v); err != nil {
+		t.Fatal(err)
+	}
+	rcfg := testConfig(cl, 16)
+	rcfg.ReadTimeout = testhost.Scale(20 * time.Second)
+	rcfg.LongPollTimeout = testhost.Scale(20 * time.Second)
+	rcfg.SpeculativeReadTimeout = 100 * time.Millisecond
+	h, err := newClient(t, rcfg).OpenNoRecovery(ctx, id, testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 60
+	go func() {
+		for e := range int64(total) {
+			if _, err := w.Append(ctx, payload(id, e)); err != nil {
+				t.Errorf("append %d: %v", e, err)
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	var got []Entry
+	for e, err := range h.Tail(ctx, 0) {
+		if err != nil {
+			t.Fatalf("tail after %d entries: %v", len(got), err)
+		}
+		got = append(got, e)
+		if e.EntryID == total-2 { // the last entry's LAC reaches the bookies only with a later add
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	checkEntries(t, id, 0, got)
+	t.Logf("tailed %d entries around a hung bookie in %v", len(got), elapsed.Round(time.Millisecond))
+	// The hung bookie's long poll is answered (NoResponse) only after the
+	// read timeout plus the long-poll timeout: a tailer that waited for it
+	// even once took longer than the read timeout.
+	if elapsed >= rcfg.ReadTimeout {
+		t.Fatalf("tail took %v: it waited for the hung bookie's poll", elapsed)
+	}
+}
