@@ -214,10 +214,10 @@ func FuzzDecodeV2Request(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if v2.Header.OpCode == V2BatchReadEntry {
-			return // its v3 form is a read of the first entry; only the bookie answers it
-		}
 		enc, eErr := AppendV2Request(nil, req)
+		if v2.Header.OpCode == V2BatchReadEntry {
+			enc, eErr = AppendV2BatchReadRequest(nil, req, v2.RequestID, v2.MaxCount, v2.MaxSize)
+		}
 		if eErr != nil {
 			t.Fatalf("valid request %v does not re-encode: %v", req, eErr)
 		}
@@ -225,7 +225,8 @@ func FuzzDecodeV2Request(f *testing.F) {
 		if err2 != nil || !proto.Equal(req, again) {
 			t.Fatalf("round trip turned %v into %v (%v)", req, again, err2)
 		}
-		if v2b.LedgerID != v2.LedgerID || v2b.EntryID != v2.EntryID || v2b.Header.OpCode != v2.Header.OpCode {
+		if v2b.LedgerID != v2.LedgerID || v2b.EntryID != v2.EntryID || v2b.Header.OpCode != v2.Header.OpCode ||
+			v2b.RequestID != v2.RequestID || v2b.MaxCount != v2.MaxCount || v2b.MaxSize != v2.MaxSize {
 			t.Fatalf("round trip turned %+v into %+v", v2, v2b)
 		}
 	})
@@ -239,6 +240,8 @@ func FuzzDecodeV2Response(f *testing.F) {
 	f.Add(cat(be32(0x02020000), be32(0), be64(7), be64(-1), v2Entry(7, 4, "data")))
 	f.Add(cat(be32(0x02020000), be32(107), be64(7), be64(4)))
 	f.Add(cat(be32(0x02030000), []byte{0x0a, 0x01, 'x', 0x12, 0x00}))
+	f.Add(cat(be32(0x02070000), be32(0), be64(7), be64(4), be64(9), AppendV2BatchEntry(nil, v2Entry(7, 4, "data"))))
+	f.Add(cat(be32(0x02070000), be32(1), be64(7), be64(4), be64(9)))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		resp, err := DecodeV2Response(frame)
@@ -258,6 +261,7 @@ func FuzzDecodeV2Response(f *testing.F) {
 		v2.Header.Flags = 0
 		if r := resp.ReadResponse; r != nil {
 			v2.LedgerID, v2.EntryID = r.GetLedgerId(), r.GetEntryId()
+			v2.RequestID = int64(resp.GetHeader().GetTxnId()) // a batch response's request id
 		}
 		if r := resp.AddResponse; r != nil {
 			v2.LedgerID, v2.EntryID = r.GetLedgerId(), r.GetEntryId()
@@ -269,6 +273,32 @@ func FuzzDecodeV2Response(f *testing.F) {
 		again, err2 := DecodeV2Response(enc[FrameLengthBytes:])
 		if err2 != nil || !proto.Equal(resp, again) {
 			t.Fatalf("round trip turned %v into %v (%v)", resp, again, err2)
+		}
+	})
+}
+
+// FuzzV2BatchEntries feeds arbitrary batch bodies to V2BatchEntries: it
+// either refuses one as malformed or splits it into entries that, each
+// after its length, make up the body again.
+func FuzzV2BatchEntries(f *testing.F) {
+	f.Add(AppendV2BatchEntry(AppendV2BatchEntry(nil, v2Entry(7, 4, "a")), v2Entry(7, 5, "bb")))
+	f.Add([]byte{0, 0, 0, 9, 1})
+	f.Add([]byte{0, 0})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		entries, err := V2BatchEntries(body)
+		if err != nil {
+			if !errors.Is(err, ErrV2Malformed) {
+				t.Fatalf("error %v does not wrap ErrV2Malformed", err)
+			}
+			return
+		}
+		var again []byte
+		for _, e := range entries {
+			again = AppendV2BatchEntry(again, e)
+		}
+		if !bytes.Equal(again, body) {
+			t.Fatalf("%d entries re-encode to %x, not %x", len(entries), again, body)
 		}
 	})
 }

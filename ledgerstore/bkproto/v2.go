@@ -453,12 +453,78 @@ func AppendV2Request(dst []byte, req *Request) ([]byte, error) {
 	return dst, fmt.Errorf("%w: %v", ErrNoV2Form, req.GetHeader().GetOperation())
 }
 
+// AppendV2BatchReadRequest appends, with its length prefix, the
+// BATCH_READ_ENTRY (BookKeeper 4.17) that asks for entries from req's entry
+// on: req is a READ_ENTRY as AppendV2Request takes it (FENCE_LEDGER with
+// the master key as DO_FENCING, a priority as HIGH_PRIORITY, long-poll
+// fields dropped); the bookie answers with at most maxCount entries
+// (<= 0: no bound) in at most maxSize bytes, counted as it counts them
+// (V2BatchFixedBytes, then each entry and its length), the first entry
+// always included. requestID comes back in the response and is what
+// matches it to its request. Anything but a READ_ENTRY, or a fencing read
+// without a 20-byte master key, fails with ErrNoV2Form.
+func AppendV2BatchReadRequest(dst []byte, req *Request, requestID int64, maxCount int32, maxSize int64) ([]byte, error) {
+	r := req.GetReadRequest()
+	if r == nil || req.AddRequest != nil || req.AuthRequest != nil {
+		return dst, fmt.Errorf("%w: batch read of %v", ErrNoV2Form, req.GetHeader().GetOperation())
+	}
+	h := V2Header{Version: V2CurrentVersion, OpCode: V2BatchReadEntry}
+	if req.GetHeader().GetPriority() > 0 {
+		h.Flags |= V2FlagHighPriority
+	}
+	fence := r.Flag != nil && *r.Flag == ReadRequest_FENCE_LEDGER
+	n := v2HeaderBytes + 8 + 8 + 8 + 4 + 8
+	if fence {
+		if len(r.MasterKey) != MasterKeyBytes {
+			return dst, fmt.Errorf("%w: fencing batch read with a master key of %d bytes", ErrNoV2Form, len(r.MasterKey))
+		}
+		h.Flags |= V2FlagDoFencing
+		n += MasterKeyBytes
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	dst = binary.BigEndian.AppendUint32(dst, h.Uint32())
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.GetLedgerId()))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.GetEntryId()))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(requestID))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(maxCount))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(maxSize))
+	if fence {
+		dst = append(dst, r.MasterKey...)
+	}
+	return dst, nil
+}
+
+// V2BatchEntries splits the body of a batch read response (a READ_ENTRY
+// response DecodeV2Response made of a BATCH_READ_ENTRY answer) into its
+// entries, each still to be verified against its digest. The entries alias
+// body. A length that runs past the end wraps ErrV2Malformed: BookKeeper's
+// client cannot decode such a response either.
+func V2BatchEntries(body []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(body) > 0 {
+		if len(body) < 4 {
+			return out, fmt.Errorf("%w: %d bytes left in a batch", ErrV2Malformed, len(body))
+		}
+		n := binary.BigEndian.Uint32(body)
+		body = body[4:]
+		if uint64(n) > uint64(len(body)) {
+			return out, fmt.Errorf("%w: batch entry of %d bytes, %d left", ErrV2Malformed, n, len(body))
+		}
+		out = append(out, body[:n:n])
+		body = body[n:]
+	}
+	return out, nil
+}
+
 // DecodeV2Response decodes one v2 response frame (without its length
 // prefix) into the v3 Response it stands for, as a client handles it: the
 // header (version 3, transaction 0) names the operation; an add or read
 // response has its status both overall and in its sub-response, with the
 // ledger and entry ids it names; a read's body (the entry, with EOK only)
-// aliases frame. Its error wraps ErrV2Malformed for a frame too short for
+// aliases frame. A BATCH_READ_ENTRY response decodes as the READ_ENTRY
+// response of its first entry whose header's transaction is the request
+// id and whose body, with EOK, is the batch (V2BatchEntries splits it).
+// Its error wraps ErrV2Malformed for a frame too short for
 // its operation, an opcode v2 does not answer with, an undecodable auth
 // message or an unknown return code; the connection should then be closed,
 // as BookKeeper's client closes it.
@@ -488,6 +554,23 @@ func DecodeV2Response(frame []byte) (*Response, error) {
 			rr.Body = frame[V2ResponseHeaderBytes:]
 		}
 		return &Response{Header: NewHeader(OperationType_READ_ENTRY, 0), Status: st.Enum(), ReadResponse: rr}, nil
+	case V2BatchReadEntry:
+		const fixed = V2ResponseHeaderBytes + 8
+		if len(frame) < fixed {
+			return nil, fmt.Errorf("%w: batch response of %d bytes", ErrV2Malformed, len(frame))
+		}
+		rc := int32(binary.BigEndian.Uint32(frame[4:]))
+		st, ok := StatusOfV2Code(rc)
+		if !ok {
+			return nil, fmt.Errorf("%w: return code %d", ErrV2Malformed, rc)
+		}
+		requestID := binary.BigEndian.Uint64(frame[24:])
+		rr := &ReadResponse{Status: st.Enum(), LedgerId: proto.Int64(int64(binary.BigEndian.Uint64(frame[8:]))),
+			EntryId: proto.Int64(int64(binary.BigEndian.Uint64(frame[16:])))}
+		if st == StatusCode_EOK {
+			rr.Body = frame[fixed:]
+		}
+		return &Response{Header: NewHeader(OperationType_READ_ENTRY, requestID), Status: st.Enum(), ReadResponse: rr}, nil
 	case V2Auth:
 		am := &AuthMessage{}
 		if err := proto.Unmarshal(frame[v2HeaderBytes:], am); err != nil {

@@ -334,6 +334,12 @@ func TestDecodeV2Response(t *testing.T) {
 		return &Response{Header: NewHeader(OperationType_READ_ENTRY, 0), Status: st.Enum(),
 			ReadResponse: &ReadResponse{Status: st.Enum(), LedgerId: proto.Int64(7), EntryId: proto.Int64(entry), Body: body}}
 	}
+	batch := AppendV2BatchEntry(AppendV2BatchEntry(nil, ent), v2Entry(7, 5, "more"))
+	batchResp := func(st StatusCode, body []byte) *Response {
+		r := read(st, 4, body)
+		r.Header.TxnId = proto.Uint64(9)
+		return r
+	}
 	cases := []struct {
 		name  string
 		frame []byte
@@ -346,6 +352,12 @@ func TestDecodeV2Response(t *testing.T) {
 		{"read ENOLEDGER drops trailing bytes", cat(be32(0x02020000), be32(1), be64(7), be64(4), []byte{1}),
 			read(StatusCode_ENOLEDGER, 4, nil)},
 		{"read EUNKNOWNLEDGERSTATE", cat(be32(0x02020000), be32(107), be64(7), be64(4)), read(StatusCode_EUNKNOWNLEDGERSTATE, 4, nil)},
+		{"batch EOK", cat(be32(0x02070000), be32(0), be64(7), be64(4), be64(9), batch),
+			batchResp(StatusCode_EOK, batch)},
+		{"batch ENOENTRY drops trailing bytes", cat(be32(0x02070000), be32(2), be64(7), be64(4), be64(9), []byte{1}),
+			batchResp(StatusCode_ENOENTRY, nil)},
+		{"short batch", cat(be32(0x02070000), be32(0), be64(7), be64(4), be32(0)), nil},
+		{"batch with unknown code", cat(be32(0x02070000), be32(3), be64(7), be64(4), be64(9)), nil},
 		{"auth", cat(be32(0x02030000), authBytes), &Response{Header: NewHeader(OperationType_AUTH, 0),
 			Status: StatusCode_EOK.Enum(), AuthResponse: auth}},
 		{"unknown return code", cat(be32(0x02010000), be32(3), be64(7), be64(3)), nil},
@@ -364,6 +376,87 @@ func TestDecodeV2Response(t *testing.T) {
 		}
 		if err != nil || !proto.Equal(got, tc.want) {
 			t.Errorf("%s: got %v (%v)\nwant %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestV2BatchRead encodes batch reads as BookKeeper 4.17's client sends
+// them, checks the bookie's decoder reads back every field, and splits
+// batch bodies.
+func TestV2BatchRead(t *testing.T) {
+	key := bytes.Repeat([]byte{0xab}, MasterKeyBytes)
+	read := func(fence bool, priority uint32) *Request {
+		r := &Request{Header: NewHeader(OperationType_READ_ENTRY, 0),
+			ReadRequest: &ReadRequest{LedgerId: proto.Int64(7), EntryId: proto.Int64(4)}}
+		if fence {
+			r.ReadRequest.Flag = ReadRequest_FENCE_LEDGER.Enum()
+			r.ReadRequest.MasterKey = key
+		}
+		if priority > 0 {
+			r.Header.Priority = proto.Uint32(priority)
+		}
+		return r
+	}
+	cases := []struct {
+		name  string
+		req   *Request
+		frame []byte // nil: ErrNoV2Form
+	}{
+		{"plain", read(false, 0), cat(be32(40), be32(0x02070000), be64(7), be64(4), be64(9), be32(16), be64(1<<20))},
+		{"fencing, recovery priority", read(true, v2HighPriority),
+			cat(be32(60), be32(0x02070005), be64(7), be64(4), be64(9), be32(16), be64(1<<20), key)},
+		{"fencing without a key", &Request{Header: NewHeader(OperationType_READ_ENTRY, 0),
+			ReadRequest: &ReadRequest{LedgerId: proto.Int64(7), EntryId: proto.Int64(4),
+				Flag: ReadRequest_FENCE_LEDGER.Enum()}}, nil},
+		{"an add", &Request{Header: NewHeader(OperationType_ADD_ENTRY, 0), AddRequest: &AddRequest{}}, nil},
+	}
+	for _, tc := range cases {
+		got, err := AppendV2BatchReadRequest(nil, tc.req, 9, 16, 1<<20)
+		if tc.frame == nil {
+			if !errors.Is(err, ErrNoV2Form) {
+				t.Errorf("%s: %x, %v; want ErrNoV2Form", tc.name, got, err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, tc.frame) {
+			t.Errorf("%s: %x (%v)\nwant %x", tc.name, got, err, tc.frame)
+			continue
+		}
+		req, v2, err := DecodeV2Request(got[FrameLengthBytes:])
+		if err != nil || v2.Header.OpCode != V2BatchReadEntry || v2.RequestID != 9 || v2.MaxCount != 16 ||
+			v2.MaxSize != 1<<20 || !proto.Equal(req.ReadRequest, tc.req.ReadRequest) {
+			t.Errorf("%s: the bookie decodes %v %+v (%v)", tc.name, req, v2, err)
+		}
+	}
+
+	a, b := v2Entry(7, 4, "a"), v2Entry(7, 5, "bb")
+	splits := []struct {
+		name string
+		body []byte
+		want [][]byte // nil with bad: malformed
+		bad  bool
+	}{
+		{"two entries", AppendV2BatchEntry(AppendV2BatchEntry(nil, a), b), [][]byte{a, b}, false},
+		{"empty", nil, nil, false},
+		{"length past the end", cat(be32(uint32(len(a)+1)), a), nil, true},
+		{"torn length", []byte{0, 0, 1}, nil, true},
+	}
+	for _, tc := range splits {
+		got, err := V2BatchEntries(tc.body)
+		if tc.bad {
+			if !errors.Is(err, ErrV2Malformed) {
+				t.Errorf("%s: %v, want ErrV2Malformed", tc.name, err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) {
+			t.Errorf("%s: %d entries (%v), want %d", tc.name, len(got), err, len(tc.want))
+			continue
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], tc.want[i]) {
+				t.Errorf("%s: entry %d differs", tc.name, i)
+			}
 		}
 	}
 }

@@ -231,3 +231,74 @@ func TestV2LostAnswer(t *testing.T) {
 		t.Fatal("the fencing read was sent behind the lost read")
 	}
 }
+
+// TestV2BatchRead sends two batch reads from the same entry: each is
+// matched to its answer by request id, whatever the order of the answers.
+// A v3 connection refuses a batch read.
+func TestV2BatchRead(t *testing.T) {
+	c, f := dialFake(t)
+	ctx := context.Background()
+	read := &bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: proto.Int64(7), EntryId: proto.Int64(4)}}
+	type result struct {
+		resp *bkproto.Response
+		err  error
+	}
+	results := make([]chan result, 2)
+	ids := make([]int64, 2)
+	for i := range results {
+		results[i] = make(chan result, 1)
+		go func() {
+			resp, err := c.BatchRead(ctx, read, int32(10+i), 1<<20)
+			results[i] <- result{resp, err}
+		}()
+	}
+	for range 2 {
+		hdr, ledger, entry, p := f.next()
+		if op := bkproto.V2OpCode(hdr >> 16 & 0xff); op != bkproto.V2BatchReadEntry || ledger != 7 || entry != 4 {
+			t.Fatalf("packet op %d ledger %d entry %d", op, ledger, entry)
+		}
+		maxCount := int32(binary.BigEndian.Uint32(p[28:]))
+		ids[maxCount-10] = int64(binary.BigEndian.Uint64(p[20:]))
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("both batch reads carry request id %d", ids[0])
+	}
+	bodies := [][]byte{bkproto.AppendV2BatchEntry(nil, []byte("first")), bkproto.AppendV2BatchEntry(nil, []byte("second"))}
+	for i := 1; i >= 0; i-- { // answered in reverse order
+		f.answer(byte(bkproto.V2BatchReadEntry), 0, 7, 4, append(binary.BigEndian.AppendUint64(nil, uint64(ids[i])), bodies[i]...))
+	}
+	for i := range results {
+		r := <-results[i]
+		if r.err != nil || bkproto.ResponseStatus(r.resp) != bkproto.StatusCode_EOK ||
+			!bytes.Equal(r.resp.GetReadResponse().GetBody(), bodies[i]) {
+			t.Fatalf("batch %d: %v, %v", i, r.resp, r.err)
+		}
+	}
+}
+
+func TestBatchReadNeedsV2(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, _ := ln.Accept()
+		accepted <- nc
+	}()
+	defer func() {
+		if nc := <-accepted; nc != nil {
+			nc.Close()
+		}
+	}()
+	c, err := Dial(context.Background(), ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	read := &bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: proto.Int64(7), EntryId: proto.Int64(4)}}
+	if _, err := c.BatchRead(context.Background(), read, 10, 1<<20); !errors.Is(err, bkproto.ErrNoV2Form) {
+		t.Fatalf("batch read over v3: %v", err)
+	}
+}

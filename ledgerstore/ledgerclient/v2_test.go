@@ -1,8 +1,12 @@
 package ledgerclient
 
 import (
+	"bytes"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
 
@@ -52,4 +56,69 @@ func TestV2(t *testing.T) {
 	t.Run("tail", func(t *testing.T) {
 		tail(t, v2, newClient(t, v2Config(cl, 27)))
 	})
+}
+
+// TestV2BatchReadFromBookie asks a real bookie for batches of a closed
+// ledger's entries over v2 (BATCH_READ_ENTRY, bookierpc.BatchRead): each
+// batch starts at the entry asked for, holds at most maxCount entries in
+// at most maxSize bytes (the first entry always), and every entry passes
+// its digest check.
+func TestV2BatchReadFromBookie(t *testing.T) {
+	cl := ledgertest.Start(t, 3)
+	ctx := testCtx(t)
+	c := newClient(t, v2Config(cl, 28))
+	w, err := c.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := w.ID()
+	const total = 40
+	for e := range int64(total) {
+		if _, err := w.Append(ctx, payload(id, e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	md := w.Metadata()
+	var macKey []byte
+	if md.Digest() == bkproto.DigestHMAC {
+		k := bkproto.MacKey(md.Password)
+		macKey = k[:]
+	}
+	conn, err := c.pool.conn(ctx, md.LastSegment().Bookies[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		first     int64
+		maxCount  int32
+		maxSize   int64
+		wantCount int
+	}{
+		{"count bound", 5, 10, 1 << 20, 10},
+		{"past the end", 35, 10, 1 << 20, 5},
+		{"size bound keeps the first entry", 7, 10, 1, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &bkproto.Request{ReadRequest: &bkproto.ReadRequest{LedgerId: proto.Int64(id), EntryId: proto.Int64(tc.first)}}
+			resp, err := conn.BatchRead(ctx, req, tc.maxCount, tc.maxSize)
+			if err != nil || bkproto.ResponseStatus(resp) != bkproto.StatusCode_EOK {
+				t.Fatalf("batch read: %v, %v", resp, err)
+			}
+			entries, err := bkproto.V2BatchEntries(resp.GetReadResponse().GetBody())
+			if err != nil || len(entries) != tc.wantCount {
+				t.Fatalf("%d entries (%v), want %d", len(entries), err, tc.wantCount)
+			}
+			for i, body := range entries {
+				e, err := bkproto.DecodeEntry(body, md.Digest(), macKey, id, tc.first+int64(i))
+				if err != nil || !bytes.Equal(e.Payload, payload(id, tc.first+int64(i))) {
+					t.Fatalf("entry %d of the batch: %v", i, err)
+				}
+			}
+		})
+	}
 }
