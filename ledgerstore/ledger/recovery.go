@@ -39,6 +39,12 @@ type RecoveryConfig struct {
 	// ReadAheadEntries is how many entries are read forward at once
 	// (recoveryReadBatchSize; 0: 1, the Java default).
 	ReadAheadEntries int
+	// BatchReadMaxSize, when positive, reads forward in batches (v2
+	// BATCH_READ_ENTRY, at most this many bytes each) if every bookie holds
+	// every entry (E = Qw), as BookKeeper's client does; the driver must
+	// speak v2. A batch that gets no answer, or one a bookie does not
+	// understand, turns batching off for the rest of the recovery.
+	BatchReadMaxSize int64
 	// Logger receives phase changes. nil: discard.
 	Logger *slog.Logger
 }
@@ -110,6 +116,7 @@ type Recovery struct {
 	anchorLength int64 // cumulative length at lacR, once the anchor read found it
 	reads        map[int64]*quorumRead
 	found        map[int64]bkproto.Entry
+	batchMaxSize int64 // BatchReadMaxSize; 0 once batches are off
 	nextRead     int64 // next entry to start reading
 	nextAdd      int64 // next entry to hand to the writer
 	end          int64 // first entry known absent; math.MaxInt64 until then
@@ -126,18 +133,19 @@ func NewRecovery(cfg RecoveryConfig) (*Recovery, error) {
 	}
 	md := cfg.Metadata.Clone()
 	r := &Recovery{
-		ledgerID:   cfg.LedgerID,
-		md:         md,
-		placement:  md.Placement(),
-		masterKey:  bkproto.MasterKey(md.Password),
-		bookies:    cfg.Bookies,
-		rng:        cfg.Rand,
-		policy:     cfg.Policy,
-		logger:     orDiscard(cfg.Logger),
-		retryTicks: int64(cmpOr(cfg.RetryTicks, DefaultRetryTicks)),
-		readAhead:  int64(cmpOr(cfg.ReadAheadEntries, 1)),
-		maxLAC:     bkproto.LastAddConfirmed,
-		end:        math.MaxInt64,
+		ledgerID:     cfg.LedgerID,
+		md:           md,
+		placement:    md.Placement(),
+		masterKey:    bkproto.MasterKey(md.Password),
+		bookies:      cfg.Bookies,
+		rng:          cfg.Rand,
+		policy:       cfg.Policy,
+		logger:       orDiscard(cfg.Logger),
+		retryTicks:   int64(cmpOr(cfg.RetryTicks, DefaultRetryTicks)),
+		readAhead:    int64(cmpOr(cfg.ReadAheadEntries, 1)),
+		batchMaxSize: cfg.BatchReadMaxSize,
+		maxLAC:       bkproto.LastAddConfirmed,
+		end:          math.MaxInt64,
 	}
 	if md.Digest() == bkproto.DigestHMAC {
 		k := bkproto.MacKey(md.Password)
@@ -258,6 +266,8 @@ func (r *Recovery) HandleRead(req ReadRequest, reply ReadReply) {
 			r.handleFence(i, reply)
 		}
 	case r.phase != phaseForward && r.phase != phaseClosing:
+	case req.BatchMaxCount > 0:
+		r.handleBatch(req, reply)
 	case r.anchor != nil && req.EntryID == r.anchor.entryID:
 		if i := r.anchor.outstanding(req.Bookie); i >= 0 {
 			r.handleAnchor(i, reply)

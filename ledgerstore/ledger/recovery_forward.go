@@ -45,6 +45,10 @@ func (r *Recovery) startForward() {
 // readForward starts reads of the next entries, up to ReadAheadEntries
 // beyond the next entry to re-add, while re-adds keep up.
 func (r *Recovery) readForward() {
+	if r.batching() {
+		r.readForwardBatch()
+		return
+	}
 	for r.phase == phaseForward && r.nextRead < r.end && r.nextRead-r.nextAdd < r.readAhead &&
 		int64(len(r.w.pending)) < max(recoveryMaxReAdds, r.readAhead) {
 		e := r.nextRead

@@ -18,10 +18,15 @@ type readAheadBookies struct {
 	missing map[int64]bool
 	flaky   map[int64]bool
 	tried   map[string]bool
+	noBatch bool // a bookie before 4.17: batch reads go unanswered
+	batches int  // batch reads asked
 }
 
 func (f *readAheadBookies) answer(req ReadRequest) ReadReply {
 	key := fmt.Sprintf("%s/%d", req.Bookie, req.EntryID)
+	if req.BatchMaxCount > 0 {
+		return f.answerBatch(req)
+	}
 	switch {
 	case req.EntryID == bkproto.LastAddConfirmed:
 		return statusReply(bkproto.StatusCode_ENOENTRY) // nothing carries a LAC: LAC_r is -1
@@ -33,6 +38,40 @@ func (f *readAheadBookies) answer(req ReadRequest) ReadReply {
 	}
 	p := fmt.Sprintf("e%d", req.EntryID)
 	return okReply(entryBody(f.md, req.EntryID, -1, 2*(req.EntryID+1), p))
+}
+
+// answerBatch answers a batch read as a 4.17 bookie does: entries from
+// the first on, up to the first it lacks, at most BatchMaxCount, within
+// BatchMaxSize (the first always); a first entry it lacks is the status.
+// With noBatch it is an older bookie: the batch goes unanswered. A flaky
+// entry comes with its last payload byte flipped, once per bookie.
+func (f *readAheadBookies) answerBatch(req ReadRequest) ReadReply {
+	f.batches++
+	if f.noBatch {
+		return statusReply(NoResponse)
+	}
+	var body []byte
+	size := int64(bkproto.V2BatchFixedBytes)
+	for e := req.EntryID; e < req.EntryID+int64(req.BatchMaxCount); e++ {
+		rep := f.answer(ReadRequest{Bookie: req.Bookie, EntryID: e})
+		if rep.Status != bkproto.StatusCode_EOK {
+			if e == req.EntryID {
+				return rep
+			}
+			break
+		}
+		entry := rep.Body
+		if key := fmt.Sprintf("%s/%d!", req.Bookie, e); f.flaky[e] && !f.tried[key] {
+			f.tried[key] = true
+			entry = slices.Clone(entry)
+			entry[len(entry)-1] ^= 0xff
+		}
+		if size += 4 + int64(len(entry)); size > req.BatchMaxSize && e > req.EntryID {
+			break
+		}
+		body = bkproto.AppendV2BatchEntry(body, entry)
+	}
+	return ReadReply{Status: bkproto.StatusCode_EOK, EntryID: req.EntryID, Body: body}
 }
 
 // TestRecoveryReadAhead drives recovery with several entries read at
@@ -51,6 +90,8 @@ func TestRecoveryReadAhead(t *testing.T) {
 		flaky   []int64
 		order   string   // which outstanding read is answered next: fifo, lifo, stride
 		silent  BookieID // never answers a forward read
+		batch   int64    // BatchReadMaxSize
+		noBatch bool
 		wantEnd int64
 	}{
 		{name: "one at a time", window: 1, qw: 2, qa: 2, present: 40, order: "fifo", wantEnd: 39},
@@ -67,12 +108,27 @@ func TestRecoveryReadAhead(t *testing.T) {
 			present: 30, order: "fifo", silent: "b", wantEnd: 29},
 		{name: "empty ledger", window: 32, qw: 2, qa: 2, present: 0, order: "lifo", wantEnd: -1},
 		{name: "window wider than the re-add bound", window: 256, qw: 2, qa: 2, present: 600, order: "lifo", wantEnd: 599},
+		{name: "batches", window: 16, qw: 3, qa: 2, present: 100, order: "fifo", batch: 1 << 20, wantEnd: 99},
+		{name: "batches answered out of order", window: 32, qw: 3, qa: 2, present: 300, order: "stride", batch: 1 << 20,
+			wantEnd: 299},
+		{name: "batches cut by their size", window: 16, qw: 3, qa: 2, present: 60, order: "lifo", batch: 200,
+			wantEnd: 59},
+		{name: "batches with a gap", window: 16, qw: 3, qa: 2, present: 100, missing: []int64{21}, order: "fifo",
+			batch: 1 << 20, wantEnd: 20},
+		{name: "batches with unknowns and bad copies", window: 16, qw: 3, qa: 2, present: 80, flaky: []int64{0, 3, 17, 40},
+			order: "lifo", batch: 1 << 20, wantEnd: 79},
+		{name: "batches around a silent bookie", window: 16, qw: 3, qa: 2, present: 50, order: "fifo", silent: "a",
+			batch: 1 << 20, wantEnd: 49},
+		{name: "a bookie without batches: single reads", window: 16, qw: 3, qa: 2, present: 100, order: "fifo",
+			batch: 1 << 20, noBatch: true, wantEnd: 99},
+		{name: "no batches unless E = Qw", window: 16, qw: 2, qa: 2, present: 50, order: "fifo", batch: 1 << 20,
+			wantEnd: 49},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			md := testMetadata(t, 3, tc.qw, tc.qa, "a", "b", "c")
 			f := &readAheadBookies{md: md, present: tc.present, missing: map[int64]bool{},
-				flaky: map[int64]bool{}, tried: map[string]bool{}}
+				flaky: map[int64]bool{}, tried: map[string]bool{}, noBatch: tc.noBatch}
 			for _, e := range tc.missing {
 				f.missing[e] = true
 			}
@@ -80,7 +136,8 @@ func TestRecoveryReadAhead(t *testing.T) {
 				f.flaky[e] = true
 			}
 			r, err := NewRecovery(RecoveryConfig{LedgerID: testLedger, Metadata: md, RetryTicks: 2,
-				ReadAheadEntries: tc.window, Bookies: Candidates{Available: md.LastSegment().Bookies}})
+				ReadAheadEntries: tc.window, Bookies: Candidates{Available: md.LastSegment().Bookies},
+				BatchReadMaxSize: tc.batch})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,6 +151,11 @@ func TestRecoveryReadAhead(t *testing.T) {
 				}
 				rd := r.Ready()
 				pending = append(pending, rd.Reads...)
+				for _, rq := range rd.Reads {
+					if rq.BatchMaxCount > 0 && (!rq.Fence || rq.BatchMaxSize != tc.batch) {
+						t.Fatalf("batch read %+v", rq)
+					}
+				}
 				if rd.MetadataWrite != nil {
 					r.HandleMetadataWritten(rd.MetadataWrite.Metadata.Version + 1)
 				}
@@ -147,6 +209,15 @@ func TestRecoveryReadAhead(t *testing.T) {
 			}
 			if int64(len(readded)) != tc.wantEnd+1 {
 				t.Fatalf("%d entries re-added, want %d", len(readded), tc.wantEnd+1)
+			}
+			t.Logf("%d batch reads", f.batches)
+			switch batching := tc.batch > 0 && tc.qw == 3; {
+			case !batching && f.batches > 0:
+				t.Errorf("%d batch reads, want none", f.batches)
+			case batching && tc.noBatch && f.batches != 1:
+				t.Errorf("%d batch reads to a bookie without them, want 1", f.batches)
+			case batching && !tc.noBatch && (f.batches == 0 || f.batches > int(tc.wantEnd+2)/2):
+				t.Errorf("%d batch reads for %d entries", f.batches, tc.wantEnd+1)
 			}
 			if maxAhead > int64(tc.window) {
 				t.Errorf("read %d entries ahead of the next re-add, window %d", maxAhead, tc.window)

@@ -74,6 +74,12 @@ type ReadRequest struct {
 	PreviousLAC   int64
 	TimeoutMillis int64
 	Piggyback     bool
+	// BatchMaxCount, when positive, makes the read a v2 BATCH_READ_ENTRY
+	// (v2 connections only; docs/bookkeeper-protocol.md §6.2): entries from
+	// EntryID on, at most BatchMaxCount of them in at most BatchMaxSize
+	// bytes. Its answer's Body is the batch (bkproto.V2BatchEntries).
+	BatchMaxCount int32
+	BatchMaxSize  int64
 	// Speculative marks a read sent because the replicas asked before
 	// went unanswered for SpeculativeTicks (the driver counts them as
 	// BookKeeper's SPECULATIVE_READ_COUNT); it changes nothing on the wire.

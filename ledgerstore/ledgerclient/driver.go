@@ -245,9 +245,12 @@ func (d *driver) sendRead(req ledger.ReadRequest) {
 		defer cancel()
 		start := time.Now()
 		var reply ledger.ReadReply
-		if d.c.cfg.UseV2WireProtocol {
+		switch {
+		case req.BatchMaxCount > 0:
+			reply = d.readBatch(ctx, req)
+		case d.c.cfg.UseV2WireProtocol:
 			reply = d.readV2(ctx, req)
-		} else {
+		default:
 			reply = d.read(ctx, req.Bookie, req.Request(0))
 		}
 		if req.LongPoll {
@@ -255,6 +258,21 @@ func (d *driver) sendRead(req ledger.ReadRequest) {
 		}
 		d.post(func() { h.HandleRead(req, reply) })
 	}()
+}
+
+// readBatch sends one v2 BATCH_READ_ENTRY (the machines ask for them only
+// over v2) and returns its reply, the batch as its body (NoResponse if
+// none came: a bookie before 4.17 closes the connection on the opcode).
+func (d *driver) readBatch(ctx context.Context, req ledger.ReadRequest) ledger.ReadReply {
+	cl, err := d.c.pool.conn(ctx, req.Bookie)
+	if err != nil {
+		return ledger.ReadReply{Status: ledger.NoResponse}
+	}
+	resp, err := cl.BatchRead(ctx, req.Request(0), req.BatchMaxCount, req.BatchMaxSize)
+	if err != nil {
+		return ledger.ReadReply{Status: ledger.NoResponse}
+	}
+	return ledger.ReadReplyOf(resp)
 }
 
 // read sends one read request and returns its reply (NoResponse if none

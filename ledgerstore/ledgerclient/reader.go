@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
@@ -55,7 +56,7 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (_ *ReadHa
 	}
 	rec, err := ledger.NewRecovery(ledger.RecoveryConfig{LedgerID: id, Metadata: md, Bookies: bookies,
 		Rand: c.newRand(), Policy: c.cfg.Placement, RetryTicks: c.cfg.ticks(c.cfg.RetryInterval),
-		ReadAheadEntries: c.cfg.RecoveryReadBatchSize, Logger: c.log})
+		ReadAheadEntries: c.cfg.RecoveryReadBatchSize, BatchReadMaxSize: c.batchReadMaxSize(), Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +79,16 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (_ *ReadHa
 		return nil, fmt.Errorf("ledgerclient: recover ledger %d: %w", id, err)
 	}
 	return c.handle(id, out.Metadata, d.stored), nil
+}
+
+// batchReadMaxSize is the size bound of recovery's batch reads: batches
+// only over v2 (BATCH_READ_ENTRY has no v3 form), each within the frame
+// limit, as BookKeeper's client caps maxSize by its frame size.
+func (c *Client) batchReadMaxSize() int64 {
+	if !c.cfg.UseV2WireProtocol {
+		return 0
+	}
+	return bkproto.DefaultMaxFrameBytes
 }
 
 // OpenNoRecovery opens a ledger for reading without disturbing its
