@@ -21,6 +21,12 @@ type ReaderConfig struct {
 	// (0: DefaultMaxOutstandingReads) tune the reads.
 	SpeculativeTicks int
 	MaxOutstanding   int
+	// BatchReadMaxSize, when positive, reads in batches (v2
+	// BATCH_READ_ENTRY, at most this many bytes each) if every bookie holds
+	// every entry (E = Qw), as BookKeeper's client does; the driver must
+	// speak v2. A batch that gets no answer, or one a bookie does not
+	// understand, turns batching off for the rest of the read.
+	BatchReadMaxSize int64
 }
 
 // Validate checks the metadata and the range: First..Last must be a
@@ -59,6 +65,7 @@ type Reader struct {
 	nextStart      int64 // next entry to start fetching
 	last           int64
 	fetches        map[int64]*fetch
+	batchMaxSize   int64 // BatchReadMaxSize; 0 once batches are off
 	done           bool
 	ready          Ready
 }
@@ -80,6 +87,7 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		nextStart:      cfg.First,
 		last:           cfg.Last,
 		fetches:        map[int64]*fetch{},
+		batchMaxSize:   cfg.BatchReadMaxSize,
 	}
 	r.startFetches()
 	return r, nil
@@ -94,6 +102,10 @@ func (r *Reader) emit(b BookieID, entryID int64, speculative bool) {
 }
 
 func (r *Reader) startFetches() {
+	if r.batchMaxSize > 0 && r.md.Placement().EnsembleSize == r.md.Placement().WriteQuorum {
+		r.startBatch()
+		return
+	}
 	for r.nextStart <= r.last && r.nextStart-r.next < r.maxOutstanding {
 		f := newFetch(r.nextStart, r.md.WriteSetBookies(r.nextStart))
 		r.fetches[r.nextStart] = f
@@ -104,6 +116,12 @@ func (r *Reader) startFetches() {
 
 // HandleRead feeds a bookie's answer to one of the reader's reads.
 func (r *Reader) HandleRead(req ReadRequest, reply ReadReply) {
+	if req.BatchMaxCount > 0 {
+		if !r.done {
+			r.handleBatch(req, reply)
+		}
+		return
+	}
 	f := r.fetches[req.EntryID]
 	if r.done || f == nil {
 		return

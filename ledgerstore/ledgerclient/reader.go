@@ -81,7 +81,8 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (_ *ReadHa
 	return c.handle(id, out.Metadata, d.stored), nil
 }
 
-// batchReadMaxSize is the size bound of recovery's batch reads: batches
+// batchReadMaxSize is the size bound of batch reads (recovery's and
+// Read's): batches
 // only over v2 (BATCH_READ_ENTRY has no v3 form), each within the frame
 // limit, as BookKeeper's client caps maxSize by its frame size.
 func (c *Client) batchReadMaxSize() int64 {
@@ -239,7 +240,7 @@ func (h *ReadHandle) Read(ctx context.Context, first, last int64) (_ []Entry, er
 	for {
 		md, smd, lac := h.snapshot()
 		r, err := ledger.NewReader(ledger.ReaderConfig{LedgerID: h.id, Metadata: md, LAC: lac, First: first, Last: last,
-			SpeculativeTicks: h.c.cfg.ticks(h.c.cfg.SpeculativeReadTimeout)})
+			SpeculativeTicks: h.c.cfg.ticks(h.c.cfg.SpeculativeReadTimeout), BatchReadMaxSize: h.c.batchReadMaxSize()})
 		if err != nil {
 			return entries, err
 		}
