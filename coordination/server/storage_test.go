@@ -749,16 +749,18 @@ func TestRollRequestSurvivesEmptyTake(t *testing.T) {
 	}
 }
 
-// slowLoadFS makes the first Open of a file take delay: a disk slow to
-// give back a large data directory.
+// slowLoadFS is a disk slow to give back a large data directory, on the
+// server's clock: each Open of a file moves clock ahead by delay, as if
+// reading it had taken that long. The clock stands still otherwise, so
+// what the test reads off it does not depend on how fast the machine runs.
 type slowLoadFS struct {
 	vfs.FS
+	clock *testClock
 	delay time.Duration
-	once  sync.Once
 }
 
 func (f *slowLoadFS) Open(name string) (vfs.File, error) {
-	f.once.Do(func() { time.Sleep(f.delay) }) // the slow disk itself, not a wait for a condition
+	f.clock.set(func(c *testClock) { c.leap += f.delay })
 	return f.FS.Open(name)
 }
 
@@ -766,7 +768,10 @@ func (f *slowLoadFS) Open(name string) (vfs.File, error) {
 // a full timeout from the moment the server serves, however long loading
 // took; otherwise a slow start expires every session (and deletes its
 // ephemerals) before any client could reconnect. Apache ZooKeeper starts
-// its session tracker after the load.
+// its session tracker after the load. The restarted server runs on a
+// clock that moves only while it loads (slowLoadFS), so the session's
+// expiry is compared with the moment serving began, exactly, whatever
+// the machine's speed.
 func TestLoadTimeDoesNotCountAgainstSessions(t *testing.T) {
 	mem := vfs.NewMem()
 	fast := func(c *Config) { c.Core.TickMs, c.Core.MinSessionTimeoutMs, c.Core.MaxSessionTimeoutMs = 50, 100, 1000 }
@@ -780,17 +785,22 @@ func TestLoadTimeDoesNotCountAgainstSessions(t *testing.T) {
 	}
 	c.Close() // too late to end the session: the server is gone
 
-	slow := &slowLoadFS{FS: mem, delay: time.Duration(timeout+200) * time.Millisecond}
-	s2 := mustStartDurable(t, durableConfig(slow, fast))
-	var left int64
+	clock := newTestClock(0)
+	slow := &slowLoadFS{FS: mem, clock: clock, delay: time.Duration(timeout+200) * time.Millisecond}
+	s2 := mustStartDurable(t, durableConfig(slow, fast, func(c *Config) { c.Clock = clock.read }))
+	var left, loadMs int64
 	var sessions int
 	s2.Inspect(func(core *zkcore.Server) {
 		next, _ := core.Sessions().NextExpiryMs()
-		left, sessions = next-s2.now().MonoMs, core.Sessions().Len()
+		now := s2.now().MonoMs
+		left, loadMs, sessions = next-now, now, core.Sessions().Len()
 	})
-	if sessions != 1 || left < timeout/2 {
-		t.Fatalf("after a load slower than the session timeout (%d ms): %d sessions, next expiry in %d ms",
-			timeout, sessions, left)
+	if loadMs <= timeout {
+		t.Fatalf("the load took %d ms on the server's clock; the test needs more than the session timeout (%d ms)", loadMs, timeout)
+	}
+	if sessions != 1 || left < timeout {
+		t.Fatalf("after a load of %d ms, longer than the session timeout (%d ms): %d sessions, next expiry in %d ms; want 1 session with its full timeout left",
+			loadMs, timeout, sessions, left)
 	}
 }
 
