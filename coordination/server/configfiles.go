@@ -249,12 +249,14 @@ func (s *Server) followClientAddress() {
 		ln.Close()
 		return
 	}
+	// The old listener closes before the lock is let go, so that whoever
+	// sees the new address (Addr) finds the old port closed.
 	s.ln = ln
+	old.Close()
 	s.lnMu.Unlock()
 	cfg := s.plainConnConfig()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.accept(ln, cfg) }()
-	old.Close()
 	s.log.Info("client port moved by the configuration", "from", old.Addr().String(), "to", ln.Addr().String(), "version", m.Version)
 }
 
