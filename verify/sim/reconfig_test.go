@@ -55,7 +55,7 @@ func reconfigOptionsFor(seed uint64) (Options, int) {
 // holding it, one configuration per version, at most one leader per
 // epoch, and every member of the final configuration showing it in
 // /zookeeper/config. Regression seeds always run; when not -short, a
-// sweep of -sim.seeds more (1000, or 100 under -race).
+// sweep of -sim.seeds more (1000, or 12 under -race: see raceSweep).
 func TestReconfigSimulation(t *testing.T) {
 	seeds := slices.Clone(reconfigRegressionSeeds)
 	switch {
@@ -64,7 +64,7 @@ func TestReconfigSimulation(t *testing.T) {
 	case !testing.Short():
 		n := sweepCount()
 		if raceDetector && *seedsFlag == 0 {
-			n = 100 // a reconfiguration run costs about four plain ones
+			n = raceSweep / 2 // a reconfiguration run costs about four plain ones
 		}
 		seeds = append(seeds, sweepSeeds(n, reconfigKnownBugSeeds)...)
 	}
