@@ -38,9 +38,14 @@ APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python
 SLOW_PKGS := ./verify/compat/mixed ./verify/sim ./verify/chaos ./verify/compat/secmatrix \
 	./verify/compat/diff ./verify/compat/crash ./verify/compat/reconfig
 
+# The keeper binaries the real-process tests run (plain, and with the chaos
+# tag) are built once into a temporary directory that KEEPER_PREBUILT_BIN
+# names (internal/keeperbin), not linked again by every package.
 test: export KEEPER_REQUIRE_ZK = 1
 test: deps check
-	$(GO) test -race -timeout 30m $(SLOW_PKGS) ./...
+	bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -o "$$bin/keeper" ./cmd/keeper && $(GO) build -tags chaos -o "$$bin/keeper-chaos" ./cmd/keeper && \
+	KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -timeout 30m $(SLOW_PKGS) ./...
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$' ./verify/sim
 	$(GO) test -count=1 -timeout 30m -run 'TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 

@@ -15,11 +15,36 @@ import (
 	"testing"
 )
 
+// PrebuiltEnv names a directory of binaries built once for a whole test
+// run (make test builds them before go test starts): keeper, built
+// without tags, and keeper-TAG[-TAG...] for each tag set the tests ask
+// for (keeper-chaos). Every test package that runs keeper would otherwise
+// link its own copy, about 7 s of CPU each on a 2-core machine. When it is
+// set, Build for the working directory's module returns the binary there
+// instead of building one, and fails if there is none for the tags
+// asked: a binary that silently does not match what the run built would
+// test something else.
+const PrebuiltEnv = "KEEPER_PREBUILT_BIN"
+
+// PrebuiltName is the file name of the binary built with tags in a
+// PrebuiltEnv directory.
+func PrebuiltName(tags ...string) string {
+	return strings.Join(append([]string{"keeper"}, tags...), "-")
+}
+
 // Build builds ./cmd/keeper into dir, with the build tags given, and
 // returns the binary's path. moduleDir is the module root; "" finds it
 // with `go env GOMOD` from the working directory (a test's package
-// directory).
+// directory), or takes the binary from PrebuiltEnv's directory if that is
+// set.
 func Build(dir, moduleDir string, tags ...string) (string, error) {
+	if pre := os.Getenv(PrebuiltEnv); pre != "" && moduleDir == "" {
+		bin := filepath.Join(pre, PrebuiltName(tags...))
+		if st, err := os.Stat(bin); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("keeperbin: %s=%s holds no executable %s", PrebuiltEnv, pre, PrebuiltName(tags...))
+		}
+		return bin, nil
+	}
 	if moduleDir == "" {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
