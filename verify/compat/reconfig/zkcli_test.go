@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +130,9 @@ func TestZkCliReconfigSideBySide(t *testing.T) {
 		cmd.Stdin = strings.NewReader(script)
 		cmd.Env = append(cmd.Environ(), "ZOO_LOG_DIR="+t.TempDir())
 		out, _ := cmd.CombinedOutput()
+		if err := serverLinesInIDOrder(string(out)); err != nil {
+			t.Errorf("%s: %v", kind, err)
+		}
 		outs[kind] = normalize(string(out), ms, moved, conn)
 		t.Logf("%s:\n%s", kind, outs[kind])
 		for _, m := range ms {
@@ -169,5 +174,67 @@ func normalize(out string, ms []*launcher.Member, moved, conn *launcher.Member) 
 		}
 		keep = append(keep, version.ReplaceAllString(r.Replace(line), "${1}V"))
 	}
+	// Both print a configuration's server lines, and the client addresses
+	// of `config -c` ("V host:port,..."), in id order, and which member
+	// leads (and so which ids the script's roles get) is up to the
+	// election: sorted by role name, they compare whatever the election
+	// chose. serverLinesInIDOrder checks the order of the server lines.
+	for i, line := range keep {
+		if v, list, ok := strings.Cut(line, " "); ok && v == "V" && strings.Contains(list, ",") && !strings.Contains(list, " ") {
+			parts := strings.Split(list, ",")
+			slices.Sort(parts)
+			keep[i] = v + " " + strings.Join(parts, ",")
+		}
+	}
+	for i := 0; i < len(keep); {
+		j := i
+		for j < len(keep) && strings.HasPrefix(keep[j], "server.") {
+			j++
+		}
+		slices.Sort(keep[i:j])
+		i = max(j, i+1)
+	}
 	return strings.Join(keep, "\n")
+}
+
+// serverLinesInIDOrder checks that each configuration zkCli printed (a
+// run of server.N lines) lists its servers in ascending id order, as
+// ZooKeeper does.
+func serverLinesInIDOrder(out string) error {
+	prev := int64(-1)
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		id, ok := strings.CutPrefix(line, "server.")
+		if !ok {
+			prev = -1
+			continue
+		}
+		id, _, _ = strings.Cut(id, "=")
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return fmt.Errorf("server line %q: %v", line, err)
+		}
+		if n <= prev {
+			return fmt.Errorf("server.%d printed after server.%d", n, prev)
+		}
+		prev = n
+	}
+	return nil
+}
+
+func TestServerLinesInIDOrder(t *testing.T) {
+	for _, tc := range []struct {
+		out string
+		ok  bool
+	}{
+		{"server.1=a\nserver.2=b\nversion=1\nserver.1=a\nserver.3=c\n", true},
+		{"server.2=b\nserver.1=a\n", false},
+		{"server.1=a\nserver.1=a\n", false},
+		{"server.x=a\n", false},
+		{"Committed new configuration:\nserver.5=a\nversion=2\nserver.4=b\n", true},
+	} {
+		if err := serverLinesInIDOrder(tc.out); (err == nil) != tc.ok {
+			t.Errorf("%q: %v, want ok=%v", tc.out, err, tc.ok)
+		}
+	}
 }
