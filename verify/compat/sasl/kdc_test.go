@@ -40,11 +40,6 @@ func (k *kdc) keytab(t *testing.T, principal, name string) string {
 
 func lookPath(bin string) (string, error) { return mitkdc.LookPath(bin) }
 
-func mustLook(t *testing.T, bin string) string {
-	t.Helper()
-	return mitkdc.MustLook(t, bin)
-}
-
 // kdcUsers is a KDC with the service principal zookeeper/localhost and
 // the users alice and eve, and their keytabs: stale holds the service's
 // first key, which the later keytab made stale.
