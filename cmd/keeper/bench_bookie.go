@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,11 +121,7 @@ func runBenchBookie(ctx context.Context, cfg benchBookieConfig, out io.Writer) e
 				if err != nil && (res == nil || !res.Interrupted) {
 					return err
 				}
-				b, jerr := json.Marshal(res)
-				if jerr != nil {
-					return jerr
-				}
-				if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+				if err := printJSON(out, res); err != nil {
 					return err
 				}
 				if res.Interrupted {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -289,11 +288,7 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 						return err
 					}
 					res.Protocol = p
-					b, jerr := json.Marshal(res)
-					if jerr != nil {
-						return jerr
-					}
-					if _, werr := fmt.Fprintf(out, "%s\n", b); werr != nil {
+					if werr := printJSON(out, res); werr != nil {
 						return werr
 					}
 					if err != nil {

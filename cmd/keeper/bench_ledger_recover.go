@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,11 +66,7 @@ func runBenchLedgerRecover(ctx context.Context, cfg benchLedgerConfig, out io.Wr
 								round+1, err)
 						}
 						res.Protocol, res.RecoveryReadBatchSize = p, batch
-						b, err := json.Marshal(res)
-						if err != nil {
-							return err
-						}
-						if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+						if err := printJSON(out, res); err != nil {
 							return err
 						}
 					}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,11 +45,7 @@ func runBenchLedgerTail(ctx context.Context, cfg benchLedgerConfig, out io.Write
 					return fmt.Errorf("bench ledger tail %v size %d %s: %w", q, size, p, err)
 				}
 				res.Protocol = p
-				b, err := json.Marshal(res)
-				if err != nil {
-					return err
-				}
-				if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
+				if err := printJSON(out, res); err != nil {
 					return err
 				}
 			}
