@@ -56,26 +56,38 @@ func withClock(c *testClock) func(*Config) {
 
 // silentSession opens a session with an ephemeral node on s that sends
 // nothing after that: it lives exactly its timeout on the server's clock.
-func silentSession(t *testing.T, s *Server, timeoutMs int32) *rawClient {
+// It also returns when the create, the session's last request, was sent:
+// the server's expiry counts from a moment no earlier than that.
+func silentSession(t *testing.T, s *Server, timeoutMs int32) (*rawClient, time.Time) {
 	t.Helper()
 	c := rawDial(t, s.Addr().String())
 	resp, err := c.connect(newSessionRequest(timeoutMs))
 	if err != nil || resp.TimeoutMs != timeoutMs {
 		t.Fatalf("connect: %+v %v", resp, err)
 	}
+	sent := time.Now()
 	c.mustCreate("/silent", zkproto.FlagEphemeral)
-	return c
+	return c, sent
 }
 
-// TestFastClockExpiresEarly runs the server's clock 8× fast: a silent
-// session with a 4 s timeout expires after about 0.5 s of real time.
+// TestFastClockExpiresEarly runs the server's clock 16× fast: a silent
+// session with an 8 s timeout expires after 500 ms of real time. The
+// verdict does not depend on the machine's speed: the session cannot
+// expire before 500 ms have passed since its create was sent (its last
+// activity), and a server that expired sessions by real time could not
+// close it before 8 s; a loaded machine only moves the close within those
+// 7.5 s.
 func TestFastClockExpiresEarly(t *testing.T) {
-	s := startServer(t, withClock(newTestClock(8)))
-	c := silentSession(t, s, 4000)
-	start := time.Now()
+	const timeoutMs, rate = 8000, 16
+	s := startServer(t, withClock(newTestClock(rate)))
+	c, start := silentSession(t, s, timeoutMs)
 	c.expectClosed()
-	if elapsed := time.Since(start); elapsed >= 2*time.Second || elapsed < 400*time.Millisecond {
-		t.Errorf("a 4 s session on an 8× clock expired after %v of real time, want about 500 ms", elapsed)
+	elapsed := time.Since(start)
+	if floor := timeoutMs * time.Millisecond / rate; elapsed < floor {
+		t.Errorf("an %d ms session on a %d× clock expired %v after its last request, before %v", timeoutMs, rate, elapsed, floor)
+	}
+	if elapsed >= timeoutMs*time.Millisecond {
+		t.Errorf("an %d ms session on a %d× clock expired %v after its last request: no sooner than by real time", timeoutMs, rate, elapsed)
 	}
 	observer := rawSession(t, s.Addr().String())
 	if code := observer.code(zkproto.OpExists, &zkproto.ExistsRequest{Path: "/silent"}); code != zkproto.CodeNoNode {
@@ -84,13 +96,13 @@ func TestFastClockExpiresEarly(t *testing.T) {
 }
 
 // TestSlowClockExpiresLate runs the server's clock at a quarter of real
-// time: a silent session with a 200 ms timeout lives 800 ms or more.
+// time: a silent session with a 200 ms timeout lives 800 ms or more after
+// its last request (a lower bound, which no machine's speed can break).
 func TestSlowClockExpiresLate(t *testing.T) {
 	s := startServer(t, withClock(newTestClock(0.25)))
-	c := silentSession(t, s, 200)
-	start := time.Now()
+	c, start := silentSession(t, s, 200)
 	c.expectClosed()
-	if elapsed := time.Since(start); elapsed < 700*time.Millisecond {
+	if elapsed := time.Since(start); elapsed < 800*time.Millisecond {
 		t.Errorf("a 200 ms session on a 0.25× clock expired after %v of real time, want 800 ms or more", elapsed)
 	}
 }
@@ -102,7 +114,7 @@ func TestSlowClockExpiresLate(t *testing.T) {
 func TestWallStepKeepsSessions(t *testing.T) {
 	clock := newTestClock(0)
 	s := startServer(t, withClock(clock))
-	c := silentSession(t, s, 200)
+	c, _ := silentSession(t, s, 200)
 	observer := rawSession(t, s.Addr().String())
 
 	clock.set(func(c *testClock) { c.step = time.Hour })
