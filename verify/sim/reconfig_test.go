@@ -66,7 +66,7 @@ func TestReconfigSimulation(t *testing.T) {
 		if raceDetector && *seedsFlag == 0 {
 			n = raceSweep / 2 // a reconfiguration run costs about four plain ones
 		}
-		seeds = append(seeds, sweepSeeds(n, reconfigKnownBugSeeds)...)
+		seeds = append(seeds, sweepSeeds(n, reconfigKnownBugSeeds, seeds)...)
 	}
 	var mu sync.Mutex
 	var total Stats
