@@ -269,6 +269,7 @@ func TestDeepChain(t *testing.T) {
 // parent reserved came out of a bounded budget.
 func TestReadBodyPresizesChildren(t *testing.T) {
 	e := newEnv(t)
+	e.bulk = true
 	e.create("/churn", nil)
 	for i := range 3000 {
 		p := fmt.Sprintf("/churn/c%d", i)
@@ -281,6 +282,8 @@ func TestReadBodyPresizesChildren(t *testing.T) {
 	for i := range 5000 {
 		e.create(fmt.Sprintf("/wide/c%d", i), make([]byte, 400))
 	}
+	e.bulk = false
+	e.check() // the digest and size kept through all those txns
 	var b bytes.Buffer
 	if err := e.tree.WriteBody(&b); err != nil {
 		t.Fatal(err)
