@@ -25,8 +25,9 @@ APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python
 
 # test is what CI runs: prerequisites, static checks, then every test under
 # the race detector, then the full seed sweeps of the simulator and of zab's
-# reconfiguration runs (the race detector slows them five times, so under
-# -race they run a fraction of the seeds). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
+# simulations (the race detector slows them five times, so under -race
+# verify/sim runs a fraction of the seeds and zab, which starts no
+# goroutine, only its fixed and regression seeds). KEEPER_REQUIRE_ZK=1 makes the compat tests fail, not
 # skip, when ZooKeeper is missing. The per-package timeout is 30 minutes,
 # not go test's 10: on a busy machine the longest packages (the bookie,
 # chaos) take more than 10 without anything being wrong.
@@ -56,7 +57,7 @@ test: deps check
 	$(GO) build -o "$$bin/keeper" ./cmd/keeper && $(GO) build -tags chaos -o "$$bin/keeper-chaos" ./cmd/keeper && \
 	KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -p $(TEST_P) -timeout 30m $(SLOW_PKGS) ./...
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$' ./verify/sim
-	$(GO) test -count=1 -timeout 30m -run 'TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
+	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestSimulationMixed$$|TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 
 # test-loaded is make test on a busy machine: a busy loop per core and an
 # fdatasync-heavy writer on the same disk run until it ends. The suite's

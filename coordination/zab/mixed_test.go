@@ -236,7 +236,7 @@ func TestSimulationMixed(t *testing.T) {
 	if *seedFlag != 0 {
 		seeds = []uint64{*seedFlag}
 	} else if !testing.Short() {
-		for i := range uint64(100) {
+		for i := range uint64(sweepSeeds(100)) {
 			seeds = append(seeds, 2000+i)
 		}
 	}

@@ -434,9 +434,10 @@ var reconfigScenarios = []reconfigScenario{
 }
 
 // reconfigSeedsFlag is how many seeds beyond the fixed ones each
-// scenario of TestReconfigSimulation runs when not -short; make test
-// asks for 250 (1,032 runs over its four scenarios) outside the race detector.
-var reconfigSeedsFlag = flag.Int("reconfigseeds", 30, "sweep seeds per TestReconfigSimulation scenario when not -short")
+// scenario of TestReconfigSimulation runs when not -short (-1: 30, or none
+// under the race detector: see sweepSeeds); make test asks for 250 (1,032
+// runs over its four scenarios) outside the race detector.
+var reconfigSeedsFlag = flag.Int("reconfigseeds", -1, "sweep seeds per TestReconfigSimulation scenario when not -short (-1: 30, none under -race)")
 
 // TestReconfigSimulation runs each scenario under random crashes,
 // restarts, broken links and partitions, with writes going on and the
@@ -450,7 +451,11 @@ func TestReconfigSimulation(t *testing.T) {
 	if *seedFlag != 0 {
 		seeds = []uint64{*seedFlag}
 	} else if !testing.Short() {
-		for i := range uint64(*reconfigSeedsFlag) {
+		n := *reconfigSeedsFlag
+		if n < 0 {
+			n = sweepSeeds(30)
+		}
+		for i := range uint64(n) {
 			seeds = append(seeds, 100+i)
 		}
 	}

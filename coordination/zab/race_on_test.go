@@ -1,0 +1,6 @@
+//go:build race
+
+package zab
+
+// raceDetector is set when the tests run under -race; see sweepSeeds.
+const raceDetector = true
