@@ -30,6 +30,21 @@ var (
 // docsRef matches a citation of a document in docs/.
 var docsRef = regexp.MustCompile(`\bdocs/([\w.-]+\.md)`)
 
+// outsideRefWords holds a word each of outsideRef's alternatives needs
+// and wrappedSpec needs "spec": a line with none of them cannot match, and
+// most lines are skipped by a substring search, which costs a small
+// fraction of the regular expressions (the whole tree is read).
+var outsideRefWords = []string{"../", "spec", "STYLE", "reliability", "zk-", "perf-", "book"}
+
+func mayCiteOutside(line string) bool {
+	for _, w := range outsideRefWords {
+		if strings.Contains(line, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkedFile reports whether the lint reads path for references: source,
 // scripts and documentation, not data.
 func checkedFile(path string) bool {
@@ -49,6 +64,9 @@ func checkedFile(path string) bool {
 func refProblems(name string, lines []string, docs map[string]bool) []string {
 	var problems []string
 	for i, line := range lines {
+		if !mayCiteOutside(line) && (i == 0 || !strings.Contains(lines[i-1], "spec")) && !strings.Contains(line, "docs/") {
+			continue
+		}
 		if loc := outsideRef.FindStringIndex(line); loc != nil {
 			problems = append(problems, fmt.Sprintf("%s:%d: cites %q, a document outside the repository; cite docs/ or state the fact",
 				name, i+1, line[loc[0]:loc[1]]))
