@@ -151,30 +151,42 @@ func (c *conn) readLoop() {
 		b.connMu.Unlock()
 	}()
 	r := bufio.NewReaderSize(c.nc, readBufferBytes)
-	buf := make([]byte, readBufferBytes)
 	for {
 		if !c.awaitRead() {
 			return
 		}
-		frame, err := bkproto.ReadFrame(r, buf, b.cfg.MaxFrameBytes)
+		frame, fb, err := c.readFrame(r)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				b.log.Debug("closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
 			}
 			return
 		}
-		req, v2, err := c.decode(frame)
+		req, v2, aliased, err := c.decode(frame)
+		if !aliased {
+			fb.put() // nothing refers to the frame any more
+			fb = nil
+		}
 		var perr *bkproto.Error
 		if err != nil && (!errors.As(err, &perr) || req.GetHeader() == nil) {
+			fb.put()
 			b.log.Debug("closing connection on an undecodable frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return
 		}
 		cl := call{c: c, v2: v2, write: isWrite(req.GetHeader().GetOperation()), bytes: int64(len(frame)) + requestReserveBytes}
 		if !c.admit(cl) {
+			fb.put()
 			return
 		}
 		if err != nil {
+			fb.put()
 			cl.sendStatus(req.GetHeader(), perr.Status)
+			continue
+		}
+		if aliased {
+			// An ADD_ENTRY (all DecodeRequestAliased aliases): fb is
+			// returned once the journal has copied the entry.
+			b.addEntry(cl, req.Header, req.AddRequest, fb)
 			continue
 		}
 		if req.GetHeader().GetOperation() == bkproto.OperationType_START_TLS && b.tls != nil {
@@ -190,17 +202,19 @@ func (c *conn) readLoop() {
 // decode decodes one request frame in the connection's protocol, and
 // switches the connection to v2 at the first frame that is not a v3
 // Request. v2 is non-nil for a v2 request: what its response repeats.
-func (c *conn) decode(frame []byte) (*bkproto.Request, *bkproto.V2Request, error) {
+// aliased means that the request is an ADD_ENTRY whose byte fields alias
+// frame (bkproto.DecodeRequestAliased); otherwise nothing refers to frame.
+func (c *conn) decode(frame []byte) (req *bkproto.Request, v2 *bkproto.V2Request, aliased bool, err error) {
 	if !c.v2 {
-		req, err := bkproto.DecodeRequest(frame)
+		req, aliased, err := bkproto.DecodeRequestAliased(frame)
 		if req != nil {
-			return req, nil, err
+			return req, nil, aliased, err
 		}
 		c.v2 = true
 		c.b.log.Debug("connection speaks v2", "remote", c.nc.RemoteAddr().String())
 	}
-	req, v2, err := bkproto.DecodeV2Request(frame)
-	return req, &v2, err
+	req, v2r, err := bkproto.DecodeV2Request(frame)
+	return req, &v2r, false, err
 }
 
 // writeLoop writes queued responses until the connection closes. Only

@@ -22,7 +22,7 @@ func (b *Bookie) dispatch(cl call, req *bkproto.Request) {
 	h := req.GetHeader()
 	switch h.GetOperation() {
 	case bkproto.OperationType_ADD_ENTRY:
-		b.addEntry(cl, h, req.AddRequest)
+		b.addEntry(cl, h, req.AddRequest, nil)
 	case bkproto.OperationType_READ_ENTRY:
 		b.readEntry(cl, h, req.ReadRequest)
 	case bkproto.OperationType_WRITE_LAC:
@@ -95,8 +95,11 @@ func (b *Bookie) bindMasterKey(jr *journaler, ledgerID int64, key []byte) error 
 // addEntry stores an entry in the order of docs/bookkeeper-protocol.md §7.2: check the master
 // key and the fence, insert into ledger storage (the entry is readable
 // and wakes long polls), journal it, and answer only once the batch
-// holding it is synced.
-func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequest) {
+// holding it is synced. If fb is not nil, r's byte fields alias it:
+// addEntry reads them only before it hands the record to the journal,
+// which returns fb to its pool once it has copied the record (or at once,
+// if the add ends earlier).
+func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequest, fb *frameBuf) {
 	start := time.Now()
 	ledgerID, entryID := r.GetLedgerId(), r.GetEntryId()
 	reply := func(err error) {
@@ -110,6 +113,7 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	// (GetFlag defaults to RECOVERY_ADD, the enum's first value: test presence.)
 	recovery := r.Flag != nil && *r.Flag == bkproto.AddRequest_RECOVERY_ADD
 	if err := b.checkWritable(recovery || h.GetPriority() > 0); err != nil {
+		fb.put()
 		reply(err)
 		return
 	}
@@ -125,20 +129,26 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	}
 	if err != nil {
 		lock.Unlock()
+		fb.put()
 		reply(err)
 		return
 	}
 	rec, err := journal.NewEntryRecord(r.Body)
 	if err != nil { // cannot happen: the request was validated
 		lock.Unlock()
+		fb.put()
 		reply(bkproto.Errorf(bkproto.StatusCode_EBADREQ, "%v", err))
 		return
 	}
-	jr.enqueue(journalOp{rec: rec, done: reply})
+	// The last reads of r's bytes: once enqueued, fb may go back to its
+	// pool at any moment.
+	size := len(r.Body)
+	lac := int64(binary.BigEndian.Uint64(r.Body[16:24]))
+	jr.enqueue(journalOp{rec: rec, done: reply, frame: fb})
 	lock.Unlock()
-	b.m.writeBytes.Add(float64(len(r.Body)))
-	b.m.addBytes.Record(int64(len(r.Body)), true)
-	b.lacs.notify(ledgerID, int64(binary.BigEndian.Uint64(r.Body[16:24])))
+	b.m.writeBytes.Add(float64(size))
+	b.m.addBytes.Record(int64(size), true)
+	b.lacs.notify(ledgerID, lac)
 }
 
 func addResponse(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) *bkproto.Response {

@@ -30,6 +30,17 @@ type journalOp struct {
 	force  bool
 	queued time.Time
 	done   func(error) // nil: nothing waits for this record
+	// frame, if not nil, is the request frame rec aliases: returned to its
+	// pool once the journal has copied rec (or refused it), before done.
+	frame *frameBuf
+}
+
+// appended ends op's hold on its request frame: rec no longer refers to
+// anything.
+func (op *journalOp) appended() {
+	op.rec = journal.Record{}
+	op.frame.put()
+	op.frame = nil
 }
 
 // journaler owns one journal directory's Journal and runs its group
@@ -100,6 +111,7 @@ func (jr *journaler) enqueue(op journalOp) {
 	jr.mu.RLock()
 	defer jr.mu.RUnlock()
 	if jr.closed {
+		op.appended()
 		if op.done != nil {
 			op.done(errJournalClosed)
 		}
@@ -194,14 +206,17 @@ func (jr *journaler) accept(op journalOp) {
 	if op.force {
 		jr.needSync = true
 	} else if _, err := jr.j.Append(op.rec); err != nil {
+		op.appended()
 		jr.failed(err)
 		if op.done != nil {
 			op.done(err)
 		}
 		return
 	} else {
-		jr.batchSize += int64(len(op.rec.Body()))
-		jr.m.journalWriteBytes.Add(float64(len(op.rec.Body())))
+		n := len(op.rec.Body())
+		op.appended() // Append copied the record into the journal's buffer
+		jr.batchSize += int64(n)
+		jr.m.journalWriteBytes.Add(float64(n))
 	}
 	if len(jr.waiting) == 0 {
 		jr.oldest = op.queued

@@ -1,0 +1,233 @@
+package bkproto
+
+import (
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// DecodeRequestAliased is DecodeRequest for a reader that can keep frame
+// unchanged for as long as the request's byte fields are in use. An
+// ADD_ENTRY request in the layout every v3 client sends (a header and an
+// AddRequest, each field once, nothing unknown) is decoded without
+// protobuf's reflection and without copying: its masterKey and body alias
+// frame, and aliased is true. Anything else (other operations, unknown or
+// repeated fields, a value protobuf would keep as unknown, a missing
+// required field) is decoded by DecodeRequest, copying, with aliased
+// false. Either way the request, the error and its kind are those
+// DecodeRequest gives for the same frame (FuzzDecodeRequestAliased
+// checks it).
+func DecodeRequestAliased(frame []byte) (req *Request, aliased bool, err error) {
+	if req := decodeAddAliased(frame); req != nil {
+		return req, true, validateAliasedAdd(req)
+	}
+	req, err = DecodeRequest(frame)
+	return req, false, err
+}
+
+// addAlloc holds an aliased add request and every field it points to, so
+// that decoding one costs one allocation.
+type addAlloc struct {
+	req Request
+	hdr BKPacketHeader
+	add AddRequest
+
+	version            ProtocolVersion
+	op                 OperationType
+	txn                uint64
+	priority           uint32
+	ledgerID, entryID  int64
+	flag               AddRequest_Flag
+	writeFlags         int32
+	hasPriority        bool
+	hasFlag, hasWFlags bool
+}
+
+// Field numbers of the messages decodeAddAliased reads
+// (docs/bookkeeper-protocol.md §6.1).
+const (
+	fieldRequestHeader   = 1
+	fieldRequestAdd      = 101
+	fieldHeaderVersion   = 1
+	fieldHeaderOperation = 2
+	fieldHeaderTxnID     = 3
+	fieldHeaderPriority  = 4
+	fieldAddLedgerID     = 1
+	fieldAddEntryID      = 2
+	fieldAddMasterKey    = 3
+	fieldAddBody         = 4
+	fieldAddWriteFlags   = 5
+	fieldAddFlag         = 100
+)
+
+// decodeAddAliased decodes frame as an ADD_ENTRY Request whose byte
+// fields alias frame, or returns nil if the frame is anything else or
+// anything protobuf would decode in a way this does not reproduce.
+func decodeAddAliased(frame []byte) *Request {
+	a := &addAlloc{}
+	var hdr, add []byte
+	var seen uint8
+	for b := frame; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return nil
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		switch num {
+		case fieldRequestHeader:
+			if seen&1 != 0 {
+				return nil
+			}
+			seen |= 1
+			hdr = v
+		case fieldRequestAdd:
+			if seen&2 != 0 {
+				return nil
+			}
+			seen |= 2
+			add = v
+		default:
+			return nil
+		}
+	}
+	if seen != 3 || !a.decodeHeader(hdr) || a.op != OperationType_ADD_ENTRY || !a.decodeAdd(add) {
+		return nil
+	}
+	a.hdr.Version, a.hdr.Operation, a.hdr.TxnId = &a.version, &a.op, &a.txn
+	if a.hasPriority {
+		a.hdr.Priority = &a.priority
+	}
+	a.add.LedgerId, a.add.EntryId = &a.ledgerID, &a.entryID
+	if a.hasFlag {
+		a.add.Flag = &a.flag
+	}
+	if a.hasWFlags {
+		a.add.WriteFlags = &a.writeFlags
+	}
+	a.req.Header, a.req.AddRequest = &a.hdr, &a.add
+	return &a.req
+}
+
+// fields walks one message's fields, calling f with each varint value or
+// bytes. Every field read here is numbered below 15 or exactly 100, and
+// may appear once: fields reports false on a malformed, repeated or
+// other field, or on whatever f refuses.
+func fields(b []byte, f func(num protowire.Number, typ protowire.Type, u uint64, v []byte) bool) bool {
+	var seen uint16
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		var bit uint16
+		switch {
+		case num == fieldAddFlag:
+			bit = 1 << 15
+		case num < 15:
+			bit = 1 << num
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		var u uint64
+		var v []byte
+		switch typ {
+		case protowire.VarintType:
+			u, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		default:
+			return false
+		}
+		if n < 0 || !f(num, typ, u, v) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// enumValue converts a varint to an enum number if names (a generated
+// _name map) defines it; protobuf keeps any other value of a proto2 enum
+// as an unknown field.
+func enumValue(u uint64, names map[int32]string) (int32, bool) {
+	if u > math.MaxInt32 {
+		return 0, false
+	}
+	_, ok := names[int32(u)]
+	return int32(u), ok
+}
+
+func (a *addAlloc) decodeHeader(b []byte) bool {
+	var have uint8
+	ok := fields(b, func(num protowire.Number, typ protowire.Type, u uint64, _ []byte) bool {
+		if typ != protowire.VarintType {
+			return false
+		}
+		switch num {
+		case fieldHeaderVersion:
+			v, ok := enumValue(u, ProtocolVersion_name)
+			a.version, have = ProtocolVersion(v), have|1
+			return ok
+		case fieldHeaderOperation:
+			v, ok := enumValue(u, OperationType_name)
+			a.op, have = OperationType(v), have|2
+			return ok
+		case fieldHeaderTxnID:
+			a.txn, have = u, have|4
+		case fieldHeaderPriority:
+			a.priority, a.hasPriority = uint32(u), true
+		default:
+			return false
+		}
+		return true
+	})
+	return ok && have == 7
+}
+
+func (a *addAlloc) decodeAdd(b []byte) bool {
+	var have uint8
+	ok := fields(b, func(num protowire.Number, typ protowire.Type, u uint64, v []byte) bool {
+		switch {
+		case typ == protowire.BytesType && num == fieldAddMasterKey:
+			a.add.MasterKey, have = v[:len(v):len(v)], have|4
+		case typ == protowire.BytesType && num == fieldAddBody:
+			a.add.Body, have = v[:len(v):len(v)], have|8
+		case typ != protowire.VarintType:
+			return false
+		case num == fieldAddLedgerID:
+			a.ledgerID, have = int64(u), have|1
+		case num == fieldAddEntryID:
+			a.entryID, have = int64(u), have|2
+		case num == fieldAddWriteFlags:
+			a.writeFlags, a.hasWFlags = int32(u), true
+		case num == fieldAddFlag:
+			v, ok := enumValue(u, AddRequest_Flag_name)
+			a.flag, a.hasFlag = AddRequest_Flag(v), true
+			return ok
+		default:
+			return false
+		}
+		return true
+	})
+	return ok && have == 15
+}
+
+// validateAliasedAdd is ValidateRequest for what decodeAddAliased returns:
+// an ADD_ENTRY header and only the AddRequest slot set, so that of
+// ValidateRequest's checks only the version's and the add's own remain.
+func validateAliasedAdd(req *Request) error {
+	if v := req.Header.GetVersion(); v != ProtocolVersionV3 {
+		return Errorf(StatusCode_EBADVERSION, "protocol version %d", int32(v))
+	}
+	return validateAdd(req.AddRequest)
+}
