@@ -32,14 +32,10 @@ type addAlloc struct {
 	hdr BKPacketHeader
 	add AddRequest
 
-	version            ProtocolVersion
-	op                 OperationType
-	txn                uint64
-	priority           uint32
+	hv                 headerVals
 	ledgerID, entryID  int64
 	flag               AddRequest_Flag
 	writeFlags         int32
-	hasPriority        bool
 	hasFlag, hasWFlags bool
 }
 
@@ -95,13 +91,10 @@ func decodeAddAliased(frame []byte) *Request {
 			return nil
 		}
 	}
-	if seen != 3 || !a.decodeHeader(hdr) || a.op != OperationType_ADD_ENTRY || !a.decodeAdd(add) {
+	if seen != 3 || !a.hv.decode(hdr) || a.hv.op != OperationType_ADD_ENTRY || !a.decodeAdd(add) {
 		return nil
 	}
-	a.hdr.Version, a.hdr.Operation, a.hdr.TxnId = &a.version, &a.op, &a.txn
-	if a.hasPriority {
-		a.hdr.Priority = &a.priority
-	}
+	a.hv.fill(&a.hdr)
 	a.add.LedgerId, a.add.EntryId = &a.ledgerID, &a.entryID
 	if a.hasFlag {
 		a.add.Flag = &a.flag
@@ -167,7 +160,17 @@ func enumValue(u uint64, names map[int32]string) (int32, bool) {
 	return int32(u), ok
 }
 
-func (a *addAlloc) decodeHeader(b []byte) bool {
+// headerVals holds a decoded BKPacketHeader's values.
+type headerVals struct {
+	version     ProtocolVersion
+	op          OperationType
+	txn         uint64
+	priority    uint32
+	hasPriority bool
+}
+
+// decode decodes a header with its required fields set, or reports false.
+func (hv *headerVals) decode(b []byte) bool {
 	var have uint8
 	ok := fields(b, func(num protowire.Number, typ protowire.Type, u uint64, _ []byte) bool {
 		if typ != protowire.VarintType {
@@ -176,22 +179,30 @@ func (a *addAlloc) decodeHeader(b []byte) bool {
 		switch num {
 		case fieldHeaderVersion:
 			v, ok := enumValue(u, ProtocolVersion_name)
-			a.version, have = ProtocolVersion(v), have|1
+			hv.version, have = ProtocolVersion(v), have|1
 			return ok
 		case fieldHeaderOperation:
 			v, ok := enumValue(u, OperationType_name)
-			a.op, have = OperationType(v), have|2
+			hv.op, have = OperationType(v), have|2
 			return ok
 		case fieldHeaderTxnID:
-			a.txn, have = u, have|4
+			hv.txn, have = u, have|4
 		case fieldHeaderPriority:
-			a.priority, a.hasPriority = uint32(u), true
+			hv.priority, hv.hasPriority = uint32(u), true
 		default:
 			return false
 		}
 		return true
 	})
 	return ok && have == 7
+}
+
+// fill points h's fields at hv's values.
+func (hv *headerVals) fill(h *BKPacketHeader) {
+	h.Version, h.Operation, h.TxnId = &hv.version, &hv.op, &hv.txn
+	if hv.hasPriority {
+		h.Priority = &hv.priority
+	}
 }
 
 func (a *addAlloc) decodeAdd(b []byte) bool {
@@ -230,4 +241,127 @@ func validateAliasedAdd(req *Request) error {
 		return Errorf(StatusCode_EBADVERSION, "protocol version %d", int32(v))
 	}
 	return validateAdd(req.AddRequest)
+}
+
+// addRespAlloc holds a decoded add response and every field it points
+// to, so that decoding one costs one allocation.
+type addRespAlloc struct {
+	resp              Response
+	hdr               BKPacketHeader
+	add               AddResponse
+	hv                headerVals
+	status, addStatus StatusCode
+	ledgerID, entryID int64
+}
+
+// decodeAddResponse decodes frame as an ADD_ENTRY Response in the layout
+// bookies send (header, status and an AddResponse, each field once,
+// nothing unknown), or returns nil for anything else, which DecodeResponse
+// leaves to protobuf. An add response has no byte fields: nothing
+// aliases frame.
+func decodeAddResponse(frame []byte) *Response {
+	a := &addRespAlloc{}
+	var have uint8
+	ok := fields2(frame, func(num protowire.Number, typ protowire.Type, u uint64, v []byte) bool {
+		switch {
+		case num == fieldResponseHeader && typ == protowire.BytesType:
+			have |= 1
+			return a.hv.decode(v)
+		case num == fieldResponseStatus && typ == protowire.VarintType:
+			s, ok := enumValue(u, StatusCode_name)
+			a.status, have = StatusCode(s), have|2
+			return ok
+		case num == fieldResponseAdd && typ == protowire.BytesType:
+			have |= 4
+			return a.decodeAdd(v)
+		}
+		return false
+	})
+	if !ok || have != 7 || a.hv.op != OperationType_ADD_ENTRY {
+		return nil
+	}
+	a.hv.fill(&a.hdr)
+	a.add.Status, a.add.LedgerId, a.add.EntryId = &a.addStatus, &a.ledgerID, &a.entryID
+	a.resp.Header, a.resp.Status, a.resp.AddResponse = &a.hdr, &a.status, &a.add
+	return &a.resp
+}
+
+func (a *addRespAlloc) decodeAdd(b []byte) bool {
+	var have uint8
+	ok := fields(b, func(num protowire.Number, typ protowire.Type, u uint64, _ []byte) bool {
+		if typ != protowire.VarintType {
+			return false
+		}
+		switch num {
+		case fieldAddRespStatus:
+			s, ok := enumValue(u, StatusCode_name)
+			a.addStatus, have = StatusCode(s), have|1
+			return ok
+		case fieldAddRespLedgerID:
+			a.ledgerID, have = int64(u), have|2
+		case fieldAddRespEntryID:
+			a.entryID, have = int64(u), have|4
+		default:
+			return false
+		}
+		return true
+	})
+	return ok && have == 7
+}
+
+// fields2 is fields for a Response's top level, whose add slot is field
+// 101.
+func fields2(b []byte, f func(num protowire.Number, typ protowire.Type, u uint64, v []byte) bool) bool {
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		var bit uint8
+		switch num {
+		case fieldResponseHeader, fieldResponseStatus:
+			bit = 1 << num
+		case fieldResponseAdd:
+			bit = 1
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		var u uint64
+		var v []byte
+		switch typ {
+		case protowire.VarintType:
+			u, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		default:
+			return false
+		}
+		if n < 0 || !f(num, typ, u, v) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// validateAddResponse is ValidateResponse for what decodeAddResponse
+// returns: an ADD_ENTRY header and only the add slot set, which
+// ValidateResponse's slot checks accept whatever the status.
+func validateAddResponse(resp *Response) error {
+	if v := resp.Header.GetVersion(); v != ProtocolVersionV3 {
+		return Errorf(StatusCode_EBADVERSION, "protocol version %d", int32(v))
+	}
+	if !KnownStatus(resp.GetStatus()) {
+		return Errorf(StatusCode_EBADREQ, "unknown status %d", int32(resp.GetStatus()))
+	}
+	if s := ResponseStatus(resp); !KnownStatus(s) {
+		return Errorf(StatusCode_EBADREQ, "%v response with unknown status %d", OperationType_ADD_ENTRY, int32(s))
+	}
+	return nil
 }

@@ -152,3 +152,79 @@ func BenchmarkDecodeAddRequest(b *testing.B) {
 		}
 	})
 }
+
+// checkSameResponseDecode fails unless DecodeResponse (with its direct
+// decoder of add responses) gives what protobuf gives for frame, and
+// reports whether the direct decoder took it.
+func checkSameResponseDecode(t *testing.T, frame []byte) bool {
+	t.Helper()
+	want, wantErr := decodeResponseProto(frame)
+	got, err := DecodeResponse(frame)
+	if (want == nil) != (got == nil) || (wantErr == nil) != (err == nil) || StatusOf(wantErr) != StatusOf(err) {
+		t.Fatalf("DecodeResponse gave %v, %v; protobuf %v, %v", got, err, want, wantErr)
+	}
+	if want != nil && !proto.Equal(want, got) {
+		t.Fatalf("DecodeResponse gave %v; protobuf %v", got, want)
+	}
+	return decodeAddResponse(frame) != nil
+}
+
+func TestDecodeAddResponse(t *testing.T) {
+	enc := func(r *Response) []byte {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	resp := func(mod func(*Response)) *Response {
+		ok := StatusCode_EOK.Enum()
+		r := &Response{Header: NewHeader(OperationType_ADD_ENTRY, 9), Status: ok,
+			AddResponse: &AddResponse{Status: ok, LedgerId: proto.Int64(5), EntryId: proto.Int64(3)}}
+		if mod != nil {
+			mod(r)
+		}
+		return r
+	}
+	tests := []struct {
+		name   string
+		frame  []byte
+		direct bool
+	}{
+		{"add", enc(resp(nil)), true},
+		{"fenced", enc(resp(func(r *Response) { r.AddResponse.Status = StatusCode_EFENCED.Enum() })), true},
+		{"overall error", enc(resp(func(r *Response) { r.Status = StatusCode_EIO.Enum() })), true},
+		{"priority", enc(resp(func(r *Response) { r.Header.Priority = proto.Uint32(100) })), true},
+		{"version 2", enc(resp(func(r *Response) { r.Header.Version = ProtocolVersion_VERSION_TWO.Enum() })), true},
+		{"read op", enc(resp(func(r *Response) { r.Header.Operation = OperationType_READ_ENTRY.Enum() })), false},
+		{"status only", enc(resp(func(r *Response) { r.AddResponse = nil; r.Status = StatusCode_EIO.Enum() })), false},
+		{"unknown status", append(enc(resp(nil)), 0x10, 0x7f), false},
+		{"twice", append(enc(resp(nil)), enc(resp(nil))...), false},
+		{"empty", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := checkSameResponseDecode(t, tt.frame); got != tt.direct {
+				t.Errorf("direct = %v, want %v", got, tt.direct)
+			}
+		})
+	}
+}
+
+// FuzzDecodeAddResponse checks DecodeResponse's direct decoder of add
+// responses against protobuf on arbitrary frames.
+func FuzzDecodeAddResponse(f *testing.F) {
+	ok := StatusCode_EOK.Enum()
+	for _, r := range []*Response{
+		{Header: NewHeader(OperationType_ADD_ENTRY, 9), Status: ok,
+			AddResponse: &AddResponse{Status: ok, LedgerId: proto.Int64(5), EntryId: proto.Int64(3)}},
+		{Header: NewHeader(OperationType_ADD_ENTRY, 1), Status: StatusCode_EFENCED.Enum()},
+	} {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) { checkSameResponseDecode(t, frame) })
+}

@@ -38,7 +38,20 @@ func DecodeRequest(frame []byte) (*Request, error) {
 // (non-nil, header set) is malformed for its operation (see
 // ValidateResponse). Either way a client should treat the connection as
 // broken; the header lets it fail the right pending request first.
+//
+// An add response in the layout bookies send is decoded directly, without
+// protobuf's reflection (decodeAddResponse); FuzzDecodeAddResponse checks
+// that it gives what protobuf gives. The response's byte fields alias
+// nothing, so frame may be reused after the call.
 func DecodeResponse(frame []byte) (*Response, error) {
+	if resp := decodeAddResponse(frame); resp != nil {
+		return resp, validateAddResponse(resp)
+	}
+	return decodeResponseProto(frame)
+}
+
+// decodeResponseProto is DecodeResponse through protobuf.
+func decodeResponseProto(frame []byte) (*Response, error) {
 	resp := &Response{}
 	if err := proto.Unmarshal(frame, resp); err != nil {
 		return nil, fmt.Errorf("bkproto: decode response: %w", err)

@@ -313,7 +313,7 @@ func (cl call) encode(dst []byte, resp *bkproto.Response) ([]byte, error) {
 	if cl.v2 != nil {
 		return bkproto.AppendV2Response(dst, *cl.v2, resp)
 	}
-	return bkproto.AppendFrame(dst, resp)
+	return bkproto.AppendResponseFrame(dst, resp)
 }
 
 // sendStatus answers with only a status: the header echoed, the overall

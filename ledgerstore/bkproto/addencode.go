@@ -1,0 +1,148 @@
+package bkproto
+
+import (
+	"encoding/binary"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// AppendRequestFrame is AppendFrame for requests: a plain add (a header
+// and an AddRequest with every required field set, nothing else, no
+// unknown fields) is encoded directly, without protobuf's reflection,
+// into the bytes proto.Marshal gives (TestAppendAddFrames and
+// FuzzAppendAddRequest compare them); any other request goes through
+// AppendFrame.
+func AppendRequestFrame(dst []byte, req *Request) ([]byte, error) {
+	if out, ok := appendAddRequest(dst, req); ok {
+		return out, nil
+	}
+	return AppendFrame(dst, req)
+}
+
+// AppendResponseFrame is AppendRequestFrame for responses: a plain add
+// response (header, status and an AddResponse) is encoded directly.
+func AppendResponseFrame(dst []byte, resp *Response) ([]byte, error) {
+	if out, ok := appendAddResponse(dst, resp); ok {
+		return out, nil
+	}
+	return AppendFrame(dst, resp)
+}
+
+// plain reports whether m has no unknown fields.
+func plain(m proto.Message) bool { return len(m.ProtoReflect().GetUnknown()) == 0 }
+
+// headerSize returns the encoded size of a header with its required
+// fields set, or false.
+func headerSize(h *BKPacketHeader) (int, bool) {
+	if h == nil || h.Version == nil || h.Operation == nil || h.TxnId == nil || !plain(h) {
+		return 0, false
+	}
+	n := 3 + protowire.SizeVarint(enumWire(int32(*h.Version))) + protowire.SizeVarint(enumWire(int32(*h.Operation))) +
+		protowire.SizeVarint(*h.TxnId)
+	if h.Priority != nil {
+		n += 1 + protowire.SizeVarint(uint64(*h.Priority))
+	}
+	return n, true
+}
+
+func appendHeader(b []byte, h *BKPacketHeader) []byte {
+	b = protowire.AppendVarint(append(b, 1<<3), enumWire(int32(*h.Version)))
+	b = protowire.AppendVarint(append(b, 2<<3), enumWire(int32(*h.Operation)))
+	b = protowire.AppendVarint(append(b, 3<<3), *h.TxnId)
+	if h.Priority != nil {
+		b = protowire.AppendVarint(append(b, 4<<3), uint64(*h.Priority))
+	}
+	return b
+}
+
+// enumWire is the varint of an enum or int32 value: negative values are
+// sign-extended to 64 bits, as protobuf encodes them.
+func enumWire(v int32) uint64 { return uint64(int64(v)) }
+
+// tagBytes returns field num's tag with the length-delimited wire type.
+func tagBytes(num protowire.Number) uint64 { return uint64(num)<<3 | uint64(protowire.BytesType) }
+
+func appendAddRequest(dst []byte, req *Request) ([]byte, bool) {
+	a := req.AddRequest
+	if a == nil || req.ReadRequest != nil || req.AuthRequest != nil || req.WriteLacRequest != nil ||
+		req.ReadLacRequest != nil || req.GetBookieInfoRequest != nil || req.StartTLSRequest != nil ||
+		req.ForceLedgerRequest != nil || req.GetListOfEntriesOfLedgerRequest != nil || len(req.RequestContext) != 0 ||
+		a.LedgerId == nil || a.EntryId == nil || a.MasterKey == nil || a.Body == nil || !plain(req) || !plain(a) {
+		return dst, false
+	}
+	hn, ok := headerSize(req.Header)
+	if !ok {
+		return dst, false
+	}
+	an := 4 + protowire.SizeVarint(uint64(*a.LedgerId)) + protowire.SizeVarint(uint64(*a.EntryId)) +
+		protowire.SizeBytes(len(a.MasterKey)) + protowire.SizeBytes(len(a.Body))
+	if a.WriteFlags != nil {
+		an += 1 + protowire.SizeVarint(enumWire(*a.WriteFlags))
+	}
+	if a.Flag != nil {
+		an += 2 + protowire.SizeVarint(enumWire(int32(*a.Flag)))
+	}
+	total := 1 + protowire.SizeBytes(hn) + 2 + protowire.SizeBytes(an)
+	if total > maxFastFrameBytes {
+		return dst, false // AppendFrame reports it
+	}
+	b := binary.BigEndian.AppendUint32(dst, uint32(total))
+	b = protowire.AppendVarint(b, tagBytes(fieldRequestHeader))
+	b = appendHeader(protowire.AppendVarint(b, uint64(hn)), req.Header)
+	b = protowire.AppendVarint(b, tagBytes(fieldRequestAdd))
+	b = protowire.AppendVarint(b, uint64(an))
+	b = protowire.AppendVarint(append(b, fieldAddLedgerID<<3), uint64(*a.LedgerId))
+	b = protowire.AppendVarint(append(b, fieldAddEntryID<<3), uint64(*a.EntryId))
+	b = protowire.AppendBytes(append(b, byte(tagBytes(fieldAddMasterKey))), a.MasterKey)
+	b = protowire.AppendBytes(append(b, byte(tagBytes(fieldAddBody))), a.Body)
+	if a.WriteFlags != nil {
+		b = protowire.AppendVarint(append(b, fieldAddWriteFlags<<3), enumWire(*a.WriteFlags))
+	}
+	if a.Flag != nil {
+		b = protowire.AppendVarint(protowire.AppendVarint(b, uint64(fieldAddFlag)<<3), enumWire(int32(*a.Flag)))
+	}
+	return b, true
+}
+
+// maxFastFrameBytes bounds what the direct encoders write; a larger
+// message goes through AppendFrame, which reports it.
+const maxFastFrameBytes = 1<<31 - 1
+
+// Field numbers of Response and AddResponse (docs/bookkeeper-protocol.md §6.1).
+const (
+	fieldResponseHeader   = 1
+	fieldResponseStatus   = 2
+	fieldResponseAdd      = 101
+	fieldAddRespStatus    = 1
+	fieldAddRespLedgerID  = 2
+	fieldAddRespEntryID   = 3
+	fieldAddRespFixedTags = 3
+)
+
+func appendAddResponse(dst []byte, resp *Response) ([]byte, bool) {
+	a := resp.AddResponse
+	if a == nil || resp.Status == nil || resp.ReadResponse != nil || resp.AuthResponse != nil ||
+		resp.WriteLacResponse != nil || resp.ReadLacResponse != nil || resp.GetBookieInfoResponse != nil ||
+		resp.StartTLSResponse != nil || resp.ForceLedgerResponse != nil || resp.GetListOfEntriesOfLedgerResponse != nil ||
+		a.Status == nil || a.LedgerId == nil || a.EntryId == nil || !plain(resp) || !plain(a) {
+		return dst, false
+	}
+	hn, ok := headerSize(resp.Header)
+	if !ok {
+		return dst, false
+	}
+	an := fieldAddRespFixedTags + protowire.SizeVarint(enumWire(int32(*a.Status))) +
+		protowire.SizeVarint(uint64(*a.LedgerId)) + protowire.SizeVarint(uint64(*a.EntryId))
+	total := 1 + protowire.SizeBytes(hn) + 1 + protowire.SizeVarint(enumWire(int32(*resp.Status))) + 2 + protowire.SizeBytes(an)
+	b := binary.BigEndian.AppendUint32(dst, uint32(total))
+	b = protowire.AppendVarint(b, tagBytes(fieldResponseHeader))
+	b = appendHeader(protowire.AppendVarint(b, uint64(hn)), resp.Header)
+	b = protowire.AppendVarint(append(b, fieldResponseStatus<<3), enumWire(int32(*resp.Status)))
+	b = protowire.AppendVarint(b, tagBytes(fieldResponseAdd))
+	b = protowire.AppendVarint(b, uint64(an))
+	b = protowire.AppendVarint(append(b, fieldAddRespStatus<<3), enumWire(int32(*a.Status)))
+	b = protowire.AppendVarint(append(b, fieldAddRespLedgerID<<3), uint64(*a.LedgerId))
+	b = protowire.AppendVarint(append(b, fieldAddRespEntryID<<3), uint64(*a.EntryId))
+	return b, true
+}
