@@ -17,6 +17,10 @@ import (
 	"keeper/ledgerstore/bookietls"
 )
 
+// readBufferBytes is the size of a connection's read buffer, and of the
+// buffer v3 responses are read into.
+const readBufferBytes = 64 << 10
+
 // ErrClientClosed is returned for calls on a closed Client, and for calls
 // outstanding when its connection broke.
 var ErrClientClosed = errors.New("bookierpc: client connection closed")
@@ -44,9 +48,16 @@ type Client struct {
 	queued []byte
 	spare  []byte // the last written buffer, for reuse
 
+	// Frames queued by Send are written by a writer goroutine (started by
+	// the first Send, woken through wakeWriter), so that Send never waits
+	// for the socket: its callers (a ledger's loop) serve other bookies
+	// meanwhile.
+	writerOnce sync.Once
+	wakeWriter chan struct{} // cap 1
+
 	mu      sync.Mutex
 	nextTxn uint64
-	pending map[uint64]chan<- Result // mu guards pending, nextTxn, err, v2q, v2keys
+	pending map[uint64]pendingCall // mu guards pending, nextTxn, err, v2q, v2keys, deadlines
 	err     error
 	done    chan struct{}
 
@@ -56,6 +67,26 @@ type Client struct {
 	v2     bool
 	v2q    map[v2Key][]*v2Call
 	v2keys map[uint64]v2Key
+
+	// deadlines times out the calls sent with one (Send); mu guards it.
+	deadlines deadlineQueue
+}
+
+// pendingCall is where a v3 call's result goes: its channel (Go, Call)
+// or its callback (Send).
+type pendingCall struct {
+	ch   chan<- Result
+	done func(Result)
+}
+
+// deliver hands r to the call's caller. It never blocks: a channel has
+// room for the one result, and a callback must not block.
+func (p pendingCall) deliver(r Result) {
+	if p.done != nil {
+		p.done(r)
+		return
+	}
+	p.ch <- r
 }
 
 // Result is the outcome of one call: the response, or why there is none.
@@ -101,13 +132,13 @@ func DialWith(ctx context.Context, addr string, o Options) (*Client, error) {
 			return nil, err
 		}
 	}
-	c := &Client{nc: nc, raw: raw, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]chan<- Result),
+	c := &Client{nc: nc, raw: raw, maxFrame: bkproto.DefaultMaxFrameBytes, writeTimeout: WriteTimeout, pending: make(map[uint64]pendingCall),
 		done: make(chan struct{})}
 	if o.V2 {
 		c.v2, c.v2q, c.v2keys = true, map[v2Key][]*v2Call{}, map[uint64]v2Key{}
 	}
 	if r == nil {
-		r = bufio.NewReaderSize(nc, 64<<10)
+		r = bufio.NewReaderSize(nc, readBufferBytes)
 	}
 	go c.readLoop(r)
 	return c, nil
@@ -195,9 +226,16 @@ func (c *Client) Close() error {
 // readLoop delivers responses read from r until the connection ends.
 func (c *Client) readLoop(r *bufio.Reader) {
 	var err error
+	// A v3 response is decoded into a message that refers to nothing of
+	// its frame (DecodeResponse copies), so v3 frames reuse one buffer; a
+	// v2 read response's body aliases its frame, which gets its own.
+	var buf []byte
+	if !c.v2 {
+		buf = make([]byte, readBufferBytes)
+	}
 	for {
 		var frame []byte
-		if frame, err = bkproto.ReadFrame(r, nil, c.maxFrame); err != nil {
+		if frame, err = bkproto.ReadFrame(r, buf, c.maxFrame); err != nil {
 			break
 		}
 		if c.v2 {
@@ -213,22 +251,25 @@ func (c *Client) readLoop(r *bufio.Reader) {
 			break
 		}
 		c.mu.Lock()
-		ch := c.pending[resp.GetHeader().GetTxnId()]
+		pc, ok := c.pending[resp.GetHeader().GetTxnId()]
 		delete(c.pending, resp.GetHeader().GetTxnId())
 		c.mu.Unlock()
-		if ch != nil {
-			ch <- Result{Resp: resp, Err: derr}
+		if ok {
+			pc.deliver(Result{Resp: resp, Err: derr})
 		}
 	}
 	_ = c.raw.Close()
 	c.mu.Lock()
 	c.err = fmt.Errorf("%w: %v", ErrClientClosed, err)
-	for txn, ch := range c.pending {
-		ch <- Result{Err: c.err}
-		delete(c.pending, txn)
-	}
+	failed := c.pending
+	c.pending = map[uint64]pendingCall{}
+	c.deadlines.stop()
 	c.failV2Locked(c.err)
+	cerr := c.err
 	c.mu.Unlock()
+	for _, pc := range failed {
+		pc.deliver(Result{Err: cerr})
+	}
 	close(c.done)
 }
 
@@ -252,15 +293,26 @@ func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
 		return c.sendV2(req)
 	}
 	ch := make(chan Result, 1)
+	return c.sendV3(req, pendingCall{ch: ch}, time.Time{}), ch
+}
+
+// sendV3 sends req on a v3 connection and returns its txnId (0 if it was
+// not sent); pc gets the result, or a timeout once deadline (if not zero)
+// passes.
+func (c *Client) sendV3(req *bkproto.Request, pc pendingCall, deadline time.Time) uint64 {
 	c.mu.Lock()
 	if c.err != nil {
+		err := c.err
 		c.mu.Unlock()
-		ch <- Result{Err: c.err}
-		return 0, ch
+		pc.deliver(Result{Err: err})
+		return 0
 	}
 	c.nextTxn++
 	txn := c.nextTxn
-	c.pending[txn] = ch
+	c.pending[txn] = pc
+	if !deadline.IsZero() {
+		c.deadlines.push(c, txn, deadline)
+	}
 	c.mu.Unlock()
 	op := operationOf(req)
 	h := bkproto.NewHeader(op, txn)
@@ -270,20 +322,24 @@ func (c *Client) send(req *bkproto.Request) (uint64, <-chan Result) {
 	req.Header = h
 	c.qmu.Lock()
 	var err error
-	c.queued, err = bkproto.AppendFrame(c.queued, req) // on error, queued is left as it was
+	c.queued, err = bkproto.AppendRequestFrame(c.queued, req) // on error, queued is left as it was
 	c.qmu.Unlock()
-	if err == nil {
+	switch {
+	case err == nil && pc.done != nil:
+		c.kickWriter()
+	case err == nil:
 		err = c.flushQueued()
 	}
 	if err != nil {
 		c.mu.Lock()
-		if _, ok := c.pending[txn]; ok {
-			delete(c.pending, txn)
-			ch <- Result{Err: fmt.Errorf("bookierpc: send %v: %w", op, err)}
-		}
+		pc, ok := c.pending[txn]
+		delete(c.pending, txn)
 		c.mu.Unlock()
+		if ok {
+			pc.deliver(Result{Err: fmt.Errorf("bookierpc: send %v: %w", op, err)})
+		}
 	}
-	return txn, ch
+	return txn
 }
 
 // maxSpareBytes bounds the write buffer kept for reuse, so that one burst
@@ -318,6 +374,35 @@ func (c *Client) flushQueued() error {
 		c.qmu.Unlock()
 	}
 	return nil
+}
+
+// kickWriter has the writer goroutine write what is queued, starting it
+// on first use.
+func (c *Client) kickWriter() {
+	c.writerOnce.Do(func() {
+		c.wakeWriter = make(chan struct{}, 1)
+		go c.writeLoop()
+	})
+	select {
+	case c.wakeWriter <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes queued frames until the connection ends. A failed
+// write closes the connection, and the reader fails every call
+// outstanding.
+func (c *Client) writeLoop() {
+	for {
+		select {
+		case <-c.wakeWriter:
+			if c.flushQueued() != nil {
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // forget drops a call whose caller stopped waiting, so that its entry does

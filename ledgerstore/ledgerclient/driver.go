@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"keeper/ledgerstore/bkproto"
+	"keeper/ledgerstore/bookierpc"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata"
 )
@@ -60,6 +61,18 @@ type driver struct {
 	postMu sync.RWMutex // orders posts before the loop's final drain
 	ended  bool         // postMu guards ended
 
+	// Answers of requests sent with bookierpc.Client.Send come back
+	// through replies rather than the inbox: they are handed over by a
+	// connection's reader, which must never block, so they are appended
+	// here and the loop is woken (repWake). They are bounded by the
+	// requests the loop has sent (the machines bound those: a writer's
+	// MaxPendingAdds).
+	repMu    sync.Mutex
+	replies  []func()      // repMu guards replies, repSpare, repEnded
+	repSpare []func()      // the loop's previous batch, for reuse
+	repEnded bool          // the loop has ended: replies are dropped
+	repWake  chan struct{} // cap 1
+
 	stored  ledger.Metadata  // loop only: latest stored metadata seen, the base of writes
 	storedV metadata.Version // loop only
 	err     error            // loop only: set by abort; ends the loop
@@ -71,7 +84,7 @@ type driver struct {
 func (c *Client) newDriver(parent context.Context, id int64, m stateMachine, stored ledger.Metadata,
 	v metadata.Version) (*driver, error) {
 	d := &driver{c: c, ledgerID: id, m: m, parent: parent, inbox: make(chan func(), inboxSize),
-		stopped: make(chan struct{}), stored: stored, storedV: v,
+		repWake: make(chan struct{}, 1), stopped: make(chan struct{}), stored: stored, storedV: v,
 		deliver: func(rd *ledger.Ready) bool { return rd.Done != nil }}
 	if err := c.register(d); err != nil {
 		return nil, err
@@ -115,6 +128,8 @@ func (d *driver) run() error {
 			tk.Tick()
 		case f := <-d.inbox:
 			f()
+		case <-d.repWake:
+			d.runReplies(false)
 		case u, ok := <-d.watch:
 			d.observe(u, ok)
 		}
@@ -139,6 +154,7 @@ func (d *driver) end() {
 		}
 		break
 	}
+	d.runReplies(true)
 	d.cancel()
 	d.unhook()
 	d.c.unregister(d)
@@ -159,6 +175,45 @@ func (d *driver) post(f func()) bool {
 		return false
 	}
 }
+
+// reply queues f, the answer of a request sent with Send, to run on the
+// loop. It never blocks; once the loop has ended, f is dropped (as post
+// drops it).
+func (d *driver) reply(f func()) {
+	d.repMu.Lock()
+	if d.repEnded {
+		d.repMu.Unlock()
+		return
+	}
+	d.replies = append(d.replies, f)
+	d.repMu.Unlock()
+	select {
+	case d.repWake <- struct{}{}:
+	default:
+	}
+}
+
+// runReplies runs the queued replies, on the loop; last (at the end of
+// the loop) also closes the queue.
+func (d *driver) runReplies(last bool) {
+	d.repMu.Lock()
+	batch := d.replies
+	d.replies, d.repSpare = d.repSpare[:0], nil
+	d.repEnded = d.repEnded || last
+	d.repMu.Unlock()
+	for i, f := range batch {
+		f()
+		batch[i] = nil
+	}
+	d.repMu.Lock()
+	if d.repSpare == nil && cap(batch) <= maxSpareReplies {
+		d.repSpare = batch[:0]
+	}
+	d.repMu.Unlock()
+}
+
+// maxSpareReplies bounds the reply slice a loop keeps for reuse.
+const maxSpareReplies = 4096
 
 // abort ends the loop with err after the current step.
 func (d *driver) abort(err error) {
@@ -197,9 +252,22 @@ func (d *driver) flush() (finished bool) {
 }
 
 // sendAdd sends one add; its answer (NoResponse after AddTimeout or a
-// broken connection) comes back through the inbox.
+// broken connection) comes back to the loop. On a live connection it is
+// sent from the loop, its answer handed back by the connection's reader
+// (or its deadline timer) through reply: no goroutine, context or timer
+// per add. Otherwise a goroutine dials first and waits for the answer.
 func (d *driver) sendAdd(req ledger.AddRequest) {
 	h := d.m.(addHandler)
+	if cl := d.c.pool.live(req.Bookie); cl != nil {
+		cl.Send(req.Request(0), time.Now().Add(d.c.cfg.AddTimeout), func(r bookierpc.Result) {
+			status := ledger.NoResponse
+			if r.Err == nil {
+				status = bkproto.ResponseStatus(r.Resp)
+			}
+			d.reply(func() { h.HandleAdd(req, status) })
+		})
+		return
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(d.life, d.c.cfg.AddTimeout)
 		defer cancel()

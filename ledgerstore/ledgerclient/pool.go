@@ -57,6 +57,21 @@ func (p *pool) call(ctx context.Context, b ledger.BookieID, req *bkproto.Request
 	return cl.Call(ctx, req)
 }
 
+// live returns the live connection to b, or nil if there is none (not
+// dialled yet, ended, or the pool closed). It never blocks on a dial.
+func (p *pool) live(b ledger.BookieID) *bookierpc.Client {
+	p.mu.Lock()
+	bc, closed := p.conns[b], p.closed
+	p.mu.Unlock()
+	if closed || bc == nil {
+		return nil
+	}
+	if cl := bc.cl.Load(); cl != nil && cl.Err() == nil {
+		return cl
+	}
+	return nil
+}
+
 // conn returns a live connection to b, dialling one if needed.
 func (p *pool) conn(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, error) {
 	p.mu.Lock()
