@@ -146,3 +146,40 @@ func appendAddResponse(dst []byte, resp *Response) ([]byte, bool) {
 	b = protowire.AppendVarint(append(b, fieldAddRespEntryID<<3), uint64(*a.EntryId))
 	return b, true
 }
+
+// addRespBuild holds an add response and what its fields point to, so
+// that building one costs one allocation.
+type addRespBuild struct {
+	resp              Response
+	hdr               BKPacketHeader
+	add               AddResponse
+	version           ProtocolVersion
+	op                OperationType
+	txn               uint64
+	priority          uint32
+	status            StatusCode
+	ledgerID, entryID int64
+}
+
+// NewAddResponse returns the response to an add whose request had header
+// h: h's operation, txnId and priority at version 3 (even when the
+// request claimed another, so that the client can read EBADVERSION), st
+// as both the overall and the add's status, and the add's ids.
+func NewAddResponse(h *BKPacketHeader, st StatusCode, ledgerID, entryID int64) *Response {
+	a := &addRespBuild{version: ProtocolVersionV3, op: h.GetOperation(), txn: h.GetTxnId(), status: st,
+		ledgerID: ledgerID, entryID: entryID}
+	a.hdr.Version = &a.version
+	if h.TxnId != nil {
+		a.hdr.TxnId = &a.txn
+	}
+	if h.Operation != nil {
+		a.hdr.Operation = &a.op
+	}
+	if h.Priority != nil {
+		a.priority = *h.Priority
+		a.hdr.Priority = &a.priority
+	}
+	a.add.Status, a.add.LedgerId, a.add.EntryId = &a.status, &a.ledgerID, &a.entryID
+	a.resp.Header, a.resp.Status, a.resp.AddResponse = &a.hdr, &a.status, &a.add
+	return &a.resp
+}

@@ -124,3 +124,23 @@ func BenchmarkEncodeAddRequest(b *testing.B) {
 		}
 	})
 }
+
+func TestNewAddResponse(t *testing.T) {
+	headers := map[string]*BKPacketHeader{
+		"plain":     NewHeader(OperationType_ADD_ENTRY, 7),
+		"version 2": {Version: ProtocolVersion_VERSION_TWO.Enum(), Operation: OperationType_ADD_ENTRY.Enum(), TxnId: proto.Uint64(1)},
+		"priority":  {Version: ProtocolVersionV3.Enum(), Operation: OperationType_ADD_ENTRY.Enum(), TxnId: proto.Uint64(1), Priority: proto.Uint32(100)},
+		"no txn":    {Version: ProtocolVersionV3.Enum(), Operation: OperationType_ADD_ENTRY.Enum()},
+	}
+	for name, h := range headers {
+		for _, st := range []StatusCode{StatusCode_EOK, StatusCode_EFENCED} {
+			s := st.Enum()
+			want := &Response{Header: &BKPacketHeader{Version: ProtocolVersionV3.Enum(), Operation: h.Operation,
+				TxnId: h.TxnId, Priority: h.Priority}, Status: s,
+				AddResponse: &AddResponse{Status: s, LedgerId: proto.Int64(3), EntryId: proto.Int64(-4)}}
+			if got := NewAddResponse(h, st, 3, -4); !proto.Equal(got, want) {
+				t.Errorf("%s, %v: %v, want %v", name, st, got, want)
+			}
+		}
+	}
+}

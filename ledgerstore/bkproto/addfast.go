@@ -1,8 +1,6 @@
 package bkproto
 
 import (
-	"math"
-
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -149,15 +147,37 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, u uint64,
 	return true
 }
 
-// enumValue converts a varint to an enum number if names (a generated
-// _name map) defines it; protobuf keeps any other value of a proto2 enum
-// as an unknown field.
-func enumValue(u uint64, names map[int32]string) (int32, bool) {
-	if u > math.MaxInt32 {
+// enumSet is the values below 1024 an enum defines, a bit each: a faster
+// test than its generated _name map.
+type enumSet [16]uint64
+
+func newEnumSet(names map[int32]string) *enumSet {
+	var s enumSet
+	for v := range names {
+		if v >= 0 && v < 1024 {
+			s[v/64] |= 1 << (v % 64)
+		}
+	}
+	return &s
+}
+
+// The enums the direct decoders read.
+var (
+	knownVersions   = newEnumSet(ProtocolVersion_name)
+	knownOperations = newEnumSet(OperationType_name)
+	knownAddFlags   = newEnumSet(AddRequest_Flag_name)
+	knownStatuses   = newEnumSet(StatusCode_name)
+)
+
+// enumValue converts a varint to an enum number if the enum defines it
+// (values from 1024 on count as undefined: the caller leaves them to
+// protobuf); protobuf keeps any other value of a proto2 enum as an unknown
+// field.
+func enumValue(u uint64, known *enumSet) (int32, bool) {
+	if u >= 1024 {
 		return 0, false
 	}
-	_, ok := names[int32(u)]
-	return int32(u), ok
+	return int32(u), known[u/64]&(1<<(u%64)) != 0
 }
 
 // headerVals holds a decoded BKPacketHeader's values.
@@ -178,11 +198,11 @@ func (hv *headerVals) decode(b []byte) bool {
 		}
 		switch num {
 		case fieldHeaderVersion:
-			v, ok := enumValue(u, ProtocolVersion_name)
+			v, ok := enumValue(u, knownVersions)
 			hv.version, have = ProtocolVersion(v), have|1
 			return ok
 		case fieldHeaderOperation:
-			v, ok := enumValue(u, OperationType_name)
+			v, ok := enumValue(u, knownOperations)
 			hv.op, have = OperationType(v), have|2
 			return ok
 		case fieldHeaderTxnID:
@@ -222,7 +242,7 @@ func (a *addAlloc) decodeAdd(b []byte) bool {
 		case num == fieldAddWriteFlags:
 			a.writeFlags, a.hasWFlags = int32(u), true
 		case num == fieldAddFlag:
-			v, ok := enumValue(u, AddRequest_Flag_name)
+			v, ok := enumValue(u, knownAddFlags)
 			a.flag, a.hasFlag = AddRequest_Flag(v), true
 			return ok
 		default:
@@ -268,7 +288,7 @@ func decodeAddResponse(frame []byte) *Response {
 			have |= 1
 			return a.hv.decode(v)
 		case num == fieldResponseStatus && typ == protowire.VarintType:
-			s, ok := enumValue(u, StatusCode_name)
+			s, ok := enumValue(u, knownStatuses)
 			a.status, have = StatusCode(s), have|2
 			return ok
 		case num == fieldResponseAdd && typ == protowire.BytesType:
@@ -294,7 +314,7 @@ func (a *addRespAlloc) decodeAdd(b []byte) bool {
 		}
 		switch num {
 		case fieldAddRespStatus:
-			s, ok := enumValue(u, StatusCode_name)
+			s, ok := enumValue(u, knownStatuses)
 			a.addStatus, have = StatusCode(s), have|1
 			return ok
 		case fieldAddRespLedgerID:

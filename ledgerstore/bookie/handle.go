@@ -152,9 +152,7 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 }
 
 func addResponse(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) *bkproto.Response {
-	s := st.Enum()
-	return &bkproto.Response{Header: responseHeader(h), Status: s,
-		AddResponse: &bkproto.AddResponse{Status: s, LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)}}
+	return bkproto.NewAddResponse(h, st, ledgerID, entryID)
 }
 
 // writeLAC stores an explicit LAC: bind or check the master key, keep the
