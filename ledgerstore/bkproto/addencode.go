@@ -38,22 +38,38 @@ func headerSize(h *BKPacketHeader) (int, bool) {
 	if h == nil || h.Version == nil || h.Operation == nil || h.TxnId == nil || !plain(h) {
 		return 0, false
 	}
-	n := 3 + protowire.SizeVarint(enumWire(int32(*h.Version))) + protowire.SizeVarint(enumWire(int32(*h.Operation))) +
-		protowire.SizeVarint(*h.TxnId)
-	if h.Priority != nil {
-		n += 1 + protowire.SizeVarint(uint64(*h.Priority))
+	return headerFields{*h.Version, *h.Operation, *h.TxnId, h.Priority}.size(), true
+}
+
+// headerFields are a header's values, its priority nil when unset.
+type headerFields struct {
+	version  ProtocolVersion
+	op       OperationType
+	txn      uint64
+	priority *uint32
+}
+
+func (f headerFields) size() int {
+	n := 3 + protowire.SizeVarint(enumWire(int32(f.version))) + protowire.SizeVarint(enumWire(int32(f.op))) +
+		protowire.SizeVarint(f.txn)
+	if f.priority != nil {
+		n += 1 + protowire.SizeVarint(uint64(*f.priority))
 	}
-	return n, true
+	return n
+}
+
+func (f headerFields) append(b []byte) []byte {
+	b = protowire.AppendVarint(append(b, fieldHeaderVersion<<3), enumWire(int32(f.version)))
+	b = protowire.AppendVarint(append(b, fieldHeaderOperation<<3), enumWire(int32(f.op)))
+	b = protowire.AppendVarint(append(b, fieldHeaderTxnID<<3), f.txn)
+	if f.priority != nil {
+		b = protowire.AppendVarint(append(b, fieldHeaderPriority<<3), uint64(*f.priority))
+	}
+	return b
 }
 
 func appendHeader(b []byte, h *BKPacketHeader) []byte {
-	b = protowire.AppendVarint(append(b, 1<<3), enumWire(int32(*h.Version)))
-	b = protowire.AppendVarint(append(b, 2<<3), enumWire(int32(*h.Operation)))
-	b = protowire.AppendVarint(append(b, 3<<3), *h.TxnId)
-	if h.Priority != nil {
-		b = protowire.AppendVarint(append(b, 4<<3), uint64(*h.Priority))
-	}
-	return b
+	return headerFields{*h.Version, *h.Operation, *h.TxnId, h.Priority}.append(b)
 }
 
 // enumWire is the varint of an enum or int32 value: negative values are
@@ -132,19 +148,40 @@ func appendAddResponse(dst []byte, resp *Response) ([]byte, bool) {
 	if !ok {
 		return dst, false
 	}
-	an := fieldAddRespFixedTags + protowire.SizeVarint(enumWire(int32(*a.Status))) +
-		protowire.SizeVarint(uint64(*a.LedgerId)) + protowire.SizeVarint(uint64(*a.EntryId))
-	total := 1 + protowire.SizeBytes(hn) + 1 + protowire.SizeVarint(enumWire(int32(*resp.Status))) + 2 + protowire.SizeBytes(an)
+	h := resp.Header
+	return appendAddResponseFields(dst, headerFields{*h.Version, *h.Operation, *h.TxnId, h.Priority}, hn,
+		*resp.Status, *a.Status, *a.LedgerId, *a.EntryId), true
+}
+
+// appendAddResponseFields appends the frame of an add response with
+// header h (of encoded size hn), the overall status st, and the add's
+// status and ids.
+func appendAddResponseFields(dst []byte, h headerFields, hn int, st, addSt StatusCode, ledgerID, entryID int64) []byte {
+	an := fieldAddRespFixedTags + protowire.SizeVarint(enumWire(int32(addSt))) +
+		protowire.SizeVarint(uint64(ledgerID)) + protowire.SizeVarint(uint64(entryID))
+	total := 1 + protowire.SizeBytes(hn) + 1 + protowire.SizeVarint(enumWire(int32(st))) + 2 + protowire.SizeBytes(an)
 	b := binary.BigEndian.AppendUint32(dst, uint32(total))
 	b = protowire.AppendVarint(b, tagBytes(fieldResponseHeader))
-	b = appendHeader(protowire.AppendVarint(b, uint64(hn)), resp.Header)
-	b = protowire.AppendVarint(append(b, fieldResponseStatus<<3), enumWire(int32(*resp.Status)))
+	b = h.append(protowire.AppendVarint(b, uint64(hn)))
+	b = protowire.AppendVarint(append(b, fieldResponseStatus<<3), enumWire(int32(st)))
 	b = protowire.AppendVarint(b, tagBytes(fieldResponseAdd))
 	b = protowire.AppendVarint(b, uint64(an))
-	b = protowire.AppendVarint(append(b, fieldAddRespStatus<<3), enumWire(int32(*a.Status)))
-	b = protowire.AppendVarint(append(b, fieldAddRespLedgerID<<3), uint64(*a.LedgerId))
-	b = protowire.AppendVarint(append(b, fieldAddRespEntryID<<3), uint64(*a.EntryId))
-	return b, true
+	b = protowire.AppendVarint(append(b, fieldAddRespStatus<<3), enumWire(int32(addSt)))
+	b = protowire.AppendVarint(append(b, fieldAddRespLedgerID<<3), uint64(ledgerID))
+	b = protowire.AppendVarint(append(b, fieldAddRespEntryID<<3), uint64(entryID))
+	return b
+}
+
+// AppendAddResponseFrame appends the frame of NewAddResponse(h, st,
+// ledgerID, entryID), as AppendFrame would, without building the message
+// when h has its operation and txnId (a decoded request's header always
+// has).
+func AppendAddResponseFrame(dst []byte, h *BKPacketHeader, st StatusCode, ledgerID, entryID int64) ([]byte, error) {
+	if h.Operation == nil || h.TxnId == nil {
+		return AppendFrame(dst, NewAddResponse(h, st, ledgerID, entryID))
+	}
+	rh := headerFields{ProtocolVersionV3, *h.Operation, *h.TxnId, h.Priority}
+	return appendAddResponseFields(dst, rh, rh.size(), st, st, ledgerID, entryID), nil
 }
 
 // addRespBuild holds an add response and what its fields point to, so

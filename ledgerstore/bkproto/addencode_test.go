@@ -144,3 +144,21 @@ func TestNewAddResponse(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendAddResponseFrame(t *testing.T) {
+	headers := map[string]*BKPacketHeader{
+		"plain":     NewHeader(OperationType_ADD_ENTRY, 1<<40),
+		"version 2": {Version: ProtocolVersion_VERSION_TWO.Enum(), Operation: OperationType_ADD_ENTRY.Enum(), TxnId: proto.Uint64(1)},
+		"priority":  {Version: ProtocolVersionV3.Enum(), Operation: OperationType_ADD_ENTRY.Enum(), TxnId: proto.Uint64(1), Priority: proto.Uint32(100)},
+		"no txn":    {Version: ProtocolVersionV3.Enum(), Operation: OperationType_ADD_ENTRY.Enum()},
+	}
+	for name, h := range headers {
+		for _, st := range []StatusCode{StatusCode_EOK, StatusCode_EFENCED, StatusCode(-1)} {
+			want, wantErr := AppendFrame([]byte("x"), NewAddResponse(h, st, 3, -4))
+			got, err := AppendAddResponseFrame([]byte("x"), h, st, 3, -4)
+			if (err == nil) != (wantErr == nil) || !bytes.Equal(got, want) {
+				t.Errorf("%s, %v: % x (%v), want % x (%v)", name, st, got, err, want, wantErr)
+			}
+		}
+	}
+}

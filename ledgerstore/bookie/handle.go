@@ -107,7 +107,7 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 		if st == bkproto.StatusCode_EIO {
 			b.log.Debug("add failed", "ledger", ledgerID, "entry", entryID, "err", err)
 		}
-		cl.send(addResponse(h, st, ledgerID, entryID))
+		cl.sendAdd(h, st, ledgerID, entryID)
 		observe(b.m.addEntry, start, st == bkproto.StatusCode_EOK)
 	}
 	// (GetFlag defaults to RECOVERY_ADD, the enum's first value: test presence.)

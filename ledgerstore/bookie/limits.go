@@ -276,6 +276,25 @@ func (cl call) endBody() { <-cl.c.turn }
 // the writer has written the response; on a closed connection the
 // response is dropped and the charge released at once.
 func (cl call) send(resp *bkproto.Response) {
+	cl.sendFrame(resp.GetHeader().GetOperation(), func(dst []byte) ([]byte, error) { return cl.encode(dst, resp) })
+}
+
+// sendAdd sends the response to an add whose request had header h: what
+// send(addResponse(...)) sends, but a v3 one is encoded without building
+// the message.
+func (cl call) sendAdd(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) {
+	if cl.v2 != nil {
+		cl.send(addResponse(h, st, ledgerID, entryID))
+		return
+	}
+	cl.sendFrame(bkproto.OperationType_ADD_ENTRY, func(dst []byte) ([]byte, error) {
+		return bkproto.AppendAddResponseFrame(dst, h, st, ledgerID, entryID)
+	})
+}
+
+// sendFrame is send with the response's encoder: encode appends the
+// response's frame to dst. op names the operation in a log.
+func (cl call) sendFrame(op bkproto.OperationType, encode func(dst []byte) ([]byte, error)) {
 	c := cl.c
 	c.mu.Lock()
 	if c.dead {
@@ -284,10 +303,10 @@ func (cl call) send(resp *bkproto.Response) {
 		return
 	}
 	start := len(c.out)
-	out, err := cl.encode(c.out, resp)
+	out, err := encode(c.out)
 	if err != nil {
 		c.mu.Unlock()
-		c.b.log.Error("cannot encode a response", "op", resp.GetHeader().GetOperation().String(), "err", err)
+		c.b.log.Error("cannot encode a response", "op", op.String(), "err", err)
 		cl.drop()
 		return
 	}
