@@ -40,6 +40,7 @@ type FuzzyBody struct {
 	leading  []byte // the ACL section of every list cached at the start
 	startRef int64  // the highest reference allocated at the start
 	late     bool   // a node written uses a reference above startRef
+	inOrder  bool   // children in name order (StartFuzzyBodyInOrder)
 }
 
 // fuzzyFrame is one level of the walk: an iterator over the children of
@@ -59,8 +60,18 @@ type fuzzyFrame struct {
 
 // StartFuzzyBody begins a walk from the root. The walk must be run to
 // completion with Step, or ended with Abort.
-func (t *Tree) StartFuzzyBody() *FuzzyBody {
-	f := &FuzzyBody{refs: make(map[int64][]zkproto.ACL), ref: openACLRef, path: make([]byte, 0, 256),
+func (t *Tree) StartFuzzyBody() *FuzzyBody { return t.startFuzzyBody(false) }
+
+// StartFuzzyBodyInOrder is StartFuzzyBody visiting each node's children in
+// name order, so that what a walk writes depends only on the tree and on
+// when the steps come, never on map iteration: for the simulator, whose
+// runs must replay exactly from their seed. Each node's children are
+// listed and sorted when the walk reaches it, which costs a server with a
+// wide tree the stall the default walk avoids.
+func (t *Tree) StartFuzzyBodyInOrder() *FuzzyBody { return t.startFuzzyBody(true) }
+
+func (t *Tree) startFuzzyBody(inOrder bool) *FuzzyBody {
+	f := &FuzzyBody{inOrder: inOrder, refs: make(map[int64][]zkproto.ACL), ref: openACLRef, path: make([]byte, 0, 256),
 		startRef: t.acl.index, leading: encodeACLSection(t.acl.byRef, func(e *aclEntry) []zkproto.ACL { return e.acls })}
 	if root := t.nodes[RootPath]; root != nil {
 		f.write(t, root) // the root's path is written as ""
@@ -73,8 +84,29 @@ func (t *Tree) StartFuzzyBody() *FuzzyBody {
 
 // push starts walking children, the children of the node at f.path.
 func (f *FuzzyBody) push(children map[string]*Node) {
+	if f.inOrder {
+		f.stack = append(f.stack, fuzzyFrame{plen: len(f.path), next: inOrder(children), stop: func() {}})
+		return
+	}
 	next, stop := iter.Pull2(maps.All(children))
 	f.stack = append(f.stack, fuzzyFrame{plen: len(f.path), next: next, stop: stop})
+}
+
+// inOrder returns an iterator over the children's names as they are now,
+// in order, each with the node the map holds when the iterator reaches it;
+// a name deleted by then is skipped.
+func inOrder(children map[string]*Node) func() (string, *Node, bool) {
+	names := slices.Sorted(maps.Keys(children))
+	return func() (string, *Node, bool) {
+		for len(names) > 0 {
+			name := names[0]
+			names = names[1:]
+			if n, ok := children[name]; ok {
+				return name, n, true
+			}
+		}
+		return "", nil, false
+	}
 }
 
 // Abort ends an unfinished walk and releases what it holds.

@@ -157,7 +157,18 @@ func (s *Server) startPurge(ctx context.Context) {
 	if !st.enabled() || st.PurgeInterval <= 0 {
 		return
 	}
-	p := &purger{
+	p := s.newPurger()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		p.run(ctx, st.PurgeInterval)
+	}()
+}
+
+// newPurger returns the purger of the server's storage.
+func (s *Server) newPurger() *purger {
+	st := &s.cfg.Storage
+	return &purger{
 		fs:             st.FS,
 		dataDir:        st.DataDir,
 		dataLogDir:     st.logDir(),
@@ -166,11 +177,6 @@ func (s *Server) startPurge(ctx context.Context) {
 		verified:       make(map[string]int64),
 		s:              s,
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		p.run(ctx, st.PurgeInterval)
-	}()
 }
 
 // run purges once at once, as ZooKeeper's cleanup task does, and then
@@ -188,8 +194,8 @@ func (p *purger) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// once runs one purge and logs what it did.
-func (p *purger) once() {
+// once runs one purge, logs what it did and returns it.
+func (p *purger) once() PurgeResult {
 	p.s.storageMu.Lock()
 	defer p.s.storageMu.Unlock()
 	snapDir := filepath.Join(p.dataDir, txnlog.DirName)
@@ -208,10 +214,11 @@ func (p *purger) once() {
 	}
 	if err != nil {
 		p.s.log.Warn("autopurge failed", "err", err)
-		return
+		return res
 	}
 	if len(res.Snapshots)+len(res.Logs) > 0 {
 		p.s.log.Info("autopurge removed old files", "snapshots", res.Snapshots, "logs", res.Logs,
 			"retain", p.retain)
 	}
+	return res
 }

@@ -151,6 +151,10 @@ type quorumState struct {
 	held       *zab.Ready
 	rebuilding bool
 	diskDone   chan struct{}
+	// handOff takes a batch to disk: onto toDisk for the persister
+	// goroutine, or, in a Member the simulator drives, to its scheduler.
+	// (loop)
+	handOff func(zab.Ready)
 	// rollLog asks the persister to start a new log file before the next
 	// batch (a snapshot started).
 	rollLog atomic.Bool
@@ -174,19 +178,27 @@ type persisted struct {
 func (s *Server) persister() {
 	defer close(s.quorum.diskDone)
 	for rd := range s.quorum.toDisk {
-		var ps peer.Persisted
-		var err error
-		if s.quorum.rollLog.Swap(false) {
-			err = s.quorum.log.log.Roll()
-		}
-		if err == nil {
-			ps, err = s.quorum.peer.Persist(rd)
-		}
-		s.quorum.fromDisk <- persisted{rd: rd, ps: ps, err: err}
-		if err != nil {
+		p := s.persistBatch(rd)
+		s.quorum.fromDisk <- p
+		if p.err != nil {
 			return // the log is poisoned: nothing more is written
 		}
 	}
+}
+
+// persistBatch is the persister's work for one batch: the log roll a
+// snapshot asked for, then the batch (peer.Persist). It runs on the
+// persister goroutine, or where a Member's driver runs it.
+func (s *Server) persistBatch(rd zab.Ready) persisted {
+	var ps peer.Persisted
+	var err error
+	if s.quorum.rollLog.Swap(false) {
+		err = s.quorum.log.log.Roll()
+	}
+	if err == nil {
+		ps, err = s.quorum.peer.Persist(rd)
+	}
+	return persisted{rd: rd, ps: ps, err: err}
 }
 
 // startQuorum recovers the data, opens the log and the links to the other
@@ -253,6 +265,7 @@ func (s *Server) startQuorum() error {
 	}
 	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
 		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
+	s.quorum.handOff = func(rd zab.Ready) { s.quorum.toDisk <- rd }
 	s.quorum.role.Store("")
 	s.quorum.clientAddrVersion = zcfg.ConfigVersion
 	s.quorum.quorumAddrVersion = zcfg.ConfigVersion
@@ -321,7 +334,7 @@ func (s *Server) driveQuorum() {
 			q.held = &rd
 			s.abortSnapshot() // a walk in progress stops; a finished one is written first
 		} else {
-			q.toDisk <- rd
+			q.handOff(rd)
 		}
 	}
 	s.quorumBookkeeping(before)
@@ -333,7 +346,7 @@ func (s *Server) releaseHeld() {
 	if q := s.quorum; q != nil && q.held != nil && s.snapshot == nil {
 		rd := *q.held
 		q.held = nil
-		q.toDisk <- rd
+		q.handOff(rd)
 	}
 }
 

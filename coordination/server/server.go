@@ -27,6 +27,7 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
 	"keeper/internal/metric"
 	"keeper/internal/vfs"
 )
@@ -205,6 +206,20 @@ type Server struct {
 	snapshot          *snapshotJob // the snapshot in progress, or nil (loop)
 	snapDone          chan snapshotResult
 	snapWriters       sync.WaitGroup // snapshot writer goroutines; Close waits
+	// snapshotChunks bounds the encoded nodes a walk hands its writer
+	// ahead of it (defaultSnapshotChunks).
+	snapshotChunks int
+	// spawnWriter starts a snapshot job's writer (a goroutine; a Member's
+	// driver runs it when the walk ends), and snapshotWritten is how the
+	// writer reports back to the loop (onto snapDone).
+	spawnWriter     func(*snapshotJob)
+	snapshotWritten func(snapshotResult)
+	// snapshotStarted, if set, learns the zxid of each snapshot the loop
+	// starts (a Member's driver).
+	snapshotStarted func(zxid.ID)
+	// walkInOrder makes snapshot walks visit children in name order
+	// (datatree.StartFuzzyBodyInOrder): set in a Member.
+	walkInOrder bool
 	// storageMu is held by autopurge and by a learner's TRUNC or snapshot
 	// install, which must not race over which snapshots and logs stay: a
 	// purge counting snapshots a truncation is about to remove could delete
@@ -261,7 +276,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.DataDir, cfg.DataLogDir = cfg.Storage.DataDir, cfg.Storage.logDir()
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(cfg.Core.ServerID)))
-	return &Server{
+	s := &Server{
 		cfg:      cfg,
 		log:      logger,
 		core:     core,
@@ -277,7 +292,9 @@ func New(cfg Config) (*Server, error) {
 		metrics:  metrics,
 		stm:      newStorageMetrics(metrics),
 		zm:       newZabMetrics(metrics),
-	}, nil
+	}
+	s.snapshotGoroutines()
+	return s, nil
 }
 
 // Start locks the data directories, recovers the data from disk, listens

@@ -16,9 +16,30 @@ import (
 	"keeper/internal/vfs"
 )
 
-// snapshotChunks bounds the encoded nodes waiting for the writer: the loop
-// stops stepping the walk (but keeps serving) while the disk catches up.
-const snapshotChunks = 8
+// defaultSnapshotChunks bounds the encoded nodes waiting for the writer:
+// the loop stops stepping the walk (but keeps serving) while the disk
+// catches up.
+const defaultSnapshotChunks = 8
+
+// snapshotGoroutines makes snapshot jobs run as a server's do: the writer
+// on a goroutine of its own, Close waiting for it, its result sent to the
+// loop's snapDone.
+func (s *Server) snapshotGoroutines() {
+	s.snapshotChunks = defaultSnapshotChunks
+	s.spawnWriter = func(job *snapshotJob) {
+		s.snapWriters.Add(1)
+		go func() {
+			defer s.snapWriters.Done()
+			s.writeSnapshot(job)
+		}()
+	}
+	s.snapshotWritten = func(res snapshotResult) {
+		select {
+		case s.snapDone <- res:
+		case <-s.stopped: // the loop is gone; Close is waiting for us
+		}
+	}
+}
 
 // snapshotJob is a fuzzy snapshot in progress. The loop walks the tree a
 // step at a time between requests and hands the encoded nodes to a writer
@@ -68,10 +89,10 @@ func (s *Server) startSnapshot() {
 	job := &snapshotJob{
 		began:  time.Now(),
 		zxid:   s.core.LastZxid(),
-		body:   tree.StartFuzzyBody(),
+		body:   s.startWalk(tree),
 		staged: s.stageNextSnapshot,
-		chunks: make(chan []byte, snapshotChunks),
-		free:   make(chan []byte, snapshotChunks+1),
+		chunks: make(chan []byte, s.snapshotChunks),
+		free:   make(chan []byte, s.snapshotChunks+1),
 	}
 	job.leading = job.body.LeadingACLSection()
 	s.stageNextSnapshot = false
@@ -80,20 +101,35 @@ func (s *Server) startSnapshot() {
 	}
 	s.snapshot = job
 	s.log.Info("snapshot started", "zxid", job.zxid)
-	s.snapWriters.Add(1)
-	go func() {
-		defer s.snapWriters.Done()
-		s.writeSnapshot(job)
-	}()
+	if s.snapshotStarted != nil {
+		s.snapshotStarted(job.zxid)
+	}
+	s.spawnWriter(job)
+}
+
+// startWalk begins the walk of a snapshot, in name order in a Member
+// (whose runs must replay exactly), else in the tree's own order.
+func (s *Server) startWalk(tree *datatree.Tree) *datatree.FuzzyBody {
+	if s.walkInOrder {
+		return tree.StartFuzzyBodyInOrder()
+	}
+	return tree.StartFuzzyBody()
 }
 
 // snapshotStep returns a channel that is ready when the loop should walk the
 // next part of the tree: a snapshot is being walked and the writer has room.
 func (s *Server) snapshotStep() <-chan struct{} {
-	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks) {
+	if s.snapshotStepReady() {
 		return closedChan
 	}
 	return nil
+}
+
+// snapshotStepReady reports whether a snapshot is being walked and the
+// writer has room for the next step's nodes.
+func (s *Server) snapshotStepReady() bool {
+	job := s.snapshot
+	return job != nil && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -160,10 +196,7 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 	if res.err == nil {
 		res.nodes = job.body.Nodes()
 	}
-	select {
-	case s.snapDone <- res:
-	case <-s.stopped: // the loop is gone; Close is waiting for us
-	}
+	s.snapshotWritten(res)
 }
 
 // stageNodes writes every chunk to a staging file and offers it back on

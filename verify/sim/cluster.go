@@ -103,6 +103,11 @@ type Stats struct {
 	// those answered OK, and Reconfigs the configurations made by a
 	// reconfig txn that some member activated (its reply may have been
 	// lost).
+	// OwnSnapshots counts the snapshots members started of their own
+	// (snapCount), as opposed to Snapshots, those installed from a leader.
+	OwnSnapshots int
+	// Purged counts the snapshot and log files autopurge removed.
+	Purged        int
 	ReconfigsSent int
 	ReconfigsOK   int
 	Reconfigs     int
@@ -128,6 +133,9 @@ type Cluster struct {
 	// persistMaxMs bounds how long a batch takes to come back from disk
 	// (persister.go); drawn per run.
 	persistMaxMs int64
+	// member holds the run's draws for the loop's snapshots and autopurge
+	// (persister.go).
+	member memberParams
 
 	nextConn uint64
 	hist     history
@@ -161,6 +169,7 @@ func NewCluster(opts Options) *Cluster {
 		c.opts.MaxRecentEntries = []int{4, 16, 64, 10000}[c.rng.IntN(4)]
 	}
 	c.persistMaxMs = maxPersistMs[c.rng.IntN(len(maxPersistMs))]
+	c.member = drawMemberParams(opts.Seed)
 	c.oracle.init()
 	c.net.init(c, opts.Servers)
 	c.servers = make([]*server, opts.Servers+1)

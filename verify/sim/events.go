@@ -28,6 +28,10 @@ const (
 	evResume
 	// evPersisted hands server `server`'s batch back from its disk.
 	evPersisted
+	// evSnapshot makes the next hand-off of server `server`'s snapshot job.
+	evSnapshot
+	// evPurge runs autopurge on server `server`.
+	evPurge
 )
 
 // frameKind is what a client sent on its connection.
@@ -139,6 +143,10 @@ func (c *Cluster) dispatch(e *event) {
 		c.deliverToClient(e)
 	case evPersisted:
 		c.persisted(e)
+	case evSnapshot:
+		c.snapshotWork(e)
+	case evPurge:
+		c.purge(e)
 	case evResume:
 		if s := c.servers[e.server]; s.pauseGen == e.gen {
 			c.resume(s, e.inc)

@@ -2,74 +2,126 @@ package sim
 
 import (
 	"errors"
+	"math/rand/v2"
 
+	coordserver "keeper/coordination/server"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
+	"keeper/coordination/zxid"
 )
 
-// A real member persists Zab's batches on a persister goroutine while its
-// loop goes on (coordination/server's driveQuorum and finishBatch): the
-// loop sends the node's Early messages at once, hands one batch at a time
-// to the persister, keeps stepping messages, ticks and client requests
-// while it is on its way to disk, and finishes it (peer.Finish) when it
-// comes back. The simulator drives the peer the same way, through the
-// same calls, and makes the hand-back an event: a batch is written and
-// finished persistDelayMs later, a delay drawn per batch, so that what the
-// member handles while a batch is in flight is chosen from the seed. A
-// crash before the event loses the batch, as a crash of the process loses
-// what its persister had not written. Runs whose persistMaxMs is 0
-// persist each batch at once, on the step that made it.
+// Each member runs the production loop's work (coordination/server's
+// Member: the methods a server's select loop dispatches to), and the
+// simulator plays the goroutines around it, making each hand-off an event
+// whose delay is drawn from the seed:
+//
+//   - the persister: the loop sends the node's Early messages at once,
+//     hands one batch at a time to disk (ToDisk), keeps stepping
+//     messages, ticks and client requests while it is on its way, and
+//     finishes it when it comes back persistDelayMs later; a crash before
+//     the event loses the batch, as a crash of the process loses what its
+//     persister had not written. Runs whose persistMaxMs is 0 persist each
+//     batch at once, on the step that made it.
+//   - the snapshotter: every snapCount txns or so the loop rolls the log
+//     and starts a fuzzy snapshot; each step of its walk, the writer (run
+//     once the walk ends) and the writer's report are events, so writes,
+//     TRUNCs and SNAPs go on between them; a TRUNC or SNAP batch taken
+//     while a job runs is held until the job ends, as the server holds it.
+//   - autopurge, every purgeEveryTicks ticks.
 
 // maxPersistMs are the bounds a run draws for how long a batch takes to
 // come back from disk: 0 (at once, as before), or up to a few ms, or up
 // to about a zab tick.
 var maxPersistMs = []int64{0, 3, 20, 60}
 
+// snapCounts are the snapCounts a run draws (0: no snapshots of a
+// member's own), snapStepMaxMs the bounds for how long each snapshot
+// hand-off takes, and purgeTicks how often autopurge runs (0: never).
+var (
+	snapCounts    = []int{0, 10, 30, 100}
+	snapStepMaxMs = []int64{0, 5, 40}
+	purgeTicks    = []int64{0, 7, 30}
+)
+
+// memberParams are a run's draws for the loop's work.
+type memberParams struct {
+	snapCount     int
+	stepNodes     int
+	snapStepMaxMs int64
+	purgeTicks    int64
+}
+
+// drawMemberParams draws them from their own stream of the seed.
+func drawMemberParams(seed uint64) memberParams {
+	rng := rand.New(rand.NewPCG(seed, 0x5a4e))
+	return memberParams{
+		snapCount:     snapCounts[rng.IntN(len(snapCounts))],
+		stepNodes:     1 + rng.IntN(8),
+		snapStepMaxMs: snapStepMaxMs[rng.IntN(len(snapStepMaxMs))],
+		purgeTicks:    purgeTicks[rng.IntN(len(purgeTicks))],
+	}
+}
+
+// newMember wires a started server's peer to the production loop's work.
+func (c *Cluster) newMember(s *server) *coordserver.Member {
+	inc := s.inc
+	return coordserver.NewMember(coordserver.MemberConfig{
+		ID: s.id, Core: s.peer.Core(), Peer: s.peer, Log: s.disk.log, TickMs: c.opts.TickMs, Now: s.now,
+		SnapCount: c.member.snapCount, SnapshotStepNodes: c.member.stepNodes, SnapRetainCount: coordserver.MinSnapRetainCount,
+		Rand:   rand.New(rand.NewPCG(c.opts.Seed^0x5a4e, uint64(s.id)<<32|uint64(inc))),
+		Logger: c.opts.Logger.With("server", s.id),
+		ToDisk: func(rd zab.Ready) {
+			s.inflight = &rd
+			s.batchLeader = s.peer.Node().Leader()
+			if c.persistMaxMs > 0 {
+				delay := c.rng.Int64N(c.persistMaxMs + 1)
+				c.schedule(c.nowMs+delay, event{kind: evPersisted, server: int(s.id), inc: inc})
+			}
+		},
+		SnapshotStarted: func(z zxid.ID) { s.snapshotStarted(z) },
+	})
+}
+
 // pump carries out the peer's work after a step, as the server's loop
-// does: client bytes and new writes at once, Early messages at once, and
-// a batch to disk when none is on its way. It reports false when the
-// server crashed.
+// does (Member.Drive), and with persistMaxMs 0 writes and finishes each
+// batch at once. It reports false when the server crashed.
 func (c *Cluster) pump(s *server, now zkcore.Now) bool {
 	for {
-		s.peer.PumpCore(now)
-		s.peer.SendEarly()
-		n := s.peer.Node()
-		if s.inflight != nil || s.peer.Err() != nil || !n.HasReady() {
+		s.member.Drive()
+		if c.persistMaxMs > 0 || s.inflight == nil {
 			break
 		}
-		rd := n.Ready()
-		s.batchLeader = n.Leader()
-		if c.persistMaxMs == 0 {
-			if !c.persist(s, rd, now) {
-				return false
-			}
-			continue
+		rd := *s.inflight
+		s.inflight = nil
+		if !c.persist(s, rd) {
+			return false
 		}
-		s.inflight = &rd
-		delay := c.rng.Int64N(c.persistMaxMs + 1)
-		c.schedule(c.nowMs+delay, event{kind: evPersisted, server: int(s.id), inc: s.inc})
 	}
 	if err := s.peer.Err(); err != nil {
 		s.peer.PumpCore(now) // the connections FailWrites closes
 	}
+	c.scheduleSnapshotWork(s)
 	return true
 }
 
-// persist writes a batch and finishes it. It reports false when the
-// server crashed (a failpoint, or a storage error, which is a violation).
-func (c *Cluster) persist(s *server, rd zab.Ready, now zkcore.Now) bool {
-	ps, err := s.peer.Persist(rd)
-	if err == nil {
-		err = s.peer.Finish(rd, ps, now)
-	}
-	if err == nil {
-		return true
-	}
-	if errors.Is(err, errCrash) || s.disk.crashed() {
+// persist writes a batch and finishes it, as the persister and then the
+// loop do. It reports false when the server crashed (a failpoint, or a
+// storage error, which is a violation).
+func (c *Cluster) persist(s *server, rd zab.Ready) bool {
+	b := s.member.Persist(rd)
+	if err := b.Err(); err != nil && (errors.Is(err, errCrash) || s.disk.crashed()) {
 		c.crash(s, err.Error())
 		return false
 	}
-	s.peer.Fail(err)
+	s.member.Finish(b)
+	err := s.peer.Err()
+	switch {
+	case err == nil && !s.disk.crashed():
+		return true
+	case errors.Is(err, errCrash) || s.disk.crashed():
+		c.crash(s, "crashed while finishing a batch")
+		return false
+	}
 	c.violate("storage", "server %d: %v", s.id, err)
 	c.crash(s, "storage error")
 	return false
@@ -87,5 +139,83 @@ func (c *Cluster) persisted(e *event) {
 	}
 	rd := *s.inflight
 	s.inflight = nil
-	c.driveFn(s, "persisted", func(now zkcore.Now) bool { return c.persist(s, rd, now) })
+	c.driveFn(s, "persisted", func(zkcore.Now) bool { return c.persist(s, rd) })
+}
+
+// snapshotStarted records the history a snapshot the member starts at z
+// reflects, before any of its file exists: a crash may leave it.
+func (s *server) snapshotStarted(z zxid.ID) {
+	s.account()
+	if s.histZxid != z {
+		s.c.violate("snapshot", "server %d starts a snapshot at %s, but its history ends at %s", s.id, z, s.histZxid)
+	}
+	s.disk.snapHist[z] = append([]zxid.ID(nil), s.hist...)
+	s.c.stats.OwnSnapshots++
+	s.c.tracef("server %d starts a snapshot at %s", s.id, z)
+}
+
+// scheduleSnapshotWork schedules the next hand-off of the member's
+// snapshot job, if it has one to make and none is scheduled.
+func (c *Cluster) scheduleSnapshotWork(s *server) {
+	m := s.member
+	if s.snapEvent || !s.up || !(m.SnapshotWritten() || m.SnapshotWriterReady() || m.SnapshotStepReady()) {
+		return
+	}
+	s.snapEvent = true
+	delay := c.rng.Int64N(c.member.snapStepMaxMs + 1)
+	c.schedule(c.nowMs+delay, event{kind: evSnapshot, server: int(s.id), inc: s.inc})
+}
+
+// snapshotWork makes the member's snapshot job's next hand-off: the
+// writer's report back to the loop, the writer, or a step of the walk.
+func (c *Cluster) snapshotWork(e *event) {
+	s := c.servers[e.server]
+	if !s.up || s.inc != e.inc {
+		return
+	}
+	if s.paused {
+		s.hold(e)
+		return
+	}
+	s.snapEvent = false
+	c.driveFn(s, "snapshot", func(zkcore.Now) bool {
+		m := s.member
+		switch {
+		case m.SnapshotWritten():
+			m.FinishSnapshot()
+		case m.SnapshotWriterReady():
+			m.WriteSnapshot()
+			return c.survived(s, "writing a snapshot")
+		case m.SnapshotStepReady():
+			m.StepSnapshot()
+		}
+		return true
+	})
+}
+
+// purge runs autopurge on a server and schedules the next.
+func (c *Cluster) purge(e *event) {
+	s := c.servers[e.server]
+	if !s.up || s.inc != e.inc {
+		return
+	}
+	c.schedule(c.nowMs+c.member.purgeTicks*c.opts.TickMs, event{kind: evPurge, server: e.server, inc: e.inc})
+	if s.paused {
+		return // a stopped process misses its purge; the next one comes
+	}
+	c.driveFn(s, "purge", func(zkcore.Now) bool {
+		res := s.member.Purge()
+		c.stats.Purged += len(res.Snapshots) + len(res.Logs)
+		return c.survived(s, "purging")
+	})
+}
+
+// survived crashes the server if a failpoint fired in storage work whose
+// errors the loop only logs (a snapshot writer, autopurge).
+func (c *Cluster) survived(s *server, what string) bool {
+	if s.disk.crashed() {
+		c.crash(s, "crashed "+what)
+		return false
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"keeper/coordination/peer"
+	coordserver "keeper/coordination/server"
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
@@ -21,6 +22,10 @@ type server struct {
 	inc  int // incarnation, bumped at every start
 	peer *peer.Peer
 	disk *disk
+	// member is the production loop's work around the peer (persister.go);
+	// snapEvent is set while an evSnapshot is scheduled for it.
+	member    *coordserver.Member
+	snapEvent bool
 	// inflight is the Zab batch on its way to disk (persister.go), nil
 	// when none is; batchLeader is who led when the last batch was taken.
 	inflight    *zab.Ready
@@ -76,7 +81,7 @@ func (s *server) now() zkcore.Now {
 // start (re)creates the server's process from its disk.
 func (c *Cluster) start(s *server) {
 	s.inc++
-	s.up, s.paused, s.held, s.inflight = true, false, nil, nil
+	s.up, s.paused, s.held, s.inflight, s.snapEvent = true, false, nil, nil, false
 	c.net.restarted(s.id)
 	s.conns = map[zkcore.ConnID]*serverConn{}
 	s.monoBaseMs = c.rng.Int64N(1 << 30) // a new process, a new monotonic origin
@@ -142,8 +147,12 @@ func (c *Cluster) start(s *server) {
 		zk.SetEnsembleConfig(rs.text, int64(rs.version), now)
 		s.confVersion = rs.version
 	}
+	s.member = c.newMember(s)
 	s.role, s.leader, s.serving = node.Role(), 0, false
 	c.schedule(c.nowMs+1+c.rng.Int64N(c.zabTickMs()), event{kind: evTick, server: int(s.id), inc: s.inc})
+	if c.member.purgeTicks > 0 {
+		c.schedule(c.nowMs+c.member.purgeTicks*c.opts.TickMs, event{kind: evPurge, server: int(s.id), inc: s.inc})
+	}
 	c.tracef("server %d starts: epochs %d/%d, state at %s", s.id, rec.HardState.AcceptedEpoch, rec.HardState.CurrentEpoch, zk.LastZxid())
 }
 
@@ -154,8 +163,9 @@ func (c *Cluster) crash(s *server, why string) {
 		return
 	}
 	s.up = false
-	s.peer = nil
+	s.peer, s.member = nil, nil
 	s.inflight = nil // what the persister had not written is lost
+	s.snapEvent = false
 	s.paused, s.held = false, nil
 	s.disk.crash(c.rng)
 	c.stats.Crashes++
@@ -291,7 +301,16 @@ func (s *server) setHistory(hist []zxid.ID, z zxid.ID) {
 // leaderHistory is the history of the snapshot a learner installs at z:
 // its leader's, up to z.
 func (c *Cluster) leaderHistory(learner *server, z zxid.ID) []zxid.ID {
+	// The batch's leader, or else any member whose history reaches z: a
+	// batch held for a snapshot job may leave after its leader changed,
+	// and histories that share a zxid agree up to it.
 	l := c.servers[learner.batchLeader]
+	for _, o := range append([]*server{l}, c.servers[1:]...) {
+		if _, found := slices.BinarySearch(o.hist, z); found {
+			l = o
+			break
+		}
+	}
 	i, _ := slices.BinarySearch(l.hist, z+1)
 	out := slices.Clone(l.hist[:i])
 	if z != 0 && (len(out) == 0 || out[len(out)-1] != z) {

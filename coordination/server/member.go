@@ -1,0 +1,176 @@
+package server
+
+import (
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"keeper/coordination/peer"
+	"keeper/coordination/snap"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zxid"
+	"keeper/internal/metric"
+)
+
+// Member is an ensemble member's loop work without the loop: the same
+// methods a running Server's select loop dispatches to (driveQuorum,
+// finishBatch, stepSnapshot, snapshotFinished, autopurge), on a server
+// that has no sockets and starts no goroutines. Whoever drives it decides
+// when each hand-off completes: a batch taken to disk (MemberConfig.ToDisk,
+// then Persist and Finish), a snapshot walk's next step, its writer, and
+// the writer's report. The simulator (verify/sim) drives one per member
+// that way, ordering the hand-offs from its seed. A Member is not safe for
+// concurrent use.
+type Member struct {
+	s      *Server
+	purger *purger
+	// writer is the snapshot job whose writer has not run yet; written is
+	// its report, waiting for FinishSnapshot.
+	writer  *snapshotJob
+	written *snapshotResult
+}
+
+// MemberConfig builds a Member.
+type MemberConfig struct {
+	// ID is the member's id.
+	ID zab.PeerID
+	// Core, Peer and Log are the member's core, the peer that drives it and
+	// its log as OpenMemberLog returned it; the peer's log may wrap Log.
+	Core *zkcore.Server
+	Peer *peer.Peer
+	Log  *MemberLog
+	// TickMs is the core's tickTime (zkcore.Config.TickMs).
+	TickMs int64
+	// Now reads the clock the core runs on.
+	Now func() zkcore.Now
+	// SnapCount is the member's snapCount; 0 means it takes no snapshots
+	// of its own. SnapshotStepNodes is how many nodes one step of a walk
+	// encodes (at least 1). SnapRetainCount is autopurge's
+	// snapRetainCount (at least MinSnapRetainCount).
+	SnapCount, SnapshotStepNodes, SnapRetainCount int
+	// Rand draws where each snapCount window ends (snap.Trigger).
+	Rand *rand.Rand
+	// ToDisk takes a batch to disk: the driver calls Persist with it later
+	// and hands the result to Finish. One batch at a time.
+	ToDisk func(zab.Ready)
+	// SnapshotStarted, if set, learns the zxid of each snapshot the member
+	// starts, before any of its file exists.
+	SnapshotStarted func(zxid.ID)
+	// Logger receives the member's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// memberSnapshotChunks is how many encoded chunks a Member's walk may run
+// ahead of its writer, which its driver runs only once the walk has
+// ended: more than a simulated tree ever needs.
+const memberSnapshotChunks = 1024
+
+// NewMember builds a Member over a recovered core and its log.
+func NewMember(cfg MemberConfig) *Member {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	snapCount := cfg.SnapCount
+	if snapCount <= 0 {
+		snapCount = math.MaxInt32
+	}
+	now := cfg.Now
+	st := *cfg.Log.storage
+	st.SnapCount = snapCount
+	st.SnapshotStepNodes = max(cfg.SnapshotStepNodes, 1)
+	st.SnapRetainCount = cfg.SnapRetainCount
+	metrics := metric.NewRegistry()
+	s := &Server{
+		cfg: Config{Core: zkcore.Config{TickMs: cfg.TickMs, MaxBuffer: cfg.Log.maxRecord - 1024},
+			Storage: st, Quorum: &QuorumConfig{MyID: cfg.ID},
+			Clock: func() (time.Time, time.Duration) {
+				n := now()
+				return time.UnixMilli(n.WallMs), time.Duration(n.MonoMs) * time.Millisecond
+			}},
+		log:      logger,
+		core:     cfg.Core,
+		stopped:  make(chan struct{}),
+		rng:      cfg.Rand,
+		trigger:  snap.NewTrigger(snapCount, 0, cfg.Rand),
+		snapDone: make(chan snapshotResult, 1),
+		metrics:  metrics,
+		stm:      newStorageMetrics(metrics),
+		zm:       newZabMetrics(metrics),
+	}
+	m := &Member{s: s}
+	s.snapshotChunks = memberSnapshotChunks
+	s.spawnWriter = func(job *snapshotJob) { m.writer = job }
+	s.snapshotWritten = func(r snapshotResult) { m.written = &r }
+	s.snapshotStarted = cfg.SnapshotStarted
+	s.walkInOrder = true
+	cfg.Log.purgeMu = &s.storageMu
+	s.quorum = &quorumState{peer: cfg.Peer, log: cfg.Log, leaderlessSinceMs: 0, handOff: cfg.ToDisk}
+	s.quorum.role.Store("")
+	s.zm.phases.start(s.now().MonoMs)
+	m.purger = s.newPurger()
+	return m
+}
+
+// Drive is the loop's work after every event: the peer's client bytes,
+// new writes and Early messages, a batch to disk (ToDisk) unless one is on
+// its way or held, the role, and a snapshot (with a log roll) when one is
+// due.
+func (m *Member) Drive() { m.s.driveQuorum() }
+
+// Batch is a batch back from disk, for Finish.
+type Batch struct{ p persisted }
+
+// Err is the storage error the batch failed with, nil if it is durable.
+func (b Batch) Err() error { return b.p.err }
+
+// Persist writes a batch ToDisk handed over, as the persister goroutine
+// does: the log roll a snapshot asked for, then the batch.
+func (m *Member) Persist(rd zab.Ready) Batch { return Batch{m.s.persistBatch(rd)} }
+
+// Finish completes a batch back from disk, as the loop does when the
+// persister hands it back; a failed one takes the member out of the
+// service for good.
+func (m *Member) Finish(b Batch) { m.s.finishBatch(b.p) }
+
+// SnapshotStepReady reports whether a snapshot walk can take its next step.
+func (m *Member) SnapshotStepReady() bool { return m.s.snapshotStepReady() }
+
+// StepSnapshot walks the next part of the tree, as the loop does between
+// requests while writes go on.
+func (m *Member) StepSnapshot() { m.s.stepSnapshot() }
+
+// SnapshotWriterReady reports whether a snapshot job's walk has ended
+// (finished or aborted) and its writer has not run.
+func (m *Member) SnapshotWriterReady() bool {
+	job := m.writer
+	return job != nil && (job.aclSection != nil || job.aborted.Load())
+}
+
+// WriteSnapshot runs the writer of the job whose walk ended: it writes
+// the snapshot file (or nothing, for an aborted walk) and keeps the report
+// for FinishSnapshot.
+func (m *Member) WriteSnapshot() {
+	job := m.writer
+	m.writer = nil
+	m.s.writeSnapshot(job)
+}
+
+// SnapshotWritten reports whether a writer's report waits for
+// FinishSnapshot.
+func (m *Member) SnapshotWritten() bool { return m.written != nil }
+
+// FinishSnapshot hands the writer's report to the loop: the job ends, and
+// a TRUNC or SNAP batch held for it goes to disk (ToDisk).
+func (m *Member) FinishSnapshot() {
+	r := *m.written
+	m.written = nil
+	m.s.snapshotFinished(r)
+}
+
+// Purge runs one autopurge pass: it keeps SnapRetainCount valid snapshots
+// and the logs they need, excluding a TRUNC or snapshot install as the
+// server's does. It returns what it removed.
+func (m *Member) Purge() PurgeResult { return m.purger.once() }
