@@ -37,13 +37,27 @@
 // removal of the snapshots above it. A start that refuses its files is a
 // violation.
 //
-// Members drive peer.Peer as the server's loop does (persister.go): client
-// bytes, new writes and Zab's Early messages go out at once, one batch at
-// a time goes to disk, and it comes back to be finished after a delay
-// drawn from the seed, while messages, ticks and client requests go on;
-// a crash in between loses it. The server's select loop itself is not
-// run: its fuzzy snapshots, log rolls, held-back TRUNC/SNAP batches and
-// autopurge are not simulated.
+// Members run the production loop's work (persister.go): each member's
+// peer sits in a coordination/server Member, whose methods are those the
+// server's select loop dispatches to — Drive (client bytes, new writes
+// and Zab's Early messages out at once, one batch at a time to disk,
+// the role, a snapshot and a log roll when snapCount says), Persist and
+// Finish (the persister's work and the loop's when a batch comes back),
+// a snapshot walk's steps, its writer and the writer's report, and an
+// autopurge pass. The simulator plays the goroutines between them: every
+// hand-off is an event whose delay is drawn from the seed, so messages,
+// ticks and client requests arrive while a batch is on its way to disk,
+// writes go on between the steps of a fuzzy snapshot, and a TRUNC or SNAP
+// batch comes while a snapshot job runs (the member holds it until the
+// job ends, as a server does). A crash loses what the persister had not
+// written and a snapshot half done; the next start recovers from whatever
+// snapshots, rolled logs and purges left on disk. snapCount (or none),
+// the walk's step size, the hand-off delays and the purge interval are
+// drawn per run; the fuzzy walk visits children in name order
+// (datatree.StartFuzzyBodyInOrder), so that a run stays a pure function
+// of its seed (TestReplayIsExact). The connection goroutines and the
+// select statement itself are not simulated (a loop blocked on its own
+// inbox is out of reach), nor is a standalone server's committer.
 //
 // Clients (client.go) each hold one session on one connection, pipeline a
 // few requests as zkproto records through the server core, decode the

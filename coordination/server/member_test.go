@@ -1,0 +1,187 @@
+package server
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"path/filepath"
+	"testing"
+
+	"keeper/coordination/peer"
+	"keeper/coordination/snap"
+	"keeper/coordination/txnlog"
+	"keeper/coordination/zab"
+	"keeper/coordination/zkcore"
+	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
+	"keeper/internal/vfs"
+)
+
+type nopTransport struct{}
+
+func (nopTransport) Send([]zab.Message)    {}
+func (nopTransport) Disconnect(zab.PeerID) {}
+
+type nopClients struct{}
+
+func (nopClients) Send(zkcore.Send) {}
+
+// memberRig is a lone voter driven through a Member, its hand-offs made
+// by the test: batches to disk as soon as the member hands them over, one
+// snapshot hand-off per step.
+type memberRig struct {
+	t       *testing.T
+	fs      vfs.FS
+	st      StorageConfig
+	core    *zkcore.Server
+	log     *MemberLog
+	m       *Member
+	nowMs   int64
+	pending []zab.Ready
+	started int // snapshots the member started
+}
+
+func (r *memberRig) now() zkcore.Now {
+	return zkcore.Now{WallMs: 1_700_000_000_000 + r.nowMs, MonoMs: r.nowMs}
+}
+
+// open recovers the member from r.fs, as a start does.
+func (r *memberRig) open(snapCount, stepNodes int) {
+	r.t.Helper()
+	r.st = StorageConfig{FS: r.fs, DataDir: "/data", PreAllocSizeBytes: 4096}
+	cfg := zkcore.DefaultConfig()
+	cfg.ServerID, cfg.TickMs = 1, 100
+	core, err := zkcore.New(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ml, rec, err := OpenMemberLog(MemberLogConfig{Storage: &r.st, Core: cfg, MaxRecordBytes: cfg.MaxBuffer + 1024,
+		MaxRecentEntries: 100, Now: r.now}, core)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	core.SetMode(zkcore.NotServing, 0, r.now())
+	zcfg := zab.Config{ID: 1, Voters: []zab.PeerID{1}, HardState: rec.HardState, LastZxid: core.LastZxid(),
+		Recent: rec.Recent, MaxRecentEntries: 100, TruncateFloor: rec.TruncateFloor, Rand: rand.New(rand.NewPCG(1, 1))}
+	zab.TimingFor(cfg.TickMs, 10, 5).Apply(&zcfg)
+	node, err := zab.New(zcfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p := peer.New(node, core, ml, nopTransport{}, nopClients{}, nil)
+	r.core, r.log = core, ml
+	r.m = NewMember(MemberConfig{ID: 1, Core: core, Peer: p, Log: ml, TickMs: cfg.TickMs, Now: r.now,
+		SnapCount: snapCount, SnapshotStepNodes: stepNodes, Rand: rand.New(rand.NewPCG(2, 2)),
+		ToDisk:          func(rd zab.Ready) { r.pending = append(r.pending, rd) },
+		SnapshotStarted: func(zxid.ID) { r.started++ },
+	})
+}
+
+// settle drives the member and writes what it hands to disk until it
+// hands nothing more.
+func (r *memberRig) settle() {
+	r.t.Helper()
+	r.m.Drive()
+	for len(r.pending) > 0 {
+		rd := r.pending[0]
+		r.pending = r.pending[1:]
+		b := r.m.Persist(rd)
+		if err := b.Err(); err != nil {
+			r.t.Fatalf("persist: %v", err)
+		}
+		r.m.Finish(b)
+	}
+}
+
+// snapshotStep makes the snapshot job's next hand-off, if it has one.
+func (r *memberRig) snapshotStep() {
+	switch {
+	case r.m.SnapshotWritten():
+		r.m.FinishSnapshot()
+	case r.m.SnapshotWriterReady():
+		r.m.WriteSnapshot()
+	case r.m.SnapshotStepReady():
+		r.m.StepSnapshot()
+	default:
+		return
+	}
+	r.settle()
+}
+
+// A member driven through its hand-offs alone takes fuzzy snapshots while
+// sessions are created between the steps of each walk, rolls its log at
+// each, purges down to the snapshots it must keep, and a start from what
+// it left rebuilds the same tree: the loop's work runs without the loop.
+func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		snapCount, stepNodes int
+		wantSnapshots        bool
+	}{
+		{"no snapshots", 0, 1, false},
+		{"a snapshot every few txns, one node a step", 4, 1, true},
+		{"a snapshot every few txns, whole walk at once", 6, 1000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &memberRig{t: t, fs: vfs.NewMem()}
+			r.open(tc.snapCount, tc.stepNodes)
+			for range 200 { // a lone voter elects itself within a few ticks
+				if r.m.s.quorum.peer.Node().Serving() {
+					break
+				}
+				r.nowMs += 50
+				r.m.s.quorum.peer.Tick(r.now())
+				r.settle()
+			}
+			if !r.m.s.quorum.peer.Node().Serving() {
+				t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
+			}
+			for i := range 40 {
+				id := zkcore.ConnID(i + 1)
+				r.core.NewConn(id, netip.MustParseAddrPort(fmt.Sprintf("10.0.0.1:%d", 10000+i)), r.now())
+				r.core.Connect(id, &zkproto.ConnectRequest{TimeoutMs: 30000, Passwd: make([]byte, 16)}, r.now())
+				r.settle()
+				r.snapshotStep()
+				if i%10 == 9 {
+					r.m.Purge()
+				}
+			}
+			for range 1000 { // let the last job end
+				r.snapshotStep()
+			}
+			r.m.Purge()
+			snapDir := filepath.Join(r.st.DataDir, txnlog.DirName)
+			infos, err := snap.List(r.fs, snapDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := txnlog.Files(r.fs, r.st.DataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.started > 0; got != tc.wantSnapshots {
+				t.Fatalf("%d snapshots started, want some: %v", r.started, tc.wantSnapshots)
+			}
+			if tc.wantSnapshots {
+				if r.started < 5 || len(infos) == 0 || len(infos) > MinSnapRetainCount {
+					t.Fatalf("%d snapshots started, %d on disk after the purge (want 1 to %d)", r.started, len(infos), MinSnapRetainCount)
+				}
+				if len(files) < 2 {
+					t.Fatalf("%d log files: the log never rolled", len(files))
+				}
+			}
+			t.Logf("%d snapshots started; %d snapshots and %d log files left; state at %s", r.started, len(infos), len(files), r.core.LastZxid())
+			want, wantDigest := r.core.LastZxid(), r.core.Tree().Digest()
+			if err := r.log.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r.open(tc.snapCount, tc.stepNodes)
+			if got := r.core.LastZxid(); got != want {
+				t.Fatalf("restart recovered up to %s, want %s", got, want)
+			}
+			if got := r.core.Tree().Digest(); got != wantDigest {
+				t.Fatalf("restart rebuilt a tree with digest %x, want %x", got, wantDigest)
+			}
+		})
+	}
+}
