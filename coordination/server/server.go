@@ -513,7 +513,9 @@ func (s *Server) drainInbox() {
 	}
 }
 
-// loop is the only goroutine that touches the core.
+// loop is the only goroutine that touches the core. Each case hands its
+// event to a method and nothing more: the same methods a Member exposes
+// to the simulator, which orders the events from its seed instead.
 func (s *Server) loop(ctx context.Context) {
 	defer close(s.stopped)
 	tickEvery := loopTick(s.cfg.Core.TickMs)
@@ -540,9 +542,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.abortSnapshot()
 			return
 		case fn := <-s.inbox:
-			s.takeNotesFirst()
-			fn()
-			s.drainInbox()
+			s.runInbox(fn)
 		case <-s.notes.wake:
 			s.takeNotes()
 		case m := <-quorumIn:
@@ -560,11 +560,26 @@ func (s *Server) loop(ctx context.Context) {
 		case <-ticker.C:
 			s.tick(ticks)
 		}
-		if s.quorum != nil {
-			s.driveQuorum()
-		} else {
-			s.drive()
-		}
+		s.afterEvent()
+	}
+}
+
+// runInbox runs work posted to the loop, after the notes connection
+// goroutines left, then what else already waits in the inbox.
+func (s *Server) runInbox(fn func()) {
+	s.takeNotesFirst()
+	fn()
+	s.drainInbox()
+}
+
+// afterEvent carries out the work an event left: an ensemble member's
+// peer (driveQuorum, which Member.Drive runs in the simulator), or the
+// core's Ready batches.
+func (s *Server) afterEvent() {
+	if s.quorum != nil {
+		s.driveQuorum()
+	} else {
+		s.drive()
 	}
 }
 
