@@ -280,11 +280,13 @@ func sortedKeysOf(m map[string][]uint64) []string {
 // TestReplayIsExact runs seeds twice and compares their full traces: a run
 // must be a pure function of its seed, with the member's loop work (batches
 // to disk, snapshot walks, writers, autopurge) ordered by the seed alone.
-// The seeds cover each draw of snapCount and the snapshot hand-off delays.
+// The first two seeds take snapshots of their own (snapCount 10, with
+// hand-offs of up to 40 and 5 ms); the others add snapCount 30 and runs
+// without.
 func TestReplayIsExact(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4, 5, 6}
-	if testing.Short() {
-		seeds = seeds[:2]
+	seeds := []uint64{4, 6, 3, 7, 1, 5}
+	if testing.Short() || raceDetector {
+		seeds = seeds[:2] // each run is made twice
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
