@@ -35,11 +35,13 @@ import (
 var maxPersistMs = []int64{0, 3, 20, 60}
 
 // snapCounts are the snapCounts a run draws (0: no snapshots of a
-// member's own), snapStepMaxMs the bounds for how long each snapshot
-// hand-off takes, and purgeTicks how often autopurge runs (0: never).
+// member's own; 3: a job nearly always running, so that TRUNC and SNAP
+// batches often come during one and are held), snapStepMaxMs the bounds
+// for how long each snapshot hand-off takes, and purgeTicks how often
+// autopurge runs (0: never).
 var (
-	snapCounts    = []int{0, 10, 30, 100}
-	snapStepMaxMs = []int64{0, 5, 40}
+	snapCounts    = []int{0, 3, 10, 100}
+	snapStepMaxMs = []int64{0, 5, 40, 150}
 	purgeTicks    = []int64{0, 7, 30}
 )
 

@@ -280,8 +280,8 @@ func sortedKeysOf(m map[string][]uint64) []string {
 // TestReplayIsExact runs seeds twice and compares their full traces: a run
 // must be a pure function of its seed, with the member's loop work (batches
 // to disk, snapshot walks, writers, autopurge) ordered by the seed alone.
-// The first two seeds take snapshots of their own (snapCount 10, with
-// hand-offs of up to 40 and 5 ms); the others add snapCount 30 and runs
+// The first two seeds take snapshots of their own (snapCount 3, with
+// hand-offs of up to 5 and 150 ms); the others add snapCount 10 and runs
 // without.
 func TestReplayIsExact(t *testing.T) {
 	seeds := []uint64{4, 6, 3, 7, 1, 5}
