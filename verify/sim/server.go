@@ -299,24 +299,24 @@ func (s *server) setHistory(hist []zxid.ID, z zxid.ID) {
 }
 
 // leaderHistory is the history of the snapshot a learner installs at z:
-// its leader's, up to z.
+// its leader's, up to z. It takes the history of the leader when the batch
+// went to disk, or else of any member whose history reaches z: a batch held
+// for a snapshot job may leave when the learner no longer has a leader,
+// and histories that share a zxid agree up to it.
 func (c *Cluster) leaderHistory(learner *server, z zxid.ID) []zxid.ID {
-	// The batch's leader, or else any member whose history reaches z: a
-	// batch held for a snapshot job may leave after its leader changed,
-	// and histories that share a zxid agree up to it.
-	l := c.servers[learner.batchLeader]
-	for _, o := range append([]*server{l}, c.servers[1:]...) {
-		if _, found := slices.BinarySearch(o.hist, z); found {
-			l = o
-			break
+	if z == 0 {
+		return nil
+	}
+	for _, o := range append([]*server{c.servers[learner.batchLeader]}, c.servers[1:]...) {
+		if o == nil {
+			continue // no leader when the batch went to disk (servers[0])
+		}
+		if i, found := slices.BinarySearch(o.hist, z); found {
+			return slices.Clone(o.hist[:i+1])
 		}
 	}
-	i, _ := slices.BinarySearch(l.hist, z+1)
-	out := slices.Clone(l.hist[:i])
-	if z != 0 && (len(out) == 0 || out[len(out)-1] != z) {
-		c.violate("snapshot", "server %d installs a snapshot at %s, but leader %d's history has no such zxid", learner.id, z, l.id)
-	}
-	return out
+	c.violate("snapshot", "server %d installs a snapshot at %s, but no member's history has such a zxid", learner.id, z)
+	return nil
 }
 
 func sortedConnIDs(m map[zkcore.ConnID]*serverConn) []zkcore.ConnID {
