@@ -203,7 +203,9 @@ func (c *Cluster) Run(steps int) {
 		}
 		c.injectFaults()
 		c.runUntil(c.nowMs + c.opts.TickMs)
-		if c.nowMs/c.opts.TickMs%ephemeralSampleTicks == 0 {
+		// A halted run may have a server up without a process (its
+		// recovery refused its files): nothing more is looked at.
+		if c.halted == "" && c.nowMs/c.opts.TickMs%ephemeralSampleTicks == 0 {
 			c.sampleEphemerals()
 		}
 	}
