@@ -98,7 +98,7 @@ func (c *Cluster) start(s *server) {
 		var err error
 		if rs, err = c.loadConfig(s, &cfg); err != nil {
 			c.violate("recovery", "server %d cannot load its configuration files: %v", s.id, err)
-			c.halted = "recovery"
+			c.halted, s.up = "recovery", false // no process came up
 			return
 		}
 	}
@@ -111,7 +111,7 @@ func (c *Cluster) start(s *server) {
 	rec, err := s.disk.open(zk, cfg, c.opts.MaxRecentEntries)
 	if err != nil {
 		c.violate("recovery", "server %d cannot recover its data: %v", s.id, err)
-		c.halted = "recovery"
+		c.halted, s.up = "recovery", false // no process came up
 		return
 	}
 	zk.SetMode(zkcore.NotServing, 0, now)
@@ -132,7 +132,7 @@ func (c *Cluster) start(s *server) {
 	node, err := zab.New(zcfg)
 	if err != nil {
 		c.violate("recovery", "server %d: zab refuses its disk: %v", s.id, err)
-		c.halted = "recovery"
+		c.halted, s.up = "recovery", false // no process came up
 		return
 	}
 	s.peer = peer.New(node, zk, s.disk, transport{c, s.id, s.inc}, clientSink{c, s.id, s.inc}, cfg.Logger)
