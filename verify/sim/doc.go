@@ -58,6 +58,8 @@
 // of its seed (TestReplayIsExact). The connection goroutines and the
 // select statement itself are not simulated (a loop blocked on its own
 // inbox is out of reach), nor is a standalone server's committer.
+// docs/fault-model.md lists which past bugs the simulator finds when
+// their fixes are undone, before and after it ran the member's loop work.
 //
 // Clients (client.go) each hold one session on one connection, pipeline a
 // few requests as zkproto records through the server core, decode the

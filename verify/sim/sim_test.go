@@ -117,7 +117,7 @@ func runSeeds(t *testing.T, name string, seeds []uint64, optionsFor func(uint64)
 	})
 }
 
-// sweepCount is how many seeds the sweep runs: 1000 (about 20 s on two
+// sweepCount is how many seeds the sweep runs: 1000 (about 45 s on two
 // cores), or raceSweep under the race detector. -sim.seeds overrides both.
 func sweepCount() int {
 	switch {
