@@ -110,8 +110,10 @@ fuzz:
 		done; \
 	done
 
+# build stamps the binary with the commit (cmd/keeper/ldflags.sh), which
+# go build alone does not in a worktree or with GOFLAGS=-buildvcs=false.
 build:
-	$(GO) build -o bin/keeper ./cmd/keeper
+	$(GO) build -ldflags "$$(sh cmd/keeper/ldflags.sh)" -o bin/keeper ./cmd/keeper
 
 invariants:
 	$(GO) test -tags invariants ./...

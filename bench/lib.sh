@@ -71,7 +71,7 @@ lib_init() {
 	export PATH="/usr/local/go/bin:$PATH"
 	W=$(mktemp -d)
 	trap lib_cleanup EXIT
-	go build -o "$W/keeper" ./cmd/keeper
+	go build -ldflags "$(sh cmd/keeper/ldflags.sh)" -o "$W/keeper" ./cmd/keeper
 	KEEPER=$W/keeper
 }
 

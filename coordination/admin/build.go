@@ -31,10 +31,40 @@ type Build struct {
 	GoVersion string
 }
 
+// The commit a binary was built from, when the build passed it with
+// -ldflags -X (cmd/keeper/ldflags.sh prints the flags; make build and the
+// bench scripts use it). The Go toolchain records no VCS data for go run,
+// for a git worktree, or with -buildvcs=false, so a build from a checkout
+// passes what git says instead. Empty in any other build. The linker sets
+// them; nothing at run time writes them.
+var (
+	linkedRevision string // the full commit hash
+	linkedTime     string // the commit time, RFC 3339
+	linkedModified string // "true" when the work tree had uncommitted changes
+)
+
 // ReadBuild returns the running binary's build information.
 func ReadBuild() Build {
+	info, ok := debug.ReadBuildInfo()
+	b := readBuild(info, ok, linkedVCS{linkedRevision, linkedTime, linkedModified})
+	if b.Time.IsZero() {
+		if exe, err := os.Executable(); err == nil {
+			if st, err := os.Stat(exe); err == nil {
+				b.Time = st.ModTime()
+			}
+		}
+	}
+	return b
+}
+
+// linkedVCS is what the linker was told of the commit.
+type linkedVCS struct{ revision, time, modified string }
+
+// readBuild reads the Go build information, and takes the commit from
+// linked when the toolchain recorded none.
+func readBuild(info *debug.BuildInfo, ok bool, linked linkedVCS) Build {
 	b := Build{ZooKeeperVersion: ZooKeeperVersion, Version: "(devel)", GoVersion: runtime.Version()}
-	if info, ok := debug.ReadBuildInfo(); ok {
+	if ok {
 		if info.Main.Version != "" {
 			b.Version = info.Main.Version
 		}
@@ -51,11 +81,11 @@ func ReadBuild() Build {
 			}
 		}
 	}
-	if b.Time.IsZero() {
-		if exe, err := os.Executable(); err == nil {
-			if st, err := os.Stat(exe); err == nil {
-				b.Time = st.ModTime()
-			}
+	if b.Revision == "" && linked.revision != "" {
+		b.Revision = linked.revision
+		b.Modified = linked.modified == "true"
+		if t, err := time.Parse(time.RFC3339, linked.time); err == nil {
+			b.Time = t
 		}
 	}
 	return b
