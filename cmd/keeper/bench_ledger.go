@@ -469,7 +469,7 @@ func (l *benchLedgerLoad) failed() bool {
 // serveClientMetrics serves m at http://addr/metrics until stop, and says
 // where on progress (stderr).
 func serveClientMetrics(addr string, m *ledgerclient.Metrics, progress io.Writer) (stop func(), err error) {
-	h, err := bookie.MetricsHandler(m.OpStats(), m.Counters())
+	h, err := bookie.MetricsHandler(m.OpStats(), m.Counters(), m.Gauges())
 	if err != nil {
 		return nil, err
 	}

@@ -156,6 +156,7 @@ func New(cfg Config) (*Bookie, error) {
 		mem:            newMemBudget(cfg.MaxPendingBytes),
 	}
 	b.m.watchConnBytes(b.mem)
+	b.m.dirFigures(len(cfg.JournalDirs), len(cfg.LedgerDirs))
 	b.gcStat.init(time.Now())
 	return b, nil
 }

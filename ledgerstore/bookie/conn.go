@@ -235,7 +235,9 @@ func (c *conn) writeLoop() {
 		}
 		c.out, c.spare, c.outHeld = c.spare[:0], nil, held{} // senders fill the other buffer meanwhile
 		c.mu.Unlock()
+		began := time.Now()
 		err := c.write(nc, data)
+		observe(c.b.m.channelWrite, began, err == nil)
 		c.mu.Lock()
 		c.unsent -= int64(len(data))
 		c.releaseLocked(h)

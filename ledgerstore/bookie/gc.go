@@ -40,28 +40,54 @@ func (b *Bookie) gcLoop() {
 		case <-b.stopping:
 			return
 		case <-gcTick:
-			_, err = b.GC()
+			err = b.gcPass(func() error { _, err := b.GC(); return err })
 		case f := <-b.gcForceCh:
-			err = b.forcedGC(f)
+			err = b.gcPass(func() error { return b.forcedGC(f) })
 		case <-b.indexCompactCh:
-			err = b.compactIndex()
+			err = b.gcPass(b.compactIndex)
 		case <-minorTick:
 			if b.minorSuspended.Load() {
 				b.log.Info("minor compaction suspended by an operator")
 				continue
 			}
-			_, err = b.Compact(false)
+			err = b.gcPass(func() error { _, err := b.Compact(false); return err })
 		case <-majorTick:
 			if major, _ := b.CompactionSuspended(); major {
 				b.log.Info("major compaction suspended: by an operator, or a ledger directory is above diskUsageWarnThreshold")
 				continue
 			}
-			_, err = b.Compact(true)
+			err = b.gcPass(func() error { _, err := b.Compact(true); return err })
 		}
 		if err != nil {
 			b.log.Warn("garbage collection failed", "err", err)
 		}
 	}
+}
+
+// gcPass runs one pass of the gc goroutine and times it
+// (bookie_gc_THREAD_RUNTIME, which BookKeeper takes over each run of its
+// garbage collector thread).
+func (b *Bookie) gcPass(pass func() error) error {
+	began := time.Now()
+	err := pass()
+	observe(b.m.gcThreadRuntime, began, err == nil)
+	return err
+}
+
+// noteEntryLogs sets the entry log gauges from the store: how many logs,
+// their record bytes and, of those, the bytes of ledgers still stored
+// (BookKeeper's ACTIVE_ENTRY_LOG_TOTAL, ENTRY_LOG_SPACE_BYTES and
+// ACTIVE_ENTRY_LOG_SPACE_BYTES, which its GC thread sets too).
+func (b *Bookie) noteEntryLogs() {
+	usage := b.store.LogUsage()
+	var total, live int64
+	for _, u := range usage {
+		total += u.TotalBytes
+		live += u.LiveBytes
+	}
+	b.m.activeEntryLogs.Set(float64(len(usage)))
+	b.m.entryLogSpace.Set(float64(total))
+	b.m.activeEntryLogSpace.Set(float64(live))
 }
 
 // GC runs one garbage collection pass now (docs/bookkeeper-protocol.md §8.3, Appendix A item 9):
@@ -106,7 +132,7 @@ func (b *Bookie) GC() (GCReport, error) {
 	rep.GCStats = stats
 	b.m.gcDeletedLedgers.Add(float64(stats.LedgersDeleted))
 	b.m.reclaimedDeletion.Add(float64(stats.BytesFreed))
-	b.m.activeEntryLogs.Set(float64(len(b.store.LogUsage())))
+	b.noteEntryLogs()
 	b.m.activeLedgers.Set(float64(len(b.store.Ledgers())))
 	if stats.LedgersDeleted > 0 || stats.LogsRemoved > 0 {
 		b.log.Info("garbage collected", "ledgers", stats.LedgersDeleted, "logs", stats.LogsRemoved, "bytes", stats.BytesFreed,
@@ -175,7 +201,7 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 		b.m.minorCompactions.Add(float64(total.LogsCompacted))
 	}
 	b.m.reclaimedCompaction.Add(float64(max(total.BytesFreed-total.BytesMoved, 0)))
-	b.m.activeEntryLogs.Set(float64(len(b.store.LogUsage())))
+	b.noteEntryLogs()
 	if total.LogsCompacted > 0 {
 		b.log.Info("compacted entry logs", "major", major, "logs", total.LogsCompacted,
 			"entriesMoved", total.EntriesMoved, "bytesFreed", total.BytesFreed,

@@ -109,6 +109,9 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 		}
 		cl.sendAdd(h, st, ledgerID, entryID)
 		observe(b.m.addEntry, start, st == bkproto.StatusCode_EOK)
+		if st == bkproto.StatusCode_ETOOMANYREQUESTS {
+			b.m.addRejected.Inc()
+		}
 	}
 	// (GetFlag defaults to RECOVERY_ADD, the enum's first value: test presence.)
 	recovery := r.Flag != nil && *r.Flag == bkproto.AddRequest_RECOVERY_ADD
@@ -199,6 +202,7 @@ func (b *Bookie) writeLAC(cl call, h *bkproto.BKPacketHeader, r *bkproto.WriteLa
 func (b *Bookie) forceLedger(cl call, h *bkproto.BKPacketHeader, r *bkproto.ForceLedgerRequest) {
 	start := time.Now()
 	ledgerID := r.GetLedgerId()
+	b.m.forceLedgerOps.Inc()
 	b.journalFor(ledgerID).enqueue(journalOp{force: true, done: func(err error) {
 		st := statusOf(err)
 		s := st.Enum()
@@ -210,6 +214,7 @@ func (b *Bookie) forceLedger(cl call, h *bkproto.BKPacketHeader, r *bkproto.Forc
 
 // bookieInfo answers with the ledger directories' total and free bytes.
 func (b *Bookie) bookieInfo(cl call, h *bkproto.BKPacketHeader, r *bkproto.GetBookieInfoRequest) {
+	start := time.Now()
 	resp := &bkproto.GetBookieInfoResponse{}
 	usage, err := b.store.Usage()
 	st := statusOf(err)
@@ -231,4 +236,5 @@ func (b *Bookie) bookieInfo(cl call, h *bkproto.BKPacketHeader, r *bkproto.GetBo
 	}
 	resp.Status = st.Enum()
 	cl.send(&bkproto.Response{Header: responseHeader(h), Status: st.Enum(), GetBookieInfoResponse: resp})
+	observe(b.m.bookieInfo, start, st == bkproto.StatusCode_EOK)
 }

@@ -200,7 +200,7 @@ func (jr *journaler) drainAndCommit() {
 // marker). A record the journal refuses, or a failed journal, answers op
 // at once.
 func (jr *journaler) accept(op journalOp) {
-	jr.m.journalQueueSize.Dec()
+	jr.m.journalQueueSize.Add(-1)
 	now := time.Now()
 	jr.m.journalQueueLatency.Record(now.Sub(op.queued).Microseconds(), true)
 	if op.force {
@@ -229,8 +229,21 @@ func (jr *journaler) due() bool {
 	if len(jr.waiting) == 0 {
 		return false
 	}
-	return jr.needSync || jr.j.ShouldFlush(time.Since(jr.oldest), len(jr.in) == 0) ||
-		jr.onlyMarkers()
+	if jr.needSync {
+		return true
+	}
+	switch jr.j.FlushCause(time.Since(jr.oldest), len(jr.in) == 0) {
+	case journal.FlushMaxWait:
+		jr.m.flushMaxWait.Inc()
+		return true
+	case journal.FlushOutstanding:
+		jr.m.flushMaxOutstanding.Inc()
+		return true
+	case journal.FlushQueueEmpty:
+		jr.m.flushEmptyQueue.Inc()
+		return true
+	}
+	return jr.onlyMarkers()
 }
 
 // onlyMarkers reports whether waiting holds nothing the journal must
@@ -263,7 +276,12 @@ func (jr *journaler) commit() {
 	jr.m.journalBatchEntries.Record(int64(len(jr.waiting)), err == nil)
 	jr.m.journalBatchBytes.Record(jr.batchSize, err == nil)
 	for i, op := range jr.waiting {
-		if op.done != nil {
+		switch {
+		case op.done == nil:
+		case op.force:
+			observe(jr.m.journalForceLedger, op.queued, err == nil)
+			op.done(err)
+		default:
 			observe(jr.m.journalAddEntry, op.queued, err == nil)
 			op.done(err)
 		}

@@ -3,6 +3,7 @@ package bookie
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"keeper/ledgerstore/bkproto"
 )
@@ -218,14 +219,23 @@ func (c *conn) awaitRead() bool {
 // and charges it. false: the connection is closed; cl holds nothing.
 func (c *conn) admit(cl call) bool {
 	cfg := &c.b.cfg
-	if !c.acquire(func() gate {
+	var blockedAt time.Time // set while the reader waits for a slot (ADD/READ_ENTRY_BLOCKED)
+	ok := c.acquire(func() gate {
 		if (cl.write && c.writes >= cfg.MaxPendingAddsPerConn) || (!cl.write && c.reads >= cfg.MaxPendingReadsPerConn) {
+			if blockedAt.IsZero() {
+				blockedAt = c.b.m.blocked(cl.write)
+			}
 			return connGate
 		}
 		return open
-	}) {
+	})
+	if !blockedAt.IsZero() {
+		c.b.m.unblocked(cl.write, blockedAt, ok)
+	}
+	if !ok {
 		return false
 	}
+	c.b.m.track(cl.write, 1)
 	if cl.write {
 		c.writes++
 	} else {
@@ -359,6 +369,12 @@ func (cl call) drop() {
 func (c *conn) releaseLocked(h held) {
 	c.writes -= h.writes
 	c.reads -= h.reads
+	if h.writes > 0 {
+		c.b.m.track(true, -int64(h.writes))
+	}
+	if h.reads > 0 {
+		c.b.m.track(false, -int64(h.reads))
+	}
 	c.reqBytes -= h.reqBytes
 	c.extraBytes -= h.extraBytes
 	if c.changed != nil {

@@ -56,7 +56,11 @@ type metrics struct {
 	journalSync         *metric.OpStats // bookie_journal_JOURNAL_SYNC
 	journalFlush        *metric.OpStats // bookie_journal_JOURNAL_FLUSH_LATENCY
 	journalQueueLatency *metric.OpStats // bookie_journal_JOURNAL_QUEUE_LATENCY
-	journalQueueSize    prometheus.Gauge
+	journalQueueSize    *metric.Counter // bookie_journal_JOURNAL_QUEUE_SIZE: a counter that goes down, as in BookKeeper
+	journalForceLedger  *metric.OpStats // bookie_journal_JOURNAL_FORCE_LEDGER: a force marker, queued to durable
+	flushMaxWait        *metric.Counter // bookie_journal_JOURNAL_NUM_FLUSH_MAX_WAIT
+	flushMaxOutstanding *metric.Counter // bookie_journal_JOURNAL_NUM_FLUSH_MAX_OUTSTANDING_BYTES
+	flushEmptyQueue     *metric.Counter // bookie_journal_JOURNAL_NUM_FLUSH_EMPTY_QUEUE
 	journalBatchEntries *metric.OpStats // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES
 	journalBatchBytes   *metric.OpStats // bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES
 	journalWriteBytes   prometheus.Counter
@@ -69,6 +73,11 @@ type metrics struct {
 	activeEntryLogs     prometheus.Gauge
 	gcLedgerRuntime     *metric.OpStats // bookie_gc_GC_LEDGER_RUNTIME: a garbage collection of ledgers
 	compactRuntime      *metric.OpStats // bookie_gc_COMPACT_RUNTIME: a compaction run
+	gcThreadRuntime     *metric.OpStats // bookie_gc_THREAD_RUNTIME: one pass of the gc goroutine
+	entryLogSpace       prometheus.Gauge
+	activeEntryLogSpace prometheus.Gauge
+
+	requests // reqmetrics.go
 }
 
 func newMetrics() *metrics {
@@ -111,12 +120,25 @@ func newMetrics() *metrics {
 	m.journalSync = latency("bookie_journal_JOURNAL_SYNC", "Journal fsyncs, in ms.")
 	m.journalFlush = latency("bookie_journal_JOURNAL_FLUSH_LATENCY", "Journal flushes without sync, in ms.")
 	m.journalQueueLatency = latency("bookie_journal_JOURNAL_QUEUE_LATENCY", "Time records waited in the journal queue, in ms.")
-	m.journalQueueSize = gauge("bookie_journal_JOURNAL_QUEUE_SIZE", "Records waiting in the journal queues.")
+	m.journalQueueSize = m.counter("bookie_journal_JOURNAL_QUEUE_SIZE", "Records waiting in the journal queues.")
+	m.journalForceLedger = latency("bookie_journal_JOURNAL_FORCE_LEDGER",
+		"Force-ledger markers, from queueing to everything before them durable, in ms.")
+	m.flushMaxWait = m.counter("bookie_journal_JOURNAL_NUM_FLUSH_MAX_WAIT",
+		"Journal batches closed because their oldest record waited journalMaxGroupWaitMSec.")
+	m.flushMaxOutstanding = m.counter("bookie_journal_JOURNAL_NUM_FLUSH_MAX_OUTSTANDING_BYTES",
+		"Journal batches closed because they passed journalBufferedWritesThreshold or journalBufferedEntriesThreshold.")
+	m.flushEmptyQueue = m.counter("bookie_journal_JOURNAL_NUM_FLUSH_EMPTY_QUEUE",
+		"Journal batches closed because the journal queue was empty.")
 	m.journalBatchEntries = sizes("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES", "Records per group commit.")
 	m.journalBatchBytes = sizes("bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES", "Record bytes per group commit.")
 	m.journalWriteBytes = counter("bookie_journal_JOURNAL_WRITE_BYTES", "Record bytes appended to the journal.")
 	m.gcLedgerRuntime = latency("bookie_gc_GC_LEDGER_RUNTIME", "Garbage collections of ledgers and entry logs, in ms.")
 	m.compactRuntime = latency("bookie_gc_COMPACT_RUNTIME", "Compaction runs, minor or major, in ms.")
+	m.gcThreadRuntime = latency("bookie_gc_THREAD_RUNTIME",
+		"Passes of the garbage collection goroutine: a collection, a compaction or an index compaction, in ms.")
+	m.entryLogSpace = gauge("bookie_gc_ENTRY_LOG_SPACE_BYTES", "Record bytes in the entry logs, at the last collection or compaction.")
+	m.activeEntryLogSpace = gauge("bookie_gc_ACTIVE_ENTRY_LOG_SPACE_BYTES",
+		"Of those, bytes of ledgers still stored, at the last collection or compaction.")
 	m.gcDeletedLedgers = counter("bookie_gc_DELETED_LEDGER_TOTAL", "Ledgers deleted by garbage collection.")
 	m.reclaimedDeletion = counter("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES", "Bytes freed by removing dead entry logs.")
 	m.reclaimedCompaction = counter("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes freed by compaction.")
@@ -128,13 +150,18 @@ func newMetrics() *metrics {
 	m.flush = latency("bookie_flush", "Flushes of the write cache to entry logs and the index, in ms.")
 	m.flushSize = sizes("bookie_flush_size", "Entry bytes per write cache flush.")
 	m.throttled = latency("bookie_throttled_write", "Adds' waits for room in a full write cache, in ms.")
-	m.throttledCount = new(metric.Counter)
-	m.reg.MustRegister(counterCollector{prometheus.NewDesc("bookie_throttled_write_requests",
-		"Adds that found the write cache full.", nil, nil), m.throttledCount})
-	m.rejectedWrites = new(metric.Counter)
-	m.reg.MustRegister(counterCollector{prometheus.NewDesc("bookie_rejected_write_requests",
-		"Adds refused because the write cache stayed full.", nil, nil), m.rejectedWrites})
+	m.throttledCount = m.counter("bookie_throttled_write_requests", "Adds that found the write cache full.")
+	m.rejectedWrites = m.counter("bookie_rejected_write_requests", "Adds refused because the write cache stayed full.")
+	m.registerRequests(latency)
 	return m
+}
+
+// counter exports a metric.Counter, which an atomic add moves, as a
+// Prometheus counter.
+func (m *metrics) counter(name, help string) *metric.Counter {
+	c := new(metric.Counter)
+	m.reg.MustRegister(counterCollector{prometheus.NewDesc(name, help, nil, nil), c})
+	return c
 }
 
 // watchConnBytes exports what the connections hold against the budget

@@ -36,7 +36,7 @@ var bookKeeperMetrics = map[string]dto.MetricType{
 	"bookie_journal_JOURNAL_ADD_ENTRY":                 dto.MetricType_SUMMARY,
 	"bookie_journal_JOURNAL_SYNC":                      dto.MetricType_SUMMARY,
 	"bookie_journal_JOURNAL_QUEUE_LATENCY":             dto.MetricType_SUMMARY,
-	"bookie_journal_JOURNAL_QUEUE_SIZE":                dto.MetricType_GAUGE,
+	"bookie_journal_JOURNAL_QUEUE_SIZE":                dto.MetricType_COUNTER,
 	"bookie_journal_JOURNAL_FORCE_WRITE_BATCH_ENTRIES": dto.MetricType_SUMMARY,
 	"bookie_journal_JOURNAL_FORCE_WRITE_BATCH_BYTES":   dto.MetricType_SUMMARY,
 	"bookie_gc_ACTIVE_LEDGER_TOTAL":                    dto.MetricType_GAUGE,

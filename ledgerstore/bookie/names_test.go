@@ -57,7 +57,7 @@ func readBookKeeperNames(t *testing.T) []bkName {
 func clientFamilies(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	m := new(ledgerclient.Metrics)
-	h, err := MetricsHandler(m.OpStats(), m.Counters())
+	h, err := MetricsHandler(m.OpStats(), m.Counters(), m.Gauges())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package bookie
 import (
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -70,9 +71,10 @@ func (c counterCollector) Collect(ch chan<- prometheus.Metric) {
 
 // MetricsHandler serves, at any path, the given figures in BookKeeper's
 // Prometheus format: latencies recorded in µs as summaries in ms, counts
-// as counters. It is how a process that is not a bookie (a ledger client's,
+// as counters, gauges as gauges read at each scrape. It is how a process that is not a bookie (a ledger client's,
 // with ledgerclient.Metrics) exports BookKeeper's client metrics.
-func MetricsHandler(latencies map[string]*metric.OpStats, counters map[string]*metric.Counter) (http.Handler, error) {
+func MetricsHandler(latencies map[string]*metric.OpStats, counters map[string]*metric.Counter,
+	gauges map[string]*atomic.Int64) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	for name, o := range latencies {
 		if err := reg.Register(NewOpStatsCollector(name, name, o, 1e-3)); err != nil {
@@ -81,6 +83,12 @@ func MetricsHandler(latencies map[string]*metric.OpStats, counters map[string]*m
 	}
 	for name, c := range counters {
 		if err := reg.Register(counterCollector{prometheus.NewDesc(name, name, nil, nil), c}); err != nil {
+			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
+		}
+	}
+	for name, g := range gauges {
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: name},
+			func() float64 { return float64(g.Load()) })); err != nil {
 			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"keeper/internal/metric"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 	"keeper/ledgerstore/bookie/journal"
@@ -30,11 +31,11 @@ func (b *Bookie) readEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 	case fence:
 		b.fenceRead(cl, h, r, start, read)
 	case piggyback && (r.PreviousLAC == nil || r.GetEntryId() != bkproto.LastAddConfirmed):
-		b.sendRead(cl, h, start, b.errorRead(r.GetLedgerId(), r.GetEntryId(), bkproto.StatusCode_EBADREQ))
+		b.sendRead(cl, h, start, nil, b.errorRead(r.GetLedgerId(), r.GetEntryId(), bkproto.StatusCode_EBADREQ))
 	case r.PreviousLAC != nil:
 		b.longPoll(cl, h, r, start)
 	default:
-		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(r.GetLedgerId(), r.GetEntryId()) })
+		b.sendReadBody(cl, h, start, nil, func() *bkproto.ReadResponse { return read(r.GetLedgerId(), r.GetEntryId()) })
 	}
 }
 
@@ -110,21 +111,30 @@ func (b *Bookie) errorRead(ledgerID, entryID int64, st bkproto.StatusCode) *bkpr
 	return &bkproto.ReadResponse{Status: st.Enum(), LedgerId: proto.Int64(ledgerID), EntryId: proto.Int64(entryID)}
 }
 
-func (b *Bookie) sendRead(cl call, h *bkproto.BKPacketHeader, start time.Time, rr *bkproto.ReadResponse) {
+// sendRead answers a read. Every read counts in READ_ENTRY_REQUEST; a
+// fencing read or a long poll also in its own kind's summary (kind, nil
+// for a plain read).
+func (b *Bookie) sendRead(cl call, h *bkproto.BKPacketHeader, start time.Time, kind *metric.OpStats,
+	rr *bkproto.ReadResponse) {
 	cl.send(&bkproto.Response{Header: responseHeader(h), Status: rr.Status, ReadResponse: rr})
-	observe(b.m.readEntry, start, rr.GetStatus() == bkproto.StatusCode_EOK)
+	ok := rr.GetStatus() == bkproto.StatusCode_EOK
+	observe(b.m.readEntry, start, ok)
+	if kind != nil {
+		observe(kind, start, ok)
+	}
 }
 
 // sendReadBody answers a read whose response may carry entry data. It
 // reads only once the connection has room for the response
 // (call.beginBody), so that a client that takes no responses stops its
 // reads too.
-func (b *Bookie) sendReadBody(cl call, h *bkproto.BKPacketHeader, start time.Time, read func() *bkproto.ReadResponse) {
+func (b *Bookie) sendReadBody(cl call, h *bkproto.BKPacketHeader, start time.Time, kind *metric.OpStats,
+	read func() *bkproto.ReadResponse) {
 	if !cl.beginBody() {
 		return
 	}
 	defer cl.endBody()
-	b.sendRead(cl, h, start, read())
+	b.sendRead(cl, h, start, kind, read())
 }
 
 // knownLAC returns the bookie-known LAC of a ledger: the greatest LAC
@@ -160,7 +170,7 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 	}
 	if err != nil {
 		lock.Unlock()
-		b.sendRead(cl, h, start, b.errorRead(ledgerID, entryID, statusOf(err)))
+		b.sendRead(cl, h, start, b.m.fenceRequest, b.errorRead(ledgerID, entryID, statusOf(err)))
 		return
 	}
 	if durable {
@@ -169,7 +179,7 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		// normal add got in since. Journal nothing; just read.
 		lock.Unlock()
 		observe(b.m.fenceWait, start, true)
-		b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
+		b.sendReadBody(cl, h, start, b.m.fenceRequest, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
 		return
 	}
 	b.fenceJournaled(ledgerID, +1)
@@ -182,12 +192,12 @@ func (b *Bookie) fenceRead(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRe
 		if err != nil {
 			defer b.tasks.Done()
 			b.log.Error("fence record not durable", "ledger", ledgerID, "err", err)
-			b.sendRead(cl, h, start, b.errorRead(ledgerID, entryID, bkproto.StatusCode_EIO))
+			b.sendRead(cl, h, start, b.m.fenceRequest, b.errorRead(ledgerID, entryID, bkproto.StatusCode_EIO))
 			return
 		}
 		go func() { // off the journal goroutine: the read may touch the disk
 			defer b.tasks.Done()
-			b.sendReadBody(cl, h, start, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
+			b.sendReadBody(cl, h, start, b.m.fenceRequest, func() *bkproto.ReadResponse { return read(ledgerID, entryID) })
 		}()
 	}})
 	lock.Unlock()
@@ -228,21 +238,28 @@ func (b *Bookie) fenceJournaled(ledgerID int64, delta int) {
 func (b *Bookie) longPoll(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadRequest, start time.Time) {
 	ledgerID, prev := r.GetLedgerId(), r.GetPreviousLAC()
 	timeout := min(time.Duration(r.GetTimeOut())*time.Millisecond, DefaultLongPollMaxWait)
+	kind := b.m.longPollRequest
 	if !b.store.HasLedger(ledgerID) {
-		b.sendRead(cl, h, start, b.errorRead(ledgerID, r.GetEntryId(), bkproto.StatusCode_ENOLEDGER))
+		b.sendRead(cl, h, start, kind, b.errorRead(ledgerID, r.GetEntryId(), bkproto.StatusCode_ENOLEDGER))
 		return
 	}
-	answer := func() *bkproto.ReadResponse { return b.longPollAnswer(r) }
+	answer := func() *bkproto.ReadResponse {
+		began := time.Now()
+		rr := b.longPollAnswer(r)
+		observe(b.m.longPollRead, began, rr.GetStatus() == bkproto.StatusCode_EOK)
+		return rr
+	}
 	if timeout <= 0 {
-		b.sendReadBody(cl, h, start, answer)
+		b.sendReadBody(cl, h, start, kind, answer)
 		return
 	}
 	w := b.lacs.add(ledgerID, prev)
 	if lac, ok := b.knownLAC(ledgerID); ok && lac > prev {
 		b.lacs.remove(ledgerID, w)
-		b.sendReadBody(cl, h, start, answer)
+		b.sendReadBody(cl, h, start, kind, answer)
 		return
 	}
+	observe(b.m.longPollPreWait, start, true)
 	b.tasks.Add(1)
 	go func() {
 		defer b.tasks.Done()
@@ -262,7 +279,7 @@ func (b *Bookie) longPoll(cl call, h *bkproto.BKPacketHeader, r *bkproto.ReadReq
 		}
 		b.lacs.remove(ledgerID, w)
 		observe(b.m.longPollWait, start, true)
-		b.sendReadBody(cl, h, start, answer)
+		b.sendReadBody(cl, h, start, kind, answer)
 	}()
 }
 
@@ -288,6 +305,7 @@ func (b *Bookie) longPollAnswer(r *bkproto.ReadRequest) *bkproto.ReadResponse {
 		rr.EntryId, rr.Body = proto.Int64(prev+1), body
 	case errors.Is(err, entrystore.ErrNoEntry), errors.Is(err, entrystore.ErrNoLedger):
 		// Best effort: with striping this bookie may not hold the entry.
+		b.m.lastEntryNoEntry.Inc()
 	default:
 		b.log.Error("read failed", "ledger", ledgerID, "entry", prev+1, "err", err)
 		rr.Status = bkproto.StatusCode_EIO.Enum()

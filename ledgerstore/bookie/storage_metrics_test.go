@@ -182,12 +182,12 @@ func TestThrottledWriteMetrics(t *testing.T) {
 		name: "rejected", wait: 50 * time.Millisecond, refuse: true,
 		moved: map[string]float64{"bookie_throttled_write_requests": 1, "bookie_rejected_write_requests": 1,
 			"bookie_throttled_write:false": 1, "bookie_throttled_write:true": 0,
-			"bookie_add_entry:false": 1, "bookie_add_entry:true": 0},
+			"bookie_add_entry:false": 1, "bookie_add_entry:true": 0, "bookkeeper_server_ADD_ENTRY_REJECTED": 1},
 	}, {
 		name: "let in", wait: testhost.Scale(time.Minute),
 		moved: map[string]float64{"bookie_throttled_write_requests": 1, "bookie_rejected_write_requests": 0,
 			"bookie_throttled_write:false": 0, "bookie_throttled_write:true": 1,
-			"bookie_add_entry:false": 0, "bookie_add_entry:true": 1},
+			"bookie_add_entry:false": 0, "bookie_add_entry:true": 1, "bookkeeper_server_ADD_ENTRY_REJECTED": 0},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, false)

@@ -1,6 +1,7 @@
 package ledgerclient
 
 import (
+	"sync/atomic"
 	"time"
 
 	"keeper/internal/metric"
@@ -38,6 +39,15 @@ type Metrics struct {
 	// learned that moved its LAC forward, and those that did not
 	// (LAC_UPDATE_HITS, LAC_UPDATE_MISSES).
 	LACUpdateHits, LACUpdateMisses metric.Counter
+	// PendingAdds is the appends called and not yet completed, over all
+	// the client's writers (NUM_PENDING_ADD; BookKeeper's is one ledger
+	// handle's, the last one opened, as each registers the same name).
+	PendingAdds atomic.Int64
+	// NewEnsembleTime times the placement policy's choice of a new
+	// ledger's ensemble in Create; a choice that fails is not recorded,
+	// as BookKeeper's bookie watcher records none when it throws
+	// (bookie_watcher_NEW_ENSEMBLE_TIME).
+	NewEnsembleTime metric.OpStats
 }
 
 // ClientScope is the prefix BookKeeper gives its client metrics.
@@ -55,6 +65,8 @@ func (m *Metrics) OpStats() map[string]*metric.OpStats {
 		ClientScope + "_READ_LAC":       &m.ReadLAC,
 
 		ClientScope + "_READ_LAST_CONFIRMED_AND_ENTRY": &m.ReadLACAndEntry,
+
+		ClientScope + "_bookie_watcher_NEW_ENSEMBLE_TIME": &m.NewEnsembleTime,
 	}
 }
 
@@ -66,6 +78,11 @@ func (m *Metrics) Counters() map[string]*metric.Counter {
 		ClientScope + "_LAC_UPDATE_HITS":        &m.LACUpdateHits,
 		ClientScope + "_LAC_UPDATE_MISSES":      &m.LACUpdateMisses,
 	}
+}
+
+// Gauges returns the gauges by their BookKeeper names.
+func (m *Metrics) Gauges() map[string]*atomic.Int64 {
+	return map[string]*atomic.Int64{ClientScope + "_NUM_PENDING_ADD": &m.PendingAdds}
 }
 
 // record notes the time since start in o, if the client keeps metrics.
@@ -98,3 +115,4 @@ func ledgerCreate(m *Metrics) *metric.OpStats     { return &m.LedgerCreate }
 func ledgerOpen(m *Metrics) *metric.OpStats       { return &m.LedgerOpen }
 func ledgerDelete(m *Metrics) *metric.OpStats     { return &m.LedgerDelete }
 func ledgerRecover(m *Metrics) *metric.OpStats    { return &m.LedgerRecover }
+func newEnsembleTime(m *Metrics) *metric.OpStats  { return &m.NewEnsembleTime }

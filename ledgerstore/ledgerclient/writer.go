@@ -100,10 +100,12 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 	}
 	cands = cands.Only(opts.Bookies)
 	rng := c.newRand()
+	chose := time.Now()
 	ensemble, adheres, err := c.cfg.Placement.NewEnsemble(opts.Ensemble, opts.WriteQuorum, cands, nil, rng)
 	if err != nil {
 		return nil, fmt.Errorf("ledgerclient: create: %w", err)
 	}
+	c.observe(newEnsembleTime, chose, true)
 	if !adheres && len(cands.Racks) > 0 && opts.Ensemble > 1 {
 		c.log.Warn("new ensemble does not adhere to the placement policy", "ensemble", ensemble)
 	}
@@ -225,7 +227,9 @@ func (w *Writer) acquire(ctx context.Context) error {
 func (w *Writer) post(data []byte, cb AddCallback) {
 	if m := w.c.cfg.Metrics; m != nil {
 		start, inner := time.Now(), cb
+		m.PendingAdds.Add(1)
 		cb = func(id int64, err error) {
+			m.PendingAdds.Add(-1)
 			m.AddEntry.Record(time.Since(start).Microseconds(), err == nil)
 			inner(id, err)
 		}

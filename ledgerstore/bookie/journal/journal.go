@@ -271,18 +271,37 @@ func (j *Journal) closeFile() error {
 // the wait itself, so that a driver on a virtual clock, woken exactly at
 // the deadline, makes progress.
 func (j *Journal) ShouldFlush(oldestAge time.Duration, queueEmpty bool) bool {
+	return j.FlushCause(oldestAge, queueEmpty) != NoFlush
+}
+
+// FlushCause is which of ShouldFlush's rules closes a batch, as
+// BookKeeper's journal counts them (JOURNAL_NUM_FLUSH_*).
+type FlushCause int
+
+const (
+	NoFlush          FlushCause = iota // the batch stays open
+	FlushMaxWait                       // the oldest record waited MaxGroupWait
+	FlushOutstanding                   // past BufferedWritesThresholdBytes or BufferedEntriesThreshold
+	FlushQueueEmpty                    // the driver's queue is empty
+)
+
+// FlushCause returns the rule that closes the batch now, the first that
+// holds in ShouldFlush's order, or NoFlush.
+func (j *Journal) FlushCause(oldestAge time.Duration, queueEmpty bool) FlushCause {
 	c := j.cfg
 	switch {
 	case j.unflushedRecords == 0:
-		return false
+		return NoFlush
 	case oldestAge >= c.MaxGroupWait:
-		return true
+		return FlushMaxWait
 	case j.unflushedBytes > c.BufferedWritesThresholdBytes:
-		return true
+		return FlushOutstanding
 	case c.BufferedEntriesThreshold > 0 && j.unflushedRecords > c.BufferedEntriesThreshold:
-		return true
+		return FlushOutstanding
+	case queueEmpty && !c.WaitWhenQueueEmpty:
+		return FlushQueueEmpty
 	}
-	return queueEmpty && !c.WaitWhenQueueEmpty
+	return NoFlush
 }
 
 // FlushWait returns how much longer the batch may wait for more records
