@@ -3,6 +3,7 @@ package bookie
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"keeper/ledgerstore/bookie/entrystore"
@@ -145,6 +146,17 @@ func (b *Bookie) GC() (GCReport, error) {
 	return rep, err
 }
 
+// usageBucketCount is how many live-ratio buckets a compaction sorts
+// the sealed entry logs into, as BookKeeper's GC thread does (10: one per
+// 10%).
+const usageBucketCount = 10
+
+// usageBucket is the bucket of a live ratio: floor(ratio*10), with a
+// full log in the last bucket (BookKeeper's calculateUsageIndex).
+func usageBucket(liveRatio float64) int {
+	return min(usageBucketCount-1, max(0, int(math.Floor(liveRatio*usageBucketCount))))
+}
+
 // Compact runs a minor (major false) or major compaction now: the live
 // entries of every sealed entry log whose live ratio is below the
 // threshold are copied forward, a step of CompactionStepBytes at a time,
@@ -161,10 +173,20 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 	defer b.gcStat.end(major)
 	var total entrystore.CompactStats
 	var victims []entrystore.LogUsage
+	var buckets [usageBucketCount]int
+	sealed := 0
 	for _, u := range b.store.LogUsage() {
-		if u.Sealed && u.Known && u.LiveRatio() < threshold {
+		if !u.Sealed || !u.Known {
+			continue
+		}
+		sealed++
+		buckets[usageBucket(u.LiveRatio())]++
+		if u.LiveRatio() < threshold {
 			victims = append(victims, u)
 		}
+	}
+	for i, n := range buckets {
+		b.m.usageBuckets[i].Set(float64(n))
 	}
 	began := time.Now()
 	lastReport := began
@@ -195,6 +217,11 @@ func (b *Bookie) Compact(major bool) (entrystore.CompactStats, error) {
 		}
 	}
 	observe(b.m.compactRuntime, began, true)
+	if sealed > 0 {
+		b.m.compactRatio.Set(float64(total.LogsCompacted) / float64(sealed))
+	} else {
+		b.m.compactRatio.Set(0)
+	}
 	if major {
 		b.m.majorCompactions.Add(float64(total.LogsCompacted))
 	} else {

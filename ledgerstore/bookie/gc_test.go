@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
 	"keeper/internal/vfs"
@@ -165,10 +168,12 @@ func TestCompaction(t *testing.T) {
 
 	// Half the bytes of each log are dead: above the minor threshold
 	// (0.2), below the major one (0.8).
+	sealed := sealedLogs(b)
 	st, err := b.Compact(false)
 	if err != nil || st.LogsCompacted != 0 {
 		t.Fatalf("minor compaction of half-live logs: %+v %v", st, err)
 	}
+	checkUsageBuckets(t, b, sealed, 0)
 	createLedgerZnode(t, zc, 12)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -176,10 +181,14 @@ func TestCompaction(t *testing.T) {
 		defer wg.Done()
 		addEntries(t, c, 12, 0, 200)
 	}()
+	sealed = sealedLogs(b)
 	st, err = b.Compact(true)
 	wg.Wait()
 	if err != nil || st.LogsCompacted == 0 || st.EntriesMoved == 0 {
 		t.Fatalf("major compaction: %+v %v", st, err)
+	}
+	if got, want := gaugeValue(b.m.compactRatio), float64(st.LogsCompacted)/float64(len(sealed)); got != want {
+		t.Errorf("ENTRY_LOG_COMPACT_RATIO after the major compaction = %v, want %v", got, want)
 	}
 	after := logBytes(t, e.fs, dirs)
 	if err := b.Checkpoint(); err != nil {
@@ -242,4 +251,56 @@ func TestGCOnLongHierarchicalTree(t *testing.T) {
 	_, err = c.Read(ctx(t), 2, 0)
 	wantStatus(t, "read of a collected ledger", err, bkproto.StatusCode_ENOLEDGER)
 	checkEntry(t, c, 1, 9)
+}
+
+// sealedLogs returns the live ratios of the logs a compaction considers:
+// sealed, with their ledger maps known.
+func sealedLogs(b *Bookie) []float64 {
+	var out []float64
+	for _, u := range b.store.LogUsage() {
+		if u.Sealed && u.Known {
+			out = append(out, u.LiveRatio())
+		}
+	}
+	return out
+}
+
+// gaugeValue reads a gauge.
+func gaugeValue(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetGauge().GetValue()
+}
+
+// checkUsageBuckets: after a compaction of logs with the live ratios
+// given, the usage buckets hold each log once, in the 10% band of its
+// ratio, and the compact ratio reads ratio.
+func checkUsageBuckets(t *testing.T, b *Bookie, ratios []float64, ratio float64) {
+	t.Helper()
+	if len(ratios) == 0 {
+		t.Fatal("no sealed entry logs to bucket")
+	}
+	total := 0.0
+	for i, g := range b.m.usageBuckets {
+		n := gaugeValue(g)
+		total += n
+		lo, hi := float64(i)/10, float64(i+1)/10
+		want := 0.0
+		for _, r := range ratios {
+			if (r >= lo && r < hi) || (i == 9 && r >= 1) {
+				want++
+			}
+		}
+		if n != want {
+			t.Errorf("bucket le_%d: %v logs, want %v (ratios %v)", (i+1)*10, n, want, ratios)
+		}
+	}
+	if total != float64(len(ratios)) {
+		t.Errorf("buckets hold %v logs, want %d", total, len(ratios))
+	}
+	if got := gaugeValue(b.m.compactRatio); got != ratio {
+		t.Errorf("ENTRY_LOG_COMPACT_RATIO = %v, want %v", got, ratio)
+	}
 }

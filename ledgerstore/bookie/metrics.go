@@ -76,6 +76,8 @@ type metrics struct {
 	gcThreadRuntime     *metric.OpStats // bookie_gc_THREAD_RUNTIME: one pass of the gc goroutine
 	entryLogSpace       prometheus.Gauge
 	activeEntryLogSpace prometheus.Gauge
+	usageBuckets        [usageBucketCount]prometheus.Gauge // bookie_gc_entry_log_usage_buckets_le_10 ... _le_100
+	compactRatio        prometheus.Gauge                   // bookie_gc_ENTRY_LOG_COMPACT_RATIO
 
 	requests // reqmetrics.go
 }
@@ -139,6 +141,13 @@ func newMetrics() *metrics {
 	m.entryLogSpace = gauge("bookie_gc_ENTRY_LOG_SPACE_BYTES", "Record bytes in the entry logs, at the last collection or compaction.")
 	m.activeEntryLogSpace = gauge("bookie_gc_ACTIVE_ENTRY_LOG_SPACE_BYTES",
 		"Of those, bytes of ledgers still stored, at the last collection or compaction.")
+	for i := range m.usageBuckets {
+		m.usageBuckets[i] = gauge(fmt.Sprintf("bookie_gc_entry_log_usage_buckets_le_%d", (i+1)*100/usageBucketCount),
+			fmt.Sprintf("Sealed entry logs %d%% to under %d%% live (100%% in the last bucket), at the last compaction.",
+				i*100/usageBucketCount, (i+1)*100/usageBucketCount))
+	}
+	m.compactRatio = gauge("bookie_gc_ENTRY_LOG_COMPACT_RATIO",
+		"Of the sealed entry logs at the last compaction, the share it compacted.")
 	m.gcDeletedLedgers = counter("bookie_gc_DELETED_LEDGER_TOTAL", "Ledgers deleted by garbage collection.")
 	m.reclaimedDeletion = counter("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES", "Bytes freed by removing dead entry logs.")
 	m.reclaimedCompaction = counter("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", "Bytes freed by compaction.")
