@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,5 +151,64 @@ func TestBuildVersionParses(t *testing.T) {
 				t.Errorf("FullVersion = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestMntrGaugeOrderByRole: a standalone server prints
+// num_alive_connections before avg_latency, a quorum member (leader or
+// follower) after it, as ZooKeeper 3.8 does; nothing else moves.
+func TestMntrGaugeOrderByRole(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		quorum func() (QuorumFacts, bool)
+		first  string
+	}{
+		{"standalone", nil, "zk_num_alive_connections"},
+		{"leader", func() (QuorumFacts, bool) {
+			return QuorumFacts{PeerState: "leading - broadcast", QuorumSize: 3, Leading: true}, true
+		}, "zk_avg_latency"},
+		{"follower", func() (QuorumFacts, bool) {
+			return QuorumFacts{PeerState: "following - broadcast", QuorumSize: 3}, true
+		}, "zk_avg_latency"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			core, err := zkcore.New(zkcore.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := ReadBuild()
+			a, err := New(Config{Version: b.FullVersion(), Build: b, Start: b.Time, Metrics: metric.NewRegistry(),
+				Quorum: tt.quorum}, fakeCore{core})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, ok := a.mntr()
+			if !ok {
+				t.Fatal("mntr: not serving")
+			}
+			var keys []string
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				k, _, _ := strings.Cut(line, "\t")
+				keys = append(keys, k)
+			}
+			alive := slices.Index(keys, "zk_num_alive_connections")
+			latency := slices.Index(keys, "zk_avg_latency")
+			if alive < 0 || latency < 0 || (alive < latency) != (tt.first == "zk_num_alive_connections") {
+				t.Fatalf("num_alive_connections at %d, avg_latency at %d; want %s first", alive, latency, tt.first)
+			}
+		})
+	}
+	// The two orders differ in that pair only.
+	if len(quorumCatalog) != len(catalog) {
+		t.Fatal("quorumCatalog is not the catalog reordered")
+	}
+	var moved []string
+	for i := range catalog {
+		if catalog[i] != quorumCatalog[i] {
+			moved = append(moved, catalog[i].name)
+		}
+	}
+	if !slices.Equal(moved, []string{"num_alive_connections", "avg_latency"}) {
+		t.Fatalf("entries that move on a quorum member: %v", moved)
 	}
 }

@@ -43,7 +43,11 @@ func (a *Admin) monitorFields(f facts) []field {
 		fields = append(fields, field{"peer_state", f.quorum.PeerState})
 	}
 	gauges := a.gauges(f)
-	for _, e := range catalog {
+	entries := catalog
+	if f.inQuorum {
+		entries = quorumCatalog
+	}
+	for _, e := range entries {
 		if e.kind == kindGauge {
 			if v, ok := gauges[e.name]; ok {
 				fields = append(fields, field{e.name, v})

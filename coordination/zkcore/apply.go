@@ -40,7 +40,7 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 				// looking): the node goes on showing the active one, as
 				// ZooKeeper rewrites it from its active configuration
 				// after loading its database.
-				s.tree.SetEnsembleConfig(s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion, now.WallMs)
+				s.storeEnsembleConfig(s.tree, now)
 			}
 		}
 	}

@@ -39,12 +39,22 @@ func (s *Server) SetEnsemble(e Ensemble) { s.cfg.Ensemble = e }
 // not a txn; a watch on the node fires.
 func (s *Server) SetEnsembleConfig(data []byte, version int64, now Now) {
 	s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion = data, version
-	s.tree.SetEnsembleConfig(data, version, now.WallMs)
+	s.storeEnsembleConfig(s.tree, now)
 	n := s.tree.Node(datatree.ConfigPath)
 	if n == nil {
 		return
 	}
 	s.notify([]datatree.Change{{Type: zkproto.EventNodeDataChanged, Path: datatree.ConfigPath, ACL: s.tree.ACL(n)}})
+}
+
+// storeEnsembleConfig writes the configuration the core holds into
+// tree's /zookeeper/config, outside a txn. ZooKeeper's data tree counts
+// such a store (initConfigInZKDatabase's setData, at start, after a
+// learner's sync, on activation) in write_per_namespace under the
+// namespace "zookeeper", path and data bytes, and so does keeper.
+func (s *Server) storeEnsembleConfig(tree *datatree.Tree, now Now) {
+	tree.SetEnsembleConfig(s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion, now.WallMs)
+	s.metrics.written(&txn.SetData{Path: datatree.ConfigPath, Data: s.cfg.EnsembleConfig})
 }
 
 // reconfig prepares a reconfig in the order of ZooKeeper 3.8's leader

@@ -9,6 +9,7 @@ import (
 	"keeper/coordination/zkproto"
 	"keeper/coordination/zoocfg"
 	"keeper/coordination/zxid"
+	"keeper/internal/metric"
 )
 
 // fakeEnsemble answers the core's questions from fields.
@@ -154,4 +155,29 @@ func TestReconfigOneInFlight(t *testing.T) {
 	x3 := h.send(1, zkproto.OpReconfig, &zkproto.ReconfigRequest{JoiningServers: "server.5=127.0.0.1:2005:3005;4005", CurConfigID: -1})
 	h.applyN(len(h.pending))
 	h.expect(1, zkproto.ReplyHeader{Xid: x3, Zxid: int64(zxid.Make(1, 5))})
+}
+
+// TestSetEnsembleConfigCountsWrite: storing the ensemble's configuration
+// outside a txn counts as a write in the "zookeeper" namespace, as
+// ZooKeeper's data tree counts initConfigInZKDatabase's setData (path
+// and data bytes).
+func TestSetEnsembleConfigCountsWrite(t *testing.T) {
+	reg := metric.NewRegistry()
+	h := newHarness(t, func(c *Config) { c.Metrics = reg })
+	data := []byte(threeConfig)
+	h.s.SetEnsembleConfig(data, 0x100000000, h.now)
+	m, ok := reg.Lookup("write_per_namespace")
+	if !ok {
+		t.Fatal("no write_per_namespace")
+	}
+	var got []metric.Keyed
+	for _, k := range m.(*metric.SummarySet).Snapshot() {
+		if k.Key == "zookeeper" {
+			got = append(got, k)
+		}
+	}
+	want := int64(len(datatree.ConfigPath) + len(data))
+	if len(got) != 1 || got[0].Snapshot.Count != 1 || got[0].Snapshot.Sum != want {
+		t.Fatalf("write_per_namespace for zookeeper: %+v, want one write of %d bytes", got, want)
+	}
 }

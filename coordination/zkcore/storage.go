@@ -18,7 +18,7 @@ type SessionState struct {
 // connections; each remaining session gets a full timeout from now.
 func (s *Server) Restore(tree *datatree.Tree, sessions []SessionState, now Now) {
 	if s.cfg.EnsembleConfig != nil {
-		tree.SetEnsembleConfig(s.cfg.EnsembleConfig, s.cfg.EnsembleConfigVersion, now.WallMs)
+		s.storeEnsembleConfig(tree, now)
 	}
 	s.tree = tree
 	s.view = newView(tree)

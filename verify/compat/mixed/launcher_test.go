@@ -66,6 +66,9 @@ type Ensemble struct {
 	t       testing.TB
 	dir     string
 	Members []*Member // Members[i] has id i+1
+	// afterPhase, if set, runs at the end of each of runMixed's phases
+	// with the phase's name, while every member of the phase serves.
+	afterPhase func(phase string)
 }
 
 // Member is one server. Its ports, configuration and data survive

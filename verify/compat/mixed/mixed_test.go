@@ -394,8 +394,26 @@ func checkAliveTolerating(t *testing.T, tolerate []string, ms ...*Member) {
 // ZooKeeper leader elected when it is killed: writes of every kind go
 // through every member in each phase, nothing acknowledged is lost, and
 // every member ends with the same tree.
+//
+// It also compares mntr's keys in the ensemble's roles (mntr_test.go): the
+// keeper leader's with the ZooKeeper leader's, and the keeper follower's
+// with the ZooKeeper follower's beside it.
 func TestMixedEnsemble(t *testing.T) {
-	runMixed(t, NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper))
+	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
+	keys := map[string][]string{}
+	e.afterPhase = func(phase string) {
+		switch phase {
+		case "keeper-leads":
+			keys["keeper leader"] = mntrKeys(t, e.Member(3))
+		case "keeper-follows":
+			keys["ZooKeeper leader"] = mntrKeys(t, e.Member(2))
+			keys["ZooKeeper follower"] = mntrKeys(t, e.Member(1))
+			keys["keeper follower"] = mntrKeys(t, e.Member(3))
+		}
+	}
+	runMixed(t, e)
+	compareMntr(t, "leader", keys["ZooKeeper leader"], keys["keeper leader"])
+	compareMntr(t, "follower", keys["ZooKeeper follower"], keys["keeper follower"])
 }
 
 // runMixed runs TestMixedEnsemble's phases on e: two ZooKeeper members
@@ -418,6 +436,9 @@ func runMixed(t *testing.T, e *Ensemble) {
 	}
 	checkAlive(t, e, zk1, zk2, kp)
 	checkTrees(t, e, ack)
+	if e.afterPhase != nil {
+		e.afterPhase("keeper-leads")
+	}
 
 	// ZooKeeper leads: kill the keeper leader; the Java servers elect 2.
 	e.Kill(kp)
@@ -440,4 +461,7 @@ func runMixed(t *testing.T, e *Ensemble) {
 	// again from the Java leader.
 	checkAliveTolerating(t, []string{javaShutdownBug, javaRevalidateBug, javaLeaderBug}, zk1, zk2, kp)
 	checkTrees(t, e, ack)
+	if e.afterPhase != nil {
+		e.afterPhase("keeper-follows")
+	}
 }
