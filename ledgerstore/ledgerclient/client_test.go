@@ -2,6 +2,7 @@ package ledgerclient
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -310,10 +311,14 @@ func tail(t *testing.T, wc, rc *Client) {
 	}
 	const total = 250
 	var closedAt atomic.Int64
+	// The writer reports on a channel, not through t: the tail can end (the
+	// close's metadata write is visible) before the writer's Close returns,
+	// and a failed test returns while the writer still appends.
+	writing := make(chan error, 1)
 	go func() {
 		for e := range int64(total) {
 			if _, err := w.Append(ctx, payload(id, e)); err != nil {
-				t.Errorf("append %d: %v", e, err)
+				writing <- fmt.Errorf("append %d: %w", e, err)
 				return
 			}
 			if e%50 == 49 {
@@ -321,9 +326,11 @@ func tail(t *testing.T, wc, rc *Client) {
 			}
 		}
 		if err := w.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
+			writing <- fmt.Errorf("close: %w", err)
+			return
 		}
 		closedAt.Store(time.Now().UnixNano())
+		writing <- nil
 	}()
 	var got []Entry
 	start := time.Now()
@@ -332,6 +339,9 @@ func tail(t *testing.T, wc, rc *Client) {
 			t.Fatalf("tail after %d entries: %v", len(got), err)
 		}
 		got = append(got, e)
+	}
+	if err := <-writing; err != nil {
+		t.Fatal(err)
 	}
 	if len(got) != total {
 		t.Fatalf("tail delivered %d entries, want %d", len(got), total)

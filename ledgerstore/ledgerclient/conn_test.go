@@ -1,6 +1,7 @@
 package ledgerclient
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -178,13 +179,17 @@ func TestTailAroundHungBookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	const total = 60
+	// The writer reports on a channel: the tail stops before the last add
+	// returns, and a failed test returns while the writer still appends.
+	writing := make(chan error, 1)
 	go func() {
 		for e := range int64(total) {
 			if _, err := w.Append(ctx, payload(id, e)); err != nil {
-				t.Errorf("append %d: %v", e, err)
+				writing <- fmt.Errorf("append %d: %w", e, err)
 				return
 			}
 		}
+		writing <- nil
 	}()
 	start := time.Now()
 	var got []Entry
@@ -198,6 +203,9 @@ func TestTailAroundHungBookie(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(start)
+	if err := <-writing; err != nil {
+		t.Fatal(err)
+	}
 	checkEntries(t, id, 0, got)
 	t.Logf("tailed %d entries around a hung bookie in %v", len(got), elapsed.Round(time.Millisecond))
 	// The hung bookie's long poll is answered (NoResponse) only after the
