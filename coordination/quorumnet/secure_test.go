@@ -18,6 +18,7 @@ import (
 
 	"keeper/coordination/clienttls"
 	"keeper/coordination/zab"
+	"keeper/internal/testhost"
 )
 
 var testSerial atomic.Int64
@@ -111,12 +112,26 @@ func TestTLSBothPorts(t *testing.T) {
 	trs[0].Send([]zab.Message{{Type: zab.MsgLeaderInfo, From: 1, To: 2, Zxid: 0x200000000}})
 	expect(t, trs[1], zab.Message{Type: zab.MsgLeaderInfo, From: 1})
 
-	trs[0].mu.Lock()
-	defer trs[0].mu.Unlock()
-	for c := range trs[0].conns {
-		if _, ok := c.(*tls.Conn); !ok {
-			t.Errorf("connection %v is not TLS", c.RemoteAddr())
+	// The transport tracks a connection it accepted by its raw socket until
+	// the TLS handshake ends (to close it on Close): a duplicate election
+	// connection may still be mid-handshake here on a busy machine. Every
+	// connection must end up TLS; a plaintext one never would.
+	var plain []net.Conn
+	for deadline := time.Now().Add(testhost.Scale(10 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
+		plain = plain[:0]
+		trs[0].mu.Lock()
+		for c := range trs[0].conns {
+			if _, ok := c.(*tls.Conn); !ok {
+				plain = append(plain, c)
+			}
 		}
+		trs[0].mu.Unlock()
+		if len(plain) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, c := range plain {
+		t.Errorf("connection %v is not TLS", c.RemoteAddr())
 	}
 }
 
