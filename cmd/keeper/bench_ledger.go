@@ -466,10 +466,17 @@ func (l *benchLedgerLoad) failed() bool {
 	return l.errors > 0
 }
 
+// clientFigures are a ledger client's metrics as bookie.MetricsHandler
+// exports them.
+func clientFigures(m *ledgerclient.Metrics) bookie.Figures {
+	return bookie.Figures{Latencies: m.OpStats(), Values: m.Values(), Counters: m.Counters(), Gauges: m.Gauges(),
+		CountersByBookie: m.CountersByBookie(), LatenciesByBookie: m.LatenciesByBookie()}
+}
+
 // serveClientMetrics serves m at http://addr/metrics until stop, and says
 // where on progress (stderr).
 func serveClientMetrics(addr string, m *ledgerclient.Metrics, progress io.Writer) (stop func(), err error) {
-	h, err := bookie.MetricsHandler(m.OpStats(), m.Counters(), m.Gauges())
+	h, err := bookie.MetricsHandler(clientFigures(m))
 	if err != nil {
 		return nil, err
 	}

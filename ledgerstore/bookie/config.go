@@ -590,6 +590,7 @@ func (c Config) storeConfig() entrystore.Config {
 		EntryLogMaxBytes: c.EntryLogMaxBytes,
 		Logger:           c.Logger,
 		DiskUsage:        c.DiskUsage,
+		Clock:            time.Now, // the steps of reads and flushes (docs/observability.md)
 	}
 	if c.StoreConfig != nil {
 		c.StoreConfig(&sc)

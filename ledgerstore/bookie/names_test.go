@@ -57,7 +57,11 @@ func readBookKeeperNames(t *testing.T) []bkName {
 func clientFamilies(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	m := new(ledgerclient.Metrics)
-	h, err := MetricsHandler(m.OpStats(), m.Counters(), m.Gauges())
+	// Labelled figures have series only once a bookie has some.
+	m.EnsembleBookie("127.0.0.1:3181")
+	m.Channel("127.0.0.1:3181")
+	h, err := MetricsHandler(Figures{Latencies: m.OpStats(), Values: m.Values(), Counters: m.Counters(),
+		Gauges: m.Gauges(), CountersByBookie: m.CountersByBookie(), LatenciesByBookie: m.LatenciesByBookie()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,19 +40,27 @@ func (c *OpStatsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 // Collect implements prometheus.Collector.
 func (c *OpStatsCollector) Collect(ch chan<- prometheus.Metric) {
+	collectOpStats(ch, c.desc, c.stats, c.scale)
+}
+
+// collectOpStats sends stats's two summaries for desc, whose last label
+// is success and whose labels before it take labels.
+func collectOpStats(ch chan<- prometheus.Metric, desc *prometheus.Desc, stats *metric.OpStats, scale float64,
+	labels ...string) {
 	for _, ok := range []bool{false, true} {
-		d := c.stats.Outcome(ok)
+		d := stats.Outcome(ok)
 		count, sum := d.Count(), d.Sum()
 		values := d.Quantiles(opStatsQuantiles...)
 		quantiles := make(map[float64]float64, len(values))
 		for i, q := range opStatsQuantiles {
-			quantiles[q] = values[i] * c.scale
+			quantiles[q] = values[i] * scale
 		}
 		label := "false"
 		if ok {
 			label = "true"
 		}
-		ch <- prometheus.MustNewConstSummary(c.desc, uint64(count), float64(sum)*c.scale, quantiles, label)
+		ch <- prometheus.MustNewConstSummary(desc, uint64(count), float64(sum)*scale, quantiles,
+			append(labels[:len(labels):len(labels)], label)...)
 	}
 }
 
@@ -69,28 +77,93 @@ func (c counterCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.c.Load()))
 }
 
-// MetricsHandler serves, at any path, the given figures in BookKeeper's
-// Prometheus format: latencies recorded in µs as summaries in ms, counts
-// as counters, gauges as gauges read at each scrape. It is how a process that is not a bookie (a ledger client's,
-// with ledgerclient.Metrics) exports BookKeeper's client metrics.
-func MetricsHandler(latencies map[string]*metric.OpStats, counters map[string]*metric.Counter,
-	gauges map[string]*atomic.Int64) (http.Handler, error) {
+// Figures are what MetricsHandler exports, by their BookKeeper names.
+type Figures struct {
+	// Latencies are recorded in µs and exported as summaries in ms.
+	Latencies map[string]*metric.OpStats
+	// Values are recorded and exported as they are (counts, sizes).
+	Values map[string]*metric.OpStats
+	// Counters are exported as counters, Gauges as gauges, read at each
+	// scrape.
+	Counters map[string]*metric.Counter
+	Gauges   map[string]*atomic.Int64
+	// CountersByBookie are counters labelled bookie, as BookKeeper's
+	// provider exports a counter of a scope labelled by bookie; each
+	// function returns the counts by bookie at scrape time (a name has no
+	// series until a bookie has a count).
+	CountersByBookie map[string]func() map[string]int64
+	// LatenciesByBookie are latencies (µs, exported in ms) labelled
+	// bookie, as Latencies are exported otherwise; each function returns
+	// the figures by bookie at scrape time.
+	LatenciesByBookie map[string]func() map[string]*metric.OpStats
+}
+
+// MetricsHandler serves, at any path, f in BookKeeper's Prometheus format.
+// It is how a process that is not a bookie (a ledger client's, with
+// ledgerclient.Metrics) exports BookKeeper's client metrics.
+func MetricsHandler(f Figures) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
-	for name, o := range latencies {
+	for name, o := range f.Latencies {
 		if err := reg.Register(NewOpStatsCollector(name, name, o, 1e-3)); err != nil {
 			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
 		}
 	}
-	for name, c := range counters {
+	for name, o := range f.Values {
+		if err := reg.Register(NewOpStatsCollector(name, name, o, 1)); err != nil {
+			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
+		}
+	}
+	for name, c := range f.Counters {
 		if err := reg.Register(counterCollector{prometheus.NewDesc(name, name, nil, nil), c}); err != nil {
 			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
 		}
 	}
-	for name, g := range gauges {
+	for name, g := range f.Gauges {
 		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: name},
 			func() float64 { return float64(g.Load()) })); err != nil {
 			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
 		}
 	}
+	for name, by := range f.CountersByBookie {
+		c := bookieCounters{prometheus.NewDesc(name, name, []string{"bookie"}, nil), by}
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
+		}
+	}
+	for name, by := range f.LatenciesByBookie {
+		c := bookieOpStats{prometheus.NewDesc(name, name, []string{"bookie", "success"}, nil), by}
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("bookie: metric %s: %w", name, err)
+		}
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
+}
+
+// bookieCounters exports counters labelled bookie.
+type bookieCounters struct {
+	desc *prometheus.Desc
+	by   func() map[string]int64
+}
+
+func (c bookieCounters) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c bookieCounters) Collect(ch chan<- prometheus.Metric) {
+	for b, n := range c.by() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), b)
+	}
+}
+
+// bookieOpStats exports latencies labelled bookie, each as
+// OpStatsCollector exports one (µs in, ms out).
+type bookieOpStats struct {
+	desc *prometheus.Desc
+	by   func() map[string]*metric.OpStats
+}
+
+func (c bookieOpStats) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c bookieOpStats) Collect(ch chan<- prometheus.Metric) {
+	for b, o := range c.by() {
+		collectOpStats(ch, c.desc, o, 1e-3, b)
+	}
 }

@@ -2,10 +2,12 @@ package bookie
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"keeper/internal/metric"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
 )
@@ -113,6 +115,30 @@ func (m *metrics) watchStore(store *entrystore.Store) {
 		"Entries each read from an entry log put into the read cache.", &st.ReadAheadEntries, 1))
 	m.reg.MustRegister(NewOpStatsCollector("bookie_readahead_batch_size",
 		"Entry bytes each read from an entry log put into the read cache.", &st.ReadAheadBytes, 1))
+	for _, o := range []struct {
+		name, help string
+		stats      *metric.OpStats
+	}{
+		{"bookie_lookup_entry_location", "The index lookup of a given entry's location, in ms.", &st.LookupLocation},
+		{"bookie_get_last_entry_in_ledger", "The index lookup of a ledger's last entry, in ms.", &st.LastEntryLookup},
+		{"bookie_flush_entrylog", "A flush's appends to the entry logs and their sync, in ms.", &st.FlushEntryLogs},
+		{"bookie_flush_locations_index", "A flush's synced index batch, in ms.", &st.FlushIndex},
+	} {
+		m.reg.MustRegister(NewOpStatsCollector(o.name, o.help, o.stats, 1e-3))
+	}
+	for _, c := range []struct {
+		name, help string
+		us         *atomic.Int64
+	}{
+		{"bookie_read_locations_index_time", "Total ms reads spent looking up locations in the index.",
+			&st.LocationsIndexMicros},
+		{"bookie_read_entrylog_time", "Total ms reads spent reading entry logs.", &st.EntryLogMicros},
+		{"bookie_readahead_time", "Total ms reads spent filling the read-ahead cache.", &st.ReadAheadMicros},
+	} {
+		us := c.us
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+			func() float64 { return float64(us.Load() / 1000) }))
+	}
 }
 
 // Describe implements prometheus.Collector.

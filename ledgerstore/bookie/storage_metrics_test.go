@@ -83,7 +83,7 @@ func TestStorageMetrics(t *testing.T) {
 		name: "read an entry not stored",
 		do:   read(99, bkproto.StatusCode_ENOENTRY),
 		moved: map[string]float64{"bookie_read_entry:false": 1, "bookie_write_cache_misses": 1,
-			"bookie_read_cache_misses": 1},
+			"bookie_read_cache_misses": 1, "bookie_lookup_entry_location:true": 1},
 	}, {
 		name: "flush",
 		do: func(t *testing.T) {
@@ -92,7 +92,8 @@ func TestStorageMetrics(t *testing.T) {
 			}
 		},
 		moved: map[string]float64{"bookie_flush:true": 1, "bookie_flush_size:true": 1,
-			"bookie_flush_size:true:sum": entryBytes(1, 0, 4)},
+			"bookie_flush_size:true:sum": entryBytes(1, 0, 4), "bookie_flush_entrylog:true": 1,
+			"bookie_flush_locations_index:true": 1},
 		now: map[string]float64{"bookie_write_cache_count": 0, "bookie_write_cache_size": 0},
 	}, {
 		name: "flush with nothing to flush",
@@ -105,7 +106,7 @@ func TestStorageMetrics(t *testing.T) {
 		name: "read from an entry log, reading ahead",
 		do:   read(0, bkproto.StatusCode_EOK),
 		moved: map[string]float64{"bookie_read_entry:true": 1, "bookie_write_cache_misses": 1,
-			"bookie_read_cache_misses": 1, "bookie_readahead_batch_count:true": 1,
+			"bookie_read_cache_misses": 1, "bookie_lookup_entry_location:true": 1, "bookie_readahead_batch_count:true": 1,
 			"bookie_readahead_batch_count:true:sum": 4, "bookie_readahead_batch_size:true": 1,
 			"bookie_readahead_batch_size:true:sum": entryBytes(1, 1, 4)},
 		now: map[string]float64{"bookie_read_cache_count": 4, "bookie_read_cache_size": entryBytes(1, 1, 4)},
@@ -115,9 +116,10 @@ func TestStorageMetrics(t *testing.T) {
 		moved: map[string]float64{"bookie_read_entry:true": 1, "bookie_write_cache_misses": 1,
 			"bookie_read_cache_hits": 1},
 	}, {
-		name:  "read the last entry from an entry log",
-		do:    read(bkproto.LastAddConfirmed, bkproto.StatusCode_EOK),
-		moved: map[string]float64{"bookie_read_entry:true": 1, "bookie_write_cache_misses": 1},
+		name: "read the last entry from an entry log",
+		do:   read(bkproto.LastAddConfirmed, bkproto.StatusCode_EOK),
+		moved: map[string]float64{"bookie_read_entry:true": 1, "bookie_write_cache_misses": 1,
+			"bookie_get_last_entry_in_ledger:true": 1},
 	}, {
 		name: "read the last entry from the write cache",
 		do: func(t *testing.T) {
@@ -125,7 +127,7 @@ func TestStorageMetrics(t *testing.T) {
 			read(bkproto.LastAddConfirmed, bkproto.StatusCode_EOK)(t)
 		},
 		moved: map[string]float64{"bookie_add_entry:true": 1, "bookie_read_entry:true": 1,
-			"bookie_write_cache_hits": 1},
+			"bookie_write_cache_hits": 1, "bookie_get_last_entry_in_ledger:true": 1},
 		now: map[string]float64{"bookie_write_cache_count": 1, "bookie_write_cache_size": entryBytes(1, 5, 5)},
 	}}
 	watched := map[string]bool{}

@@ -64,6 +64,9 @@ func (w *Writer) proposeChange(base Metadata) (md Metadata, moot bool, err error
 	if err != nil {
 		return Metadata{}, false, fmt.Errorf("ledger %d: replace %v: %w", w.ledgerID, w.failed, err)
 	}
+	if !adheres {
+		w.ready.Stats.NotAdhering++
+	}
 	if !adheres && len(w.bookies.Racks) > 0 {
 		w.logger.Warn("new ensemble does not adhere to the placement policy", "ledger", w.ledgerID,
 			"ensemble", ensemble)

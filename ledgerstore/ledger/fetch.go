@@ -86,16 +86,19 @@ func (f *fetch) outstanding(b BookieID) int {
 	return i
 }
 
-// reply takes slot i's answer. It reports failed once every candidate has
-// answered without a valid copy.
+// reply takes slot i's answer, counting a copy that fails verification in
+// st. It reports failed once every candidate has answered without a valid
+// copy.
 func (f *fetch) reply(i int, reply ReadReply, decode func([]byte, int64) (bkproto.Entry, error),
-	emit emitFunc) (failed bool) {
+	emit emitFunc, st *Stats) (failed bool) {
 	f.answered[i] = true
 	if reply.Status == bkproto.StatusCode_EOK {
-		if e, err := decode(reply.Body, f.entryID); err == nil {
+		e, err := decode(reply.Body, f.entryID)
+		if err == nil {
 			f.entry = &Entry{EntryID: e.EntryID, Length: e.Length, Payload: e.Payload}
 			return false
 		}
+		st.DigestMismatches++
 	}
 	if f.askNext(emit, false) {
 		return false

@@ -130,7 +130,7 @@ func (r *Reader) HandleRead(req ReadRequest, reply ReadReply) {
 	if i < 0 {
 		return
 	}
-	if f.reply(i, reply, r.dec.decode, r.emit) {
+	if f.reply(i, reply, r.dec.decode, r.emit, &r.ready.Stats) {
 		r.finish(fmt.Errorf("%w: ledger %d entry %d from %v", ErrEntryUnavailable, r.ledgerID, f.entryID, f.bookies))
 		return
 	}

@@ -77,7 +77,7 @@ func (r *Reader) handleBatch(req ReadRequest, reply ReadReply) {
 			r.emit(req.Bookie, e, false) // the batch said nothing of e
 			continue
 		}
-		if f.reply(i, one, r.dec.decode, r.emit) {
+		if f.reply(i, one, r.dec.decode, r.emit, &r.ready.Stats) {
 			r.finish(fmt.Errorf("%w: ledger %d entry %d from %v", ErrEntryUnavailable, r.ledgerID, f.entryID, f.bookies))
 			return
 		}

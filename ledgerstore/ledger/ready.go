@@ -28,12 +28,43 @@ type Ready struct {
 	// Done, when not nil, reports that the operation finished; the state
 	// machine emits nothing afterwards.
 	Done *Outcome
+	// Stats counts events since the last Ready for the driver's metrics;
+	// the driver needs to do nothing else about them.
+	Stats Stats
+}
+
+// Stats are events a state machine reports for the client's figures
+// (docs/observability.md, "BookKeeper"). The state machines read no clock:
+// they count, and the driver adds the counts to its metrics.
+type Stats struct {
+	// DigestMismatches counts copies of entries a bookie answered EOK that
+	// failed verification (BookKeeper's READ_ENTRY_DM): reads, tails and
+	// recovery's forward reads.
+	DigestMismatches int
+	// UnderReplicatedAdds counts failed answers (errors and no answer)
+	// from a bookie still at its write-set position for an entry already
+	// acknowledged: the entry completed with fewer than Qw copies
+	// (ADD_ENTRY_UR).
+	UnderReplicatedAdds int
+	// NotAdhering counts replacement ensembles that do not meet the
+	// placement policy (PlacementPolicy.Adheres), as BookKeeper's bookie
+	// watcher counts them
+	// (bookie_watcher_ENSEMBLE_NOT_ADHERING_TO_PLACEMENT_POLICY_TOTAL).
+	NotAdhering int
+}
+
+// add adds o's counts to s.
+func (s *Stats) add(o Stats) {
+	s.DigestMismatches += o.DigestMismatches
+	s.UnderReplicatedAdds += o.UnderReplicatedAdds
+	s.NotAdhering += o.NotAdhering
 }
 
 // Empty reports whether rd holds no work.
 func (rd *Ready) Empty() bool {
 	return rd.MetadataWrite == nil && len(rd.Adds) == 0 && len(rd.LACWrites) == 0 && len(rd.Reads) == 0 &&
-		len(rd.Completions) == 0 && len(rd.Entries) == 0 && !rd.RefreshMetadata && rd.Done == nil
+		len(rd.Completions) == 0 && len(rd.Entries) == 0 && !rd.RefreshMetadata && rd.Done == nil &&
+		rd.Stats == Stats{}
 }
 
 // take returns the batch and resets rd.
@@ -73,4 +104,9 @@ type Outcome struct {
 	Err      error
 	Metadata Metadata
 	LAC      int64
+	// RecoveryReads and RecoveryAdds are, for Recovery, the entries it
+	// read forward and handed to its re-adds, and the re-adds that reached
+	// Qa (BookKeeper's LEDGER_RECOVER_READ_ENTRIES and
+	// LEDGER_RECOVER_ADD_ENTRIES), whether it succeeded or not.
+	RecoveryReads, RecoveryAdds int64
 }

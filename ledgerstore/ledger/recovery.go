@@ -121,6 +121,8 @@ type Recovery struct {
 	nextAdd      int64 // next entry to hand to the writer
 	end          int64 // first entry known absent; math.MaxInt64 until then
 	w            *Writer
+	readCount    int64 // entries read forward and handed to the writer (Outcome.RecoveryReads)
+	addCount     int64 // re-adds that reached Qa (Outcome.RecoveryAdds)
 	ready        Ready
 }
 
@@ -345,7 +347,8 @@ func (r *Recovery) finish(md Metadata, err error) {
 	if err == nil {
 		r.logger.Info("ledger recovered", "ledger", r.ledgerID, "last", md.LastEntryID, "length", md.Length)
 	}
-	r.ready.Done = &Outcome{Err: err, Metadata: md.Clone(), LAC: md.LastEntryID}
+	r.ready.Done = &Outcome{Err: err, Metadata: md.Clone(), LAC: md.LastEntryID,
+		RecoveryReads: r.readCount, RecoveryAdds: r.addCount}
 }
 
 func sortedKeys[V any](m map[int64]V) []int64 {

@@ -92,6 +92,7 @@ func (r *Recovery) handleAnchor(i int, reply ReadReply) {
 	case reply.Status == bkproto.StatusCode_EOK:
 		e, err := bkproto.DecodeEntry(reply.Body, r.md.Digest(), r.macKey, r.ledgerID, q.entryID)
 		if err != nil {
+			r.ready.Stats.DigestMismatches++
 			q.unknown(i, r.now+r.retryTicks)
 			return
 		}
@@ -118,6 +119,7 @@ func (r *Recovery) handleForward(e int64, i int, reply ReadReply) {
 	case reply.Status == bkproto.StatusCode_EOK:
 		entry, err := bkproto.DecodeEntry(reply.Body, r.md.Digest(), r.macKey, r.ledgerID, e)
 		if err != nil {
+			r.ready.Stats.DigestMismatches++
 			q.unknown(i, r.now+r.retryTicks) // a bad copy proves nothing (pitfall 1, 10)
 			r.wakeRest(q)
 			return
@@ -169,6 +171,7 @@ func (r *Recovery) feed() {
 		delete(r.found, r.nextAdd)
 		r.w.appendRecovered(e.EntryID, e.Length, e.Payload)
 		r.nextAdd++
+		r.readCount++
 	}
 	r.absorb()
 	r.readForward()
@@ -216,8 +219,11 @@ func (r *Recovery) BookieFailed(b BookieID) {
 // fails recovery; the writer's Done ends it.
 func (r *Recovery) absorb() {
 	wr := r.w.Ready()
+	r.ready.Stats.add(wr.Stats)
 	for _, c := range wr.Completions {
-		if c.Err != nil {
+		if c.Err == nil {
+			r.addCount++
+		} else {
 			// Checked before anything else is passed on: a failed re-add
 			// must never let a closing write out.
 			r.fail(fmt.Errorf("ledger %d: recovery re-add: %w", r.ledgerID, c.Err))

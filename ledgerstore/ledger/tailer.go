@@ -245,7 +245,7 @@ func (t *Tailer) handleEntry(req ReadRequest, reply ReadReply) {
 	if f == nil {
 		return // an abandoned read of an entry already read
 	}
-	if i := f.outstanding(req.Bookie); i >= 0 && f.reply(i, reply, t.dec.decode, t.emit) {
+	if i := f.outstanding(req.Bookie); i >= 0 && f.reply(i, reply, t.dec.decode, t.emit, &t.ready.Stats) {
 		// Every replica failed: the metadata may be stale (the entry
 		// is in a segment this copy does not have). Refresh and retry.
 		delete(t.fetches, req.EntryID)

@@ -299,8 +299,21 @@ func (w *Writer) HandleAdd(req AddRequest, status bkproto.StatusCode) {
 	case bkproto.StatusCode_EUA:
 		w.fail(fmt.Errorf("ledger %d: bookie %s: %w", w.ledgerID, req.Bookie, bkproto.ErrUnauthorized))
 	default:
+		if pa == nil && req.EntryID <= w.lac && w.stillAt(req) {
+			w.ready.Stats.UnderReplicatedAdds++
+		}
 		w.BookieFailed(req.Bookie)
 	}
+}
+
+// stillAt reports whether req's bookie still holds a position of req's
+// entry's write set: its failure then leaves that entry short of a copy.
+func (w *Writer) stillAt(req AddRequest) bool {
+	if req.EntryID < w.md.LastSegment().FirstEntryID {
+		return false
+	}
+	pos := slices.Index(w.ensemble, req.Bookie)
+	return pos >= 0 && w.placement.InWriteSet(req.EntryID, pos)
 }
 
 // BookieFailed reports that a bookie of the ensemble failed (an error

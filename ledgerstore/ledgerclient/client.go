@@ -360,9 +360,15 @@ func (c *Client) Close() {
 
 func (c *Client) setRegistry(reg metadata.Registry) {
 	c.mu.Lock()
+	var known []ledger.BookieID
+	if c.reg != nil {
+		known = c.reg.Writable
+	}
 	c.reg = &reg
 	c.mu.Unlock()
-	cands := candidates(reg, c.loadRacks(c.ctx))
+	racks := c.loadRacks(c.ctx)
+	c.recordTopology(known, reg.Writable, racks)
+	cands := candidates(reg, racks)
 	for _, d := range c.driverList() {
 		if s, ok := d.m.(candidatesSetter); ok {
 			d.post(func() { s.SetBookies(cands) })

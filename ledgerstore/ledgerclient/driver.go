@@ -245,6 +245,7 @@ func (d *driver) flush() (finished bool) {
 		if rd.RefreshMetadata {
 			d.refreshMetadata()
 		}
+		d.c.countStats(rd.Stats)
 		if d.deliver(&rd) || rd.Done != nil {
 			return true
 		}
@@ -258,12 +259,16 @@ func (d *driver) flush() (finished bool) {
 // per add. Otherwise a goroutine dials first and waits for the answer.
 func (d *driver) sendAdd(req ledger.AddRequest) {
 	h := d.m.(addHandler)
-	if cl := d.c.pool.live(req.Bookie); cl != nil {
-		cl.Send(req.Request(0), time.Now().Add(d.c.cfg.AddTimeout), func(r bookierpc.Result) {
+	if cl, cs := d.c.pool.live(req.Bookie); cl != nil {
+		// One clock read serves the deadline and the connection's figure.
+		sent := time.Now()
+		cs.sent(bkproto.OperationType_ADD_ENTRY)
+		cl.Send(req.Request(0), sent.Add(d.c.cfg.AddTimeout), func(r bookierpc.Result) {
 			status := ledger.NoResponse
 			if r.Err == nil {
 				status = bkproto.ResponseStatus(r.Resp)
 			}
+			cs.answered(bkproto.OperationType_ADD_ENTRY, sent, status == bkproto.StatusCode_EOK, timedOut(r.Err))
 			d.reply(func() { h.HandleAdd(req, status) })
 		})
 		return
@@ -336,7 +341,11 @@ func (d *driver) readBatch(ctx context.Context, req ledger.ReadRequest) ledger.R
 	if err != nil {
 		return ledger.ReadReply{Status: ledger.NoResponse}
 	}
+	cs := d.c.pool.stats(req.Bookie)
+	cs.sent(bkproto.OperationType_READ_ENTRY)
+	start := time.Now()
 	resp, err := cl.BatchRead(ctx, req.Request(0), req.BatchMaxCount, req.BatchMaxSize)
+	cs.answered(bkproto.OperationType_READ_ENTRY, start, respOK(resp, err), timedOut(err))
 	if err != nil {
 		return ledger.ReadReply{Status: ledger.NoResponse}
 	}

@@ -62,8 +62,11 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %d successes and %d failures, want %d and %d", tt.name, ok, failed, tt.ok, tt.failed)
 		}
 	}
-	if len(m.OpStats()) != 9 || len(m.Counters()) != 4 || len(m.Gauges()) != 1 {
-		t.Errorf("exported names: %d op stats, %d counters, %d gauges", len(m.OpStats()), len(m.Counters()), len(m.Gauges()))
+	if len(m.OpStats()) != 9 || len(m.Values()) != 4 || len(m.Counters()) != 8 || len(m.Gauges()) != 2 ||
+		len(m.CountersByBookie()) != 7 || len(m.LatenciesByBookie()) != 9 {
+		t.Errorf("exported names: %d op stats, %d values, %d counters, %d gauges, %d and %d by bookie",
+			len(m.OpStats()), len(m.Values()), len(m.Counters()), len(m.Gauges()), len(m.CountersByBookie()),
+			len(m.LatenciesByBookie()))
 	}
 }
 

@@ -42,6 +42,8 @@ type bookieConn struct {
 	// failedAt and failErr are the last failed dial; dialing guards them.
 	failedAt time.Time
 	failErr  error
+	// stats are the connection's figures; nil without Config.Metrics.
+	stats *ChannelStats
 }
 
 func newPool(c *Client) *pool {
@@ -54,22 +56,38 @@ func (p *pool) call(ctx context.Context, b ledger.BookieID, req *bkproto.Request
 	if err != nil {
 		return nil, err
 	}
-	return cl.Call(ctx, req)
+	cs, op := p.stats(b), req.GetHeader().GetOperation()
+	cs.sent(op)
+	start := time.Now()
+	resp, err := cl.Call(ctx, req)
+	cs.answered(op, start, respOK(resp, err), timedOut(err))
+	return resp, err
 }
 
-// live returns the live connection to b, or nil if there is none (not
-// dialled yet, ended, or the pool closed). It never blocks on a dial.
-func (p *pool) live(b ledger.BookieID) *bookierpc.Client {
+// stats returns the figures of b's connection, nil without metrics.
+func (p *pool) stats(b ledger.BookieID) *ChannelStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if bc := p.conns[b]; bc != nil {
+		return bc.stats
+	}
+	return nil
+}
+
+// live returns the live connection to b and its figures, or nil if there
+// is none (not dialled yet, ended, or the pool closed). It never blocks on
+// a dial.
+func (p *pool) live(b ledger.BookieID) (*bookierpc.Client, *ChannelStats) {
 	p.mu.Lock()
 	bc, closed := p.conns[b], p.closed
 	p.mu.Unlock()
 	if closed || bc == nil {
-		return nil
+		return nil, nil
 	}
 	if cl := bc.cl.Load(); cl != nil && cl.Err() == nil {
-		return cl
+		return cl, bc.stats
 	}
-	return nil
+	return nil, nil
 }
 
 // conn returns a live connection to b, dialling one if needed.
@@ -82,6 +100,9 @@ func (p *pool) conn(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, 
 	bc := p.conns[b]
 	if bc == nil {
 		bc = &bookieConn{dialing: make(chan struct{}, 1)}
+		if m := p.c.cfg.Metrics; m != nil {
+			bc.stats = m.Channel(string(b))
+		}
 		p.conns[b] = bc
 	}
 	p.mu.Unlock()
@@ -100,7 +121,11 @@ func (p *pool) conn(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, 
 	if time.Since(bc.failedAt) < redialBackoff {
 		return nil, bc.failErr
 	}
+	dialStart := time.Now()
 	cl, err := p.dial(ctx, b)
+	if ctx.Err() == nil || err == nil {
+		bc.stats.dialed(dialStart, cl, err) // a dial its caller gave up on is not the bookie's failure
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			bc.failedAt, bc.failErr = time.Now(), err
@@ -110,6 +135,7 @@ func (p *pool) conn(ctx context.Context, b ledger.BookieID) (*bookierpc.Client, 
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		bc.stats.closed(cl)
 		_ = cl.Close()
 		return nil, ErrClientClosed
 	}
@@ -141,6 +167,7 @@ func (p *pool) watch(b ledger.BookieID, bc *bookieConn, cl *bookierpc.Client) {
 	case <-cl.Done():
 	case <-p.c.ctx.Done():
 	}
+	bc.stats.closed(cl) // ended, or being closed with the client
 	if p.c.ctx.Err() != nil {
 		return // Close ends every connection; nobody needs telling
 	}

@@ -75,6 +75,7 @@ func (c *Client) Open(ctx context.Context, id int64, password []byte) (_ *ReadHa
 		err = out.Err
 	}
 	c.record(ledgerRecover, recovering, err)
+	c.recordRecovery(out, err == nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledgerclient: recover ledger %d: %w", id, err)
 	}

@@ -106,6 +106,9 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 		return nil, fmt.Errorf("ledgerclient: create: %w", err)
 	}
 	c.observe(newEnsembleTime, chose, true)
+	if !adheres {
+		c.count(notAdhering)
+	}
 	if !adheres && len(cands.Racks) > 0 && opts.Ensemble > 1 {
 		c.log.Warn("new ensemble does not adhere to the placement policy", "ensemble", ensemble)
 	}
@@ -124,6 +127,11 @@ func (c *Client) Create(ctx context.Context, opts CreateOptions) (_ *Writer, err
 	}
 	if md, err = fromStore(stored, v); err != nil {
 		return nil, err
+	}
+	if m := c.cfg.Metrics; m != nil {
+		for _, b := range ensemble {
+			m.EnsembleBookie(string(b))
+		}
 	}
 	lw, err := ledger.NewWriter(ledger.WriterConfig{LedgerID: id, Metadata: md, Bookies: cands, Rand: rng,
 		Policy: c.cfg.Placement, OnlyBookies: opts.Bookies, MaxPendingAdds: c.cfg.MaxPendingAdds,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
 
@@ -71,6 +72,10 @@ type Config struct {
 	Logger *slog.Logger
 	// DiskUsage reports a directory's filesystem usage. nil means statfs(2).
 	DiskUsage func(dir string) (DirUsage, error)
+	// Clock, when set, times the steps of reads and flushes into Stats
+	// (docs/observability.md, "Ledger storage"). nil: the store reads no
+	// clock and those figures stay empty.
+	Clock func() time.Time
 }
 
 // IndexOnOS sets c's IndexFS to pebble's OS filesystem. A bookie whose FS

@@ -74,6 +74,34 @@ func (s *Store) FlushBytes() (int64, error) {
 func (s *Store) flushHalf(half *cacheHalf, records map[int64][]byte) error {
 	batch := s.db.NewBatch()
 	defer batch.Close()
+	logs := s.now()
+	if err := s.appendHalf(half, batch); err != nil {
+		s.recordStep(&s.stats.FlushEntryLogs, logs, false)
+		return err
+	}
+	if len(half.entries) > 0 {
+		s.recordStep(&s.stats.FlushEntryLogs, logs, true)
+	}
+	for _, id := range slices.Sorted(maps.Keys(records)) {
+		if err := batch.Set(ledgerKey(id), records[id], nil); err != nil {
+			return err
+		}
+	}
+	if batch.Empty() {
+		return nil
+	}
+	index := s.now()
+	if err := batch.Commit(pebble.Sync); err != nil {
+		s.recordStep(&s.stats.FlushIndex, index, false)
+		return fmt.Errorf("entrystore: commit index: %w", err)
+	}
+	s.recordStep(&s.stats.FlushIndex, index, true)
+	return nil
+}
+
+// appendHalf appends half's entries to the entry logs, sorted by ledger
+// and entry, puts their locations into batch and syncs the logs written.
+func (s *Store) appendHalf(half *cacheHalf, batch *pebble.Batch) error {
 	touched := make([]bool, len(s.writers))
 	for _, ce := range half.sorted() {
 		dir := s.dirOf(ce.key.ledgerID)
@@ -92,17 +120,6 @@ func (s *Store) flushHalf(half *cacheHalf, records map[int64][]byte) error {
 				return err
 			}
 		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(records)) {
-		if err := batch.Set(ledgerKey(id), records[id], nil); err != nil {
-			return err
-		}
-	}
-	if batch.Empty() {
-		return nil
-	}
-	if err := batch.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("entrystore: commit index: %w", err)
 	}
 	return nil
 }

@@ -63,7 +63,16 @@ func (s *Store) get(ledgerID, entryID int64, counted bool) ([]byte, error) {
 	if entryID < LastEntry || ledgerID < 0 {
 		return nil, s.absent(ledgerID, entryID)
 	}
+	scanned := s.now()
 	found, err := s.indexScan(ledgerID, entryID)
+	if counted {
+		lookup := &s.stats.LookupLocation
+		if entryID == LastEntry {
+			lookup = &s.stats.LastEntryLookup
+		}
+		s.recordStep(lookup, scanned, err == nil)
+		s.addStep(&s.stats.LocationsIndexMicros, scanned)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +210,7 @@ func (s *Store) readLocation(ledgerID int64, found []indexed, epoch uint64, ahea
 		return nil, errLogGone
 	}
 	size := lf.size.Load()
+	read := s.now()
 	start := off - recordHeaderBytes
 	if start < LogHeaderBytes || off+MinEntryBytes > size {
 		return nil, s.badLocation(lf, ledgerID, found[0], "outside the log (size %d)", size)
@@ -220,11 +230,14 @@ func (s *Store) readLocation(ledgerID int64, found []indexed, epoch uint64, ahea
 		}
 	}
 	entry, reason := checkRecord(span, ledgerID, found[0].entryID)
+	s.addStep(&s.stats.EntryLogMicros, read)
 	if reason != "" {
 		return nil, s.badLocation(lf, ledgerID, found[0], "%s", reason)
 	}
 	if ahead && s.readAheadOn() {
+		cached := s.now()
 		s.readAhead(lf.id, ledgerID, span, start, found[1:], epoch)
+		s.addStep(&s.stats.ReadAheadMicros, cached)
 	}
 	return bytes.Clone(entry), nil
 }

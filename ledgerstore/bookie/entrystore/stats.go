@@ -2,6 +2,7 @@ package entrystore
 
 import (
 	"sync/atomic"
+	"time"
 
 	"keeper/internal/metric"
 )
@@ -9,8 +10,9 @@ import (
 // Stats are the store's running counts, which the bookie exports under
 // the names of BookKeeper's DbLedgerStorage (docs/observability.md). Each
 // is updated where its event happens, with an atomic add and no lock of
-// its own, and read at scrape time. The store reads no clock: the bookie
-// times the calls it makes.
+// its own, and read at scrape time. The store reads a clock only when its
+// Config.Clock is set, to time the steps of a read and of a flush; the
+// bookie times the calls it makes.
 type Stats struct {
 	// WriteCacheHits and WriteCacheMisses count the Gets answered from
 	// the write cache and those that had to look further (a Get of the
@@ -24,6 +26,52 @@ type Stats struct {
 	// entry log while read-ahead is on, how many following entries (and
 	// their bytes) it put into the read cache.
 	ReadAheadEntries, ReadAheadBytes metric.OpStats
+
+	// The steps of a read from an entry log, timed with Config.Clock (none
+	// without one), in µs. LookupLocation times the index lookup of a
+	// given entry and LastEntryLookup the lookup of a ledger's last one
+	// (each scan also gathers the read-ahead's locations);
+	// LocationsIndexMicros adds up both, EntryLogMicros the reads of the
+	// entry's record from its log and its checks, ReadAheadMicros the
+	// caching of the entries the same read covered.
+	LookupLocation, LastEntryLookup                       metric.OpStats
+	LocationsIndexMicros, EntryLogMicros, ReadAheadMicros atomic.Int64
+	// The steps of a flush that moved entries, timed likewise:
+	// FlushEntryLogs appends the entries to the entry logs and syncs them,
+	// FlushIndex commits their locations and the changed ledger records
+	// in one synced index batch. A failed step is a failure.
+	FlushEntryLogs, FlushIndex metric.OpStats
+}
+
+// now reads the store's clock; the zero time without one.
+func (s *Store) now() time.Time {
+	if s.cfg.Clock == nil {
+		return time.Time{}
+	}
+	return s.cfg.Clock()
+}
+
+// sinceUs returns the µs from start to now on the store's clock, or -1
+// without a clock.
+func (s *Store) sinceUs(start time.Time) int64 {
+	if s.cfg.Clock == nil {
+		return -1
+	}
+	return max(s.cfg.Clock().Sub(start).Microseconds(), 0)
+}
+
+// recordStep records a step's time in o, if the store has a clock.
+func (s *Store) recordStep(o *metric.OpStats, start time.Time, ok bool) {
+	if us := s.sinceUs(start); us >= 0 {
+		o.Record(us, ok)
+	}
+}
+
+// addStep adds a step's time to c, if the store has a clock.
+func (s *Store) addStep(c *atomic.Int64, start time.Time) {
+	if us := s.sinceUs(start); us >= 0 {
+		c.Add(us)
+	}
 }
 
 // Stats returns the store's live counts.
