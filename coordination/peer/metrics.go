@@ -2,6 +2,7 @@ package peer
 
 import (
 	"encoding/binary"
+	"strconv"
 
 	"keeper/coordination/txn"
 	"keeper/coordination/zab"
@@ -46,7 +47,19 @@ type Metrics struct {
 	// server's.
 	LocalWriteCommittedTime  *metric.Summary
 	ServerWriteCommittedTime *metric.Summary
+	// AckLatency, keyed by the acking member's id, is a leader's latency
+	// of each ACK of a sampled txn (one in AckLoggingFrequency, by zxid)
+	// that arrives while the txn waits for its quorum, the leader's own
+	// ACK included (ack_latency). Between keeper servers ACKs are
+	// cumulative: an ACK of a later txn acknowledges the sampled one, and
+	// is timed for it.
+	AckLatency *metric.SummarySet
 }
+
+// AckLoggingFrequency is ZooKeeper's default
+// zookeeper.leader.ackLoggingFrequency: a leader times the ACKs of the
+// txns whose zxid is a multiple of it.
+const AckLoggingFrequency = 1000
 
 // NewMetrics registers the peer's metrics in r.
 func NewMetrics(r *metric.Registry) *Metrics {
@@ -58,6 +71,7 @@ func NewMetrics(r *metric.Registry) *Metrics {
 		Revalidations:            r.Counter("revalidate_count"),
 		LocalWriteCommittedTime:  r.Summary("local_write_committed_time_ms", true),
 		ServerWriteCommittedTime: r.Summary("server_write_committed_time_ms", true),
+		AckLatency:               r.SummarySet("ack_latency", true),
 	}
 }
 
@@ -86,6 +100,10 @@ type latencies struct {
 	// not yet applied was learned: mhead is the oldest, mn how many.
 	marks     [maxTimedTxns]commitMark
 	mhead, mn int
+	// acked is, per member, the greatest zxid its ACKs covered since
+	// broadcast began, so that a cumulative ACK times a sampled txn once.
+	// It holds at most the ensemble's members.
+	acked map[zab.PeerID]zxid.ID
 }
 
 // commitMark says the txns after after, up to upTo, were learned
@@ -175,6 +193,8 @@ func (p *Peer) receivedTimed(m zab.Message, now zkcore.Now) {
 		return
 	}
 	switch {
+	case m.Type == zab.MsgAck && p.node.Role() == zab.Leading:
+		p.ackTimed(m.From, m.Zxid, now)
 	case m.Type == zab.MsgProposal && p.node.Role() == zab.Following:
 		if t, ok := headerTimeMs(m.Data); ok {
 			record(l.m.ProposalLatency, now, t)
@@ -199,6 +219,7 @@ func (p *Peer) committedTimed(now zkcore.Now) {
 	if !p.node.Serving() {
 		l.head, l.n, l.seen = 0, 0, c
 		l.mhead, l.mn = 0, 0
+		clear(l.acked)
 		return
 	}
 	if c <= l.seen {
@@ -228,6 +249,40 @@ func (p *Peer) ackedTimed(entries []zab.Entry, now zkcore.Now) {
 	for _, e := range entries {
 		if t, ok := headerTimeMs(e.Data); ok {
 			record(l.m.AckCreationLatency, now, t)
+		}
+	}
+	if len(entries) > 0 && p.node.Role() == zab.Leading {
+		p.ackTimed(p.id, entries[len(entries)-1].Zxid, now) // the leader's own ACK
+	}
+}
+
+// ackTimed times, on a leader, member from's ACK up to upTo for each
+// sampled txn it covers that still waits for its quorum and that from had
+// not acknowledged before (ack_latency).
+func (p *Peer) ackTimed(from zab.PeerID, upTo zxid.ID, now zkcore.Now) {
+	l := p.lat
+	if l.acked == nil {
+		l.acked = map[zab.PeerID]zxid.ID{}
+	}
+	prev := l.acked[from]
+	if upTo <= prev {
+		return
+	}
+	l.acked[from] = upTo
+	var key string
+	for i := range l.n {
+		t := l.ring[(l.head+i)%maxTimedTxns]
+		if t.zxid > upTo {
+			break
+		}
+		if t.zxid <= prev || uint64(t.zxid)%AckLoggingFrequency != 0 {
+			continue
+		}
+		if key == "" {
+			key = strconv.FormatInt(int64(from), 10)
+		}
+		if d := now.WallMs - t.timeMs; d >= 0 {
+			l.m.AckLatency.Add(key, d)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package quorumnet
 
 import (
 	"sync"
+	"time"
 
 	"keeper/coordination/zab"
 )
@@ -15,10 +16,18 @@ type queue struct {
 	spare []zab.Message // a batch the consumer gave back (recycle), for items to reuse (mu)
 	max   int
 	ready chan struct{} // holds a token while items may be non-empty
+
+	// With markEvery set, every markEvery-th message pushed is a marker:
+	// its push time (the monotonic clock) is kept with its place in
+	// items, and the batch wait returns it in reports its wait (mu).
+	markEvery int64
+	pushed    int64
+	marker    int       // the marker's index in items; -1 when none is queued
+	markedAt  time.Time // when the marker was pushed
 }
 
 func newQueue(max int) *queue {
-	return &queue{max: max, ready: make(chan struct{}, 1)}
+	return &queue{max: max, ready: make(chan struct{}, 1), marker: -1}
 }
 
 // push appends m and reports whether there was room.
@@ -27,6 +36,13 @@ func (q *queue) push(m zab.Message) bool {
 	if len(q.items) >= q.max {
 		q.mu.Unlock()
 		return false
+	}
+	if q.markEvery > 0 {
+		// One marker at a time: a later one waits for the next turn.
+		if q.pushed%q.markEvery == 0 && q.marker < 0 {
+			q.marker, q.markedAt = len(q.items), time.Now()
+		}
+		q.pushed++
 	}
 	q.items = append(q.items, m)
 	q.bytes += int64(len(m.Data))
@@ -72,7 +88,7 @@ func (q *queue) recycle(batch []zab.Message) {
 // clear drops every queued message.
 func (q *queue) clear() {
 	q.mu.Lock()
-	q.items, q.bytes = nil, 0
+	q.items, q.bytes, q.marker = nil, 0, -1
 	q.mu.Unlock()
 }
 
@@ -88,25 +104,36 @@ func (q *queue) size() (n int, bytes int64) {
 // recycle once it is done with it. A consumer that gives up passes the token on,
 // so a consumer that replaced it is not left waiting.
 func (q *queue) wait(done <-chan struct{}) (batch []zab.Message, ok bool) {
+	batch, _, ok = q.waitMarked(done)
+	return batch, ok
+}
+
+// waitMarked is wait that also returns how long the marker the batch holds
+// waited in the queue, or a negative duration when it holds none.
+func (q *queue) waitMarked(done <-chan struct{}) (batch []zab.Message, markerWait time.Duration, ok bool) {
 	for {
 		select {
 		case <-done:
 			q.signal()
-			return nil, false
+			return nil, -1, false
 		default:
 		}
 		q.mu.Lock()
 		batch, q.items, q.spare = q.items, q.spare, nil
 		q.bytes = 0
+		markerWait = -1
+		if q.marker >= 0 && len(batch) > 0 {
+			markerWait, q.marker = time.Since(q.markedAt), -1
+		}
 		q.mu.Unlock()
 		if len(batch) > 0 {
-			return batch, true
+			return batch, markerWait, true
 		}
 		select {
 		case <-q.ready:
 		case <-done:
 			q.signal()
-			return nil, false
+			return nil, -1, false
 		}
 	}
 }

@@ -69,6 +69,9 @@ func (t *Transport) newLinkLocked(peer zab.PeerID, learner bool) *quorumLink {
 	}
 	l := &quorumLink{t: t, peer: peer, learner: learner, q: newQueue(t.cfg.QueueMessages),
 		done: make(chan struct{}), finished: make(chan struct{})}
+	if t.cfg.Metrics != nil && !learner {
+		l.q.markEvery = MarkerEvery
+	}
 	l.prev = t.chainLocked(peer, l.finished)
 	t.quorum[peer] = l
 	return l
@@ -340,10 +343,11 @@ func (l *quorumLink) read(br *bufio.Reader, first *zab.Message) {
 func (l *quorumLink) write(conn net.Conn) {
 	bw := bufio.NewWriterSize(conn, ioBufferBytes)
 	for {
-		batch, ok := l.q.wait(l.done)
+		batch, markerWait, ok := l.q.waitMarked(l.done)
 		if !ok {
 			return
 		}
+		l.recordQueue(len(batch), markerWait)
 		cut := l.keeperPeer.Load()
 		for i, m := range batch {
 			if cut && i+1 < len(batch) && supersedes(batch[i+1], m) {

@@ -91,6 +91,9 @@ type Config struct {
 	SASL *SASL
 	// Logger receives the transport's logs (nil: discard).
 	Logger *slog.Logger
+	// Metrics receives the leader's per-learner send queue figures (nil:
+	// none are kept).
+	Metrics *LinkMetrics
 }
 
 // Validate reports the first problem in c.

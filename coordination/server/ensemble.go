@@ -26,6 +26,7 @@ type zabMetrics struct {
 	inflightDiff, inflightSnap         *metric.Summary
 	phases                             phaseTimes
 	peer                               *peer.Metrics
+	links                              *quorumnet.LinkMetrics // the leader's send queues to its learners
 }
 
 func newZabMetrics(r *metric.Registry) *zabMetrics {
@@ -41,6 +42,7 @@ func newZabMetrics(r *metric.Registry) *zabMetrics {
 		inflightSnap:      r.Summary("inflight_snap_count", false),
 		phases:            newPhaseTimes(r),
 		peer:              peer.NewMetrics(r),
+		links:             quorumnet.NewLinkMetrics(r),
 	}
 }
 
