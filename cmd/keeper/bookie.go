@@ -117,25 +117,34 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 }
 
 // confFileError words an error about the bookkeeper.conf at path: in its
-// own name, with the line of a misspelt key.
+// own name, with the line of a misspelt key or of a key whose value is
+// refused.
 func confFileError(path string, data []byte, err error) error {
 	var typo *bookie.TypoError
 	if errors.As(err, &typo) {
 		return fmt.Errorf("%s:%d: unknown key %s; did you mean %s?", path, propertyLine(data, typo.Key), typo.Key, typo.Known)
 	}
+	var bad *bookie.KeyError
+	if errors.As(err, &bad) {
+		if line := propertyLine(data, bad.Key); line > 0 {
+			return fmt.Errorf("%s:%d: %s: %s", path, line, bad.Key, bad.Reason)
+		}
+	}
 	return fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "bookkeeper.conf: "))
 }
 
-// propertyLine returns the 1-based line of data where key is set, 0 if
-// none is found.
+// propertyLine returns the 1-based line of data where key is set, the last
+// one if it is set more than once (its value is the one that counts), 0
+// if none is found.
 func propertyLine(data []byte, key string) int {
+	line := 0
 	for i, l := range strings.Split(string(data), "\n") {
 		l = strings.TrimLeft(l, " \t\f")
 		if rest, ok := strings.CutPrefix(l, key); ok && (rest == "" || strings.ContainsAny(rest[:1], "=: \t\f")) {
-			return i + 1
+			line = i + 1
 		}
 	}
-	return 0
+	return line
 }
 
 // loadBookieConfig reads the configuration file, if any, and applies the

@@ -10,7 +10,8 @@ import (
 )
 
 // TestBookieConfTypos checks that a bookkeeper.conf key one edit away from
-// one keeper uses is refused with the key meant and its line, and that
+// one keeper uses is refused with the key meant and its line, that a value
+// refused names its key's line (the last, for a key set twice), and that
 // other unknown keys are a warning.
 func TestBookieConfTypos(t *testing.T) {
 	dir := t.TempDir()
@@ -22,7 +23,11 @@ func TestBookieConfTypos(t *testing.T) {
 		{name: "typo", text: "bookiePort=3199\n\n  journalDirectries=/j\n",
 			wantErr: "FILE:3: unknown key journalDirectries; did you mean journalDirectories?"},
 		{name: "case", text: "bookieport: 3199\n", wantErr: "FILE:1: unknown key bookieport; did you mean bookiePort?"},
-		{name: "bad value", text: "gcWaitTime=soon\n", wantErr: `FILE: gcWaitTime: "soon" is not`},
+		{name: "bad value", text: "bookiePort=3199\ngcWaitTime=soon\n", wantErr: `FILE:2: gcWaitTime: "soon" is not`},
+		{name: "bad value set twice", text: "bookiePort=abc\ngcWaitTime=1000\nbookiePort = xyz\n",
+			wantErr: `FILE:3: bookiePort: "xyz" is not an integer`},
+		{name: "refused setting", text: "bookiePort=3199\nzkEnableSecurity=true\n",
+			wantErr: "FILE:2: zkEnableSecurity: keeper does not support"},
 		{name: "unknown", text: "journalDirectories=/j\nledgerDirectories=/l\nsomeBookKeeperKey=1\n",
 			wantLog: `configuration keys keeper does not use; ignored" file=`},
 	}

@@ -58,7 +58,7 @@ func TestRefuseUnsupportedProtection(t *testing.T) {
 			[]string{"server", plainZoo},
 			[]string{"ZOO_DATADIR_AUTOCREATE_DISABLE: keeper does not support refusing to create a missing data directory yet"}},
 		{"bookkeeper.conf tls", nil, []string{"bookie", tlsBookie},
-			[]string{tlsBookie, "bookkeeper.conf: tlsKeyStoreAlias: keeper does not support TLS setting tlsKeyStoreAlias yet"}},
+			[]string{tlsBookie, "bookkeeper.conf:2: tlsKeyStoreAlias: keeper does not support TLS setting tlsKeyStoreAlias yet"}},
 		// keeper's clients implement TLS and SASL DIGEST-MD5 (docs/tls.md,
 		// docs/sasl.md); what they still lack stops them.
 		{"bookie metadata client ocsp", map[string]string{"BOOKIE_EXTRA_OPTS": "-Dzookeeper.client.secure=true -Dzookeeper.ssl.ocsp=true"},

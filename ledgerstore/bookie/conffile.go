@@ -150,9 +150,19 @@ func (p *confParser) get(key string) (string, bool) {
 
 func (p *confParser) fail(key, value, want string) {
 	if p.err == nil {
-		p.err = fmt.Errorf("bookkeeper.conf: %s: %q is not %s", key, value, want)
+		p.err = &KeyError{Key: key, Reason: fmt.Sprintf("%q is not %s", value, want)}
 	}
 }
+
+// KeyError is a bookkeeper.conf key whose value keeper refuses: not a
+// valid value, or a setting that protects data or access which keeper
+// does not implement. The caller, which has the file, names its line.
+type KeyError struct {
+	Key    string
+	Reason string
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("bookkeeper.conf: %s: %s", e.Key, e.Reason) }
 
 func (p *confParser) int64(key string, min, max int64, dst *int64) bool {
 	v, ok := p.get(key)

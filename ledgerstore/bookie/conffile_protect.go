@@ -104,7 +104,7 @@ func (p *confParser) refuseProtective() {
 		case !valid:
 			p.fail(k, v, "true or false")
 		case refused && p.err == nil:
-			p.err = fmt.Errorf("bookkeeper.conf: %s: keeper does not support %s yet", k, prot.feature)
+			p.err = &KeyError{Key: k, Reason: fmt.Sprintf("keeper does not support %s yet", prot.feature)}
 		}
 	}
 }
