@@ -143,7 +143,7 @@ func startSandboxBookie(ctx context.Context, sc sandboxConfig, n int, zkAddr str
 		LedgerDirs:        []string{filepath.Join(dir, "ledgers")},
 		MetadataServers:   []string{zkAddr},
 		MetricsAddr:       "127.0.0.1:0",
-		Logger:            logger.With("bookie", n),
+		Logger:            logger.With("sandbox_bookie", n), // the bookie adds its id as "bookie"
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

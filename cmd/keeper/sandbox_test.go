@@ -23,8 +23,12 @@ import (
 
 // TestSandboxRunsServerAndBookies starts the sandbox, waits for its three
 // bookies to register with its coordination server, stops it, and starts
-// it again on the same data (the bookies' cookies must still match).
+// it again on the same data (the bookies' cookies must still match). No
+// log line it wrote names a field twice.
 func TestSandboxRunsServerAndBookies(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	defer func() { checkLogKeys(t, logs.String()) }()
 	dir := filepath.Join(t.TempDir(), "keeper-data")
 	// The sandbox's bookies take consecutive ports.
 	sc := sandboxConfig{dataDir: dir, port: testhost.Port(t), bookies: 3, bookiePort: testhost.Run(t, 3)}
@@ -35,7 +39,7 @@ func TestSandboxRunsServerAndBookies(t *testing.T) {
 	for round := range 2 {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- runSandbox(ctx, sc, slog.New(slog.DiscardHandler), io.Discard) }()
+		go func() { done <- runSandbox(ctx, sc, logger, io.Discard) }()
 
 		conn, _, err := zk.Connect([]string{"127.0.0.1:" + strconv.Itoa(sc.port)}, 10*time.Second,
 			zk.WithLogger(quietZKLogger{}))
@@ -64,6 +68,26 @@ func TestSandboxRunsServerAndBookies(t *testing.T) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("round %d: sandbox stop: %v", round, err)
+		}
+	}
+}
+
+// logKey finds the keys of a text log line's fields, outside quoted values.
+var logKey = regexp.MustCompile(`(?:^| )([A-Za-z_][A-Za-z0-9_.]*)=(?:"(?:[^"\\]|\\.)*"|\S*)`)
+
+// checkLogKeys fails the test for a log line that names a field twice
+// (a wrapper's logger.With and the component's own, say): a reader, or a
+// log pipeline keeping one of them, loses the other.
+func checkLogKeys(t *testing.T, logs string) {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		seen := map[string]bool{}
+		for _, m := range logKey.FindAllStringSubmatch(line, -1) {
+			if seen[m[1]] {
+				t.Errorf("log line names %s twice: %s", m[1], line)
+				break
+			}
+			seen[m[1]] = true
 		}
 	}
 }
