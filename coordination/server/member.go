@@ -14,15 +14,18 @@ import (
 	"keeper/internal/metric"
 )
 
-// Member is an ensemble member's loop work without the loop: the same
-// methods a running Server's select loop dispatches to (driveQuorum,
+// Member is a server's loop work without the loop: the same methods a
+// running Server's select loop dispatches to (driveQuorum or drive,
 // finishBatch, stepSnapshot, snapshotFinished, autopurge), on a server
-// that has no sockets and starts no goroutines. Whoever drives it decides
-// when each hand-off completes: a batch taken to disk (MemberConfig.ToDisk,
-// then Persist and Finish), a snapshot walk's next step, its writer, and
-// the writer's report. The simulator (verify/sim) drives one per member
-// that way, ordering the hand-offs from its seed. A Member is not safe for
-// concurrent use.
+// that has no sockets and starts no goroutines. An ensemble member's
+// drives a peer; a standalone one's (MemberConfig.Peer nil) drives its core
+// as a standalone server does, through the same persister batches.
+// Whoever drives it decides when each hand-off completes: a batch taken to
+// disk (MemberConfig.ToDisk, then Persist and Finish; standalone: Queued,
+// then PersistQueued and Finish), a snapshot walk's next step, its writer,
+// and the writer's report. The simulator (verify/sim) drives one per
+// member that way, ordering the hand-offs from its seed. A Member is not
+// safe for concurrent use.
 type Member struct {
 	s      *Server
 	purger *purger
@@ -37,10 +40,18 @@ type MemberConfig struct {
 	// ID is the member's id.
 	ID zab.PeerID
 	// Core, Peer and Log are the member's core, the peer that drives it and
-	// its log as OpenMemberLog returned it; the peer's log may wrap Log.
+	// its log as OpenMemberLog returned it; the peer's log may wrap Log. A
+	// nil Peer makes a standalone server, whose Log OpenStandaloneLog
+	// returned.
 	Core *zkcore.Server
 	Peer *peer.Peer
 	Log  *MemberLog
+	// Clients (standalone) receives the core's client bytes; an ensemble
+	// member's peer has its own.
+	Clients peer.Clients
+	// Writer (standalone) is where batches are appended and synced; nil
+	// means Log.
+	Writer BatchWriter
 	// TickMs is the core's tickTime (zkcore.Config.TickMs).
 	TickMs int64
 	// Now reads the clock the core runs on.
@@ -53,7 +64,8 @@ type MemberConfig struct {
 	// Rand draws where each snapCount window ends (snap.Trigger).
 	Rand *rand.Rand
 	// ToDisk takes a batch to disk: the driver calls Persist with it later
-	// and hands the result to Finish. One batch at a time.
+	// and hands the result to Finish. One batch at a time. Not used
+	// standalone.
 	ToDisk func(zab.Ready)
 	// SnapshotStarted, if set, learns the zxid of each snapshot the member
 	// starts, before any of its file exists.
@@ -107,6 +119,16 @@ func NewMember(cfg MemberConfig) *Member {
 	s.snapshotStarted = cfg.SnapshotStarted
 	s.walkInOrder = true
 	cfg.Log.purgeMu = &s.storageMu
+	s.disk = s.newPersister(cfg.Log.log) // its queue, roll flag and batch writing; no goroutine
+	if cfg.Peer == nil {
+		s.cfg.Quorum = nil
+		s.soloLog, s.clientsOut = cfg.Writer, cfg.Clients
+		if s.soloLog == nil {
+			s.soloLog = cfg.Log
+		}
+		m.purger = s.newPurger()
+		return m
+	}
 	s.quorum = &quorumState{peer: cfg.Peer, log: cfg.Log, leaderlessSinceMs: 0, handOff: cfg.ToDisk}
 	s.quorum.role.Store("")
 	s.zm.phases.start(s.now().MonoMs)
@@ -118,7 +140,29 @@ func NewMember(cfg MemberConfig) *Member {
 // new writes and Early messages, a batch to disk (ToDisk) unless one is on
 // its way or held, the role, and a snapshot (with a log roll) when one is
 // due.
-func (m *Member) Drive() { m.s.driveQuorum() }
+func (m *Member) Drive() {
+	if m.s.quorum == nil {
+		m.s.drive() // standalone: writes are queued for the disk (Queued)
+		return
+	}
+	m.s.driveQuorum()
+}
+
+// Queued reports whether a standalone member has writes queued for the
+// disk: the driver then calls PersistQueued, when the persister would
+// take them.
+func (m *Member) Queued() bool { return m.s.quorum == nil && m.s.disk.queuedTxns() }
+
+// PersistQueued writes what a standalone member has queued (up to the
+// persister's batch bound), as the persister goroutine does: the log roll
+// a snapshot asked for, then the txns, synced once. Finish completes it.
+func (m *Member) PersistQueued() Batch {
+	b, roll, ok, _ := m.s.disk.take()
+	if !ok {
+		return Batch{}
+	}
+	return Batch{m.s.persistBatch(b, roll)}
+}
 
 // Batch is a batch back from disk, for Finish.
 type Batch struct{ p persisted }
@@ -128,7 +172,9 @@ func (b Batch) Err() error { return b.p.err }
 
 // Persist writes a batch ToDisk handed over, as the persister goroutine
 // does: the log roll a snapshot asked for, then the batch.
-func (m *Member) Persist(rd zab.Ready) Batch { return Batch{m.s.persistBatch(rd)} }
+func (m *Member) Persist(rd zab.Ready) Batch {
+	return Batch{m.s.persistBatch(diskBatch{rd: rd}, m.s.disk.takeRoll())}
+}
 
 // Finish completes a batch back from disk, as the loop does when the
 // persister hands it back; a failed one takes the member out of the

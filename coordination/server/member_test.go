@@ -26,19 +26,20 @@ type nopClients struct{}
 
 func (nopClients) Send(zkcore.Send) {}
 
-// memberRig is a lone voter driven through a Member, its hand-offs made
-// by the test: batches to disk as soon as the member hands them over, one
-// snapshot hand-off per step.
+// memberRig is a lone voter, or a standalone server, driven through a
+// Member, its hand-offs made by the test: batches to disk as soon as the
+// member hands them over, one snapshot hand-off per step.
 type memberRig struct {
-	t       *testing.T
-	fs      vfs.FS
-	st      StorageConfig
-	core    *zkcore.Server
-	log     *MemberLog
-	m       *Member
-	nowMs   int64
-	pending []zab.Ready
-	started int // snapshots the member started
+	t          *testing.T
+	standalone bool
+	fs         vfs.FS
+	st         StorageConfig
+	core       *zkcore.Server
+	log        *MemberLog
+	m          *Member
+	nowMs      int64
+	pending    []zab.Ready
+	started    int // snapshots the member started
 }
 
 func (r *memberRig) now() zkcore.Now {
@@ -54,6 +55,18 @@ func (r *memberRig) open(snapCount, stepNodes int) {
 	core, err := zkcore.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	if r.standalone {
+		ml, err := OpenStandaloneLog(&r.st, core, cfg.MaxBuffer+1024, r.now(), nil)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.core, r.log = core, ml
+		r.m = NewMember(MemberConfig{ID: 1, Core: core, Log: ml, Clients: nopClients{}, TickMs: cfg.TickMs, Now: r.now,
+			SnapCount: snapCount, SnapshotStepNodes: stepNodes, Rand: rand.New(rand.NewPCG(2, 2)),
+			SnapshotStarted: func(zxid.ID) { r.started++ },
+		})
+		return
 	}
 	ml, rec, err := OpenMemberLog(MemberLogConfig{Storage: &r.st, Core: cfg, MaxRecordBytes: cfg.MaxBuffer + 1024,
 		MaxRecentEntries: 100, Now: r.now}, core)
@@ -82,6 +95,14 @@ func (r *memberRig) open(snapCount, stepNodes int) {
 func (r *memberRig) settle() {
 	r.t.Helper()
 	r.m.Drive()
+	for r.m.Queued() { // standalone: what the persister would take
+		b := r.m.PersistQueued()
+		if err := b.Err(); err != nil {
+			r.t.Fatalf("persist: %v", err)
+		}
+		r.m.Finish(b)
+		r.m.Drive()
+	}
 	for len(r.pending) > 0 {
 		rd := r.pending[0]
 		r.pending = r.pending[1:]
@@ -111,21 +132,29 @@ func (r *memberRig) snapshotStep() {
 // A member driven through its hand-offs alone takes fuzzy snapshots while
 // sessions are created between the steps of each walk, rolls its log at
 // each, purges down to the snapshots it must keep, and a start from what
-// it left rebuilds the same tree: the loop's work runs without the loop.
+// it left rebuilds the same tree: the loop's work runs without the loop,
+// for an ensemble member (a lone voter) and a standalone server alike.
 func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
+		standalone           bool
 		snapCount, stepNodes int
 		wantSnapshots        bool
 	}{
-		{"no snapshots", 0, 1, false},
-		{"a snapshot every few txns, one node a step", 4, 1, true},
-		{"a snapshot every few txns, whole walk at once", 6, 1000, true},
+		{"no snapshots", false, 0, 1, false},
+		{"a snapshot every few txns, one node a step", false, 4, 1, true},
+		{"a snapshot every few txns, whole walk at once", false, 6, 1000, true},
+		{"standalone, no snapshots", true, 0, 1, false},
+		{"standalone, a snapshot every few txns, one node a step", true, 4, 1, true},
+		{"standalone, a snapshot every few txns, whole walk at once", true, 6, 1000, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &memberRig{t: t, fs: vfs.NewMem()}
+			r := &memberRig{t: t, fs: vfs.NewMem(), standalone: tc.standalone}
 			r.open(tc.snapCount, tc.stepNodes)
 			for range 200 { // a lone voter elects itself within a few ticks
+				if tc.standalone {
+					break // serves at once
+				}
 				if r.m.s.quorum.peer.Node().Serving() {
 					break
 				}
@@ -133,7 +162,7 @@ func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 				r.m.s.quorum.peer.Tick(r.now())
 				r.settle()
 			}
-			if !r.m.s.quorum.peer.Node().Serving() {
+			if !tc.standalone && !r.m.s.quorum.peer.Node().Serving() {
 				t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
 			}
 			for i := range 40 {
@@ -176,6 +205,14 @@ func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.open(tc.snapCount, tc.stepNodes)
+			if tc.standalone {
+				if _, err := r.fs.Stat(filepath.Join(snapDir, currentEpochFile)); err == nil {
+					t.Fatal("a standalone server wrote an epoch file; ZooKeeper's standalone has none")
+				}
+				if got := want.Epoch(); got != 0 {
+					t.Fatalf("a standalone server's zxids are in epoch %d; they keep the log's (0 for a new one)", got)
+				}
+			}
 			if got := r.core.LastZxid(); got != want {
 				t.Fatalf("restart recovered up to %s, want %s", got, want)
 			}

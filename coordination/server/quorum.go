@@ -137,11 +137,10 @@ type quorumState struct {
 	// (MonoMs), for mntr's leader_uptime. (loop)
 	leadingSinceMs int64
 
-	// The persister goroutine writes one Zab batch at a time to disk while
-	// the loop goes on serving (reads, pings, new writes that go into the
-	// next batch); the loop finishes the batch when it comes back.
-	toDisk     chan zab.Ready
-	fromDisk   chan persisted
+	// The persister (persister.go) writes one Zab batch at a time to
+	// disk while the loop goes on serving (reads, pings, new writes that
+	// go into the next batch); the loop finishes the batch when it comes
+	// back.
 	persisting bool // a batch is on its way to disk, or held (loop)
 	// held is a batch that replaces the state (TRUNC, SNAP) waiting for a
 	// snapshot job to end: a snapshot of the state it replaces must not be
@@ -150,55 +149,15 @@ type quorumState struct {
 	// or on its way to disk: no snapshot starts then. (loop)
 	held       *zab.Ready
 	rebuilding bool
-	diskDone   chan struct{}
-	// handOff takes a batch to disk: onto toDisk for the persister
-	// goroutine, or, in a Member the simulator drives, to its scheduler.
-	// (loop)
+	// handOff takes a batch to disk: to the persister goroutine, or, in
+	// a Member the simulator drives, to its scheduler. (loop)
 	handOff func(zab.Ready)
-	// rollLog asks the persister to start a new log file before the next
-	// batch (a snapshot started).
-	rollLog atomic.Bool
 	// clientAddrVersion is the configuration whose client address the
 	// client port follows (followClientAddress). (loop)
 	clientAddrVersion zxid.ID
 	// quorumAddrVersion is the configuration whose quorum and election
 	// addresses for this member the transport listens on (or tried to).
 	quorumAddrVersion zxid.ID
-}
-
-// persisted is a batch back from the persister.
-type persisted struct {
-	rd  zab.Ready
-	ps  peer.Persisted
-	err error
-}
-
-// persister writes batches in order; it is the only goroutine that
-// touches the log while the loop runs.
-func (s *Server) persister() {
-	defer close(s.quorum.diskDone)
-	for rd := range s.quorum.toDisk {
-		p := s.persistBatch(rd)
-		s.quorum.fromDisk <- p
-		if p.err != nil {
-			return // the log is poisoned: nothing more is written
-		}
-	}
-}
-
-// persistBatch is the persister's work for one batch: the log roll a
-// snapshot asked for, then the batch (peer.Persist). It runs on the
-// persister goroutine, or where a Member's driver runs it.
-func (s *Server) persistBatch(rd zab.Ready) persisted {
-	var ps peer.Persisted
-	var err error
-	if s.quorum.rollLog.Swap(false) {
-		err = s.quorum.log.log.Roll()
-	}
-	if err == nil {
-		ps, err = s.quorum.peer.Persist(rd)
-	}
-	return persisted{rd: rd, ps: ps, err: err}
 }
 
 // startQuorum recovers the data, opens the log and the links to the other
@@ -263,9 +222,9 @@ func (s *Server) startQuorum() error {
 		lg.Close()
 		return fmt.Errorf("server: quorum transport: %w", err)
 	}
-	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0,
-		toDisk: make(chan zab.Ready, 1), fromDisk: make(chan persisted, 1), diskDone: make(chan struct{})}
-	s.quorum.handOff = func(rd zab.Ready) { s.quorum.toDisk <- rd }
+	s.quorum = &quorumState{tr: tr, log: dl, leaderlessSinceMs: 0}
+	s.disk = s.newPersister(lg)
+	s.quorum.handOff = s.disk.submitZab
 	s.quorum.role.Store("")
 	s.quorum.clientAddrVersion = zcfg.ConfigVersion
 	s.quorum.quorumAddrVersion = zcfg.ConfigVersion
@@ -284,7 +243,7 @@ func (s *Server) startQuorum() error {
 			learnAddresses(tr, zcfg.NextConfig.Text)
 		}
 	}
-	go s.persister()
+	go s.disk.run()
 	return nil
 }
 
@@ -293,8 +252,7 @@ func (s *Server) stopQuorum() error {
 	if s.quorum == nil {
 		return nil
 	}
-	close(s.quorum.toDisk)
-	<-s.quorum.diskDone
+	s.disk.close()
 	err := s.quorum.tr.Close()
 	if lerr := s.quorum.log.log.Close(); err == nil && !errors.Is(lerr, s.core.WritesFailed()) {
 		err = lerr
@@ -350,8 +308,8 @@ func (s *Server) releaseHeld() {
 	}
 }
 
-// finishBatch completes a batch the persister wrote, on the loop.
-func (s *Server) finishBatch(r persisted) {
+// finishZabBatch completes a member's batch back from disk, on the loop.
+func (s *Server) finishZabBatch(r persisted) {
 	q := s.quorum
 	q.persisting, q.rebuilding = false, false
 	before := s.core.LastZxid()
@@ -409,7 +367,6 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 		}
 	}
 	if s.snapshot == nil && !s.quorum.rebuilding && s.trigger.Due(s.sinceSnapshot, 0) {
-		s.quorum.rollLog.Store(true) // the persister owns the log
 		s.startSnapshot()
 	}
 }

@@ -263,5 +263,37 @@ func OpenMemberLog(cfg MemberLogConfig, core *zkcore.Server) (*MemberLog, Recove
 	return l, rec, nil
 }
 
+// OpenStandaloneLog recovers a standalone server's data into core (the
+// newest valid snapshot and the log after it, docs/storage-recovery.md)
+// and opens its log for appending: what a standalone server does at start.
+// Its epochs are never read or written: a standalone dataDir has no epoch
+// files, as ZooKeeper's standalone has none. Data it cannot account for
+// stops it with an *UnaccountedError.
+func OpenStandaloneLog(st *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now,
+	logger *slog.Logger) (*MemberLog, error) {
+	return openStandaloneLog(st, core, maxRecord, now, logger, nil, nil)
+}
+
+// openStandaloneLog is OpenStandaloneLog with a Server's autopurge lock
+// and metrics (nil: a lock of its own, no metrics).
+func openStandaloneLog(st *StorageConfig, core *zkcore.Server, maxRecord int, now zkcore.Now, logger *slog.Logger,
+	purgeMu *sync.Mutex, m *storageMetrics) (*MemberLog, error) {
+	if st == nil || !st.enabled() {
+		return nil, errors.New("server: a standalone log needs a data directory")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	lg, err := recoverState(st, core, maxRecord, now, logger, m)
+	if err != nil {
+		return nil, err
+	}
+	if purgeMu == nil {
+		purgeMu = new(sync.Mutex)
+	}
+	return &MemberLog{storage: st, log: lg, maxRecord: maxRecord, logger: logger,
+		now: func() zkcore.Now { return now }, purgeMu: purgeMu, metrics: m}, nil
+}
+
 // Close closes the log file.
 func (l *MemberLog) Close() error { return l.log.Close() }

@@ -22,6 +22,7 @@ import (
 	"keeper/coordination/admin"
 	"keeper/coordination/clientconn"
 	"keeper/coordination/clienttls"
+	"keeper/coordination/peer"
 	"keeper/coordination/snap"
 	"keeper/coordination/txn"
 	"keeper/coordination/zab"
@@ -195,8 +196,15 @@ type Server struct {
 	stm     *storageMetrics
 	zm      *zabMetrics // the quorum counters (loop)
 
-	// Persistence; nil committer when data lives in memory only.
-	committer     *committer
+	// Persistence: the persister that writes the log, standalone or in an
+	// ensemble (persister.go); nil when data lives in memory only.
+	disk *persister
+	// soloLog is where a standalone server's batches go (its MemberLog,
+	// or a Member's BatchWriter); nil in an ensemble.
+	soloLog BatchWriter
+	// clientsOut, if set, receives the core's client bytes instead of
+	// the server's connections: a standalone Member's driver.
+	clientsOut    peer.Clients
 	trigger       *snap.Trigger
 	rng           *rand.Rand
 	sinceSnapshot int // txns applied since the last snapshot started (loop)
@@ -319,13 +327,14 @@ func (s *Server) Start() (err error) {
 			return err
 		}
 	case s.cfg.Storage.enabled():
-		log, err := recoverState(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log, s.stm)
+		ml, err := openStandaloneLog(&s.cfg.Storage, s.core, s.cfg.Core.MaxBuffer+1024, s.now(), s.log, &s.storageMu, s.stm)
 		if err != nil {
 			return err
 		}
 		s.core.RenewSessions(s.now())
-		s.committer = newCommitter(log, s.stm)
-		go s.committer.run()
+		s.soloLog = ml
+		s.disk = s.newPersister(ml.log)
+		go s.disk.run()
 	}
 	if err := s.listen(); err != nil {
 		s.closeStorage()
@@ -394,30 +403,15 @@ func (s *Server) close() error {
 	return err
 }
 
-// storageFailed stops writes after the committer's first error. Batches
-// it made durable before failing are applied first: they are on disk and
-// will be replayed after a restart anyway.
-func (s *Server) storageFailed(durable <-chan []*txn.Txn, err error) {
-	for {
-		select {
-		case batch := <-durable:
-			s.applyDurable(batch)
-			continue
-		default:
-		}
-		break
-	}
-	s.stm.failed()
-	s.core.FailWrites(err)
-}
-
-// closeStorage writes out what the committer holds and closes the log.
+// closeStorage writes out what a standalone server's persister holds and
+// closes the log (an ensemble member's goes in stopQuorum).
 func (s *Server) closeStorage() error {
-	if s.committer == nil {
+	if s.disk == nil || s.quorum != nil {
 		return nil
 	}
-	err := s.committer.close()
-	s.committer = nil
+	s.disk.close()
+	err := s.disk.log.Close()
+	s.disk = nil
 	if err != nil && !errors.Is(err, s.core.WritesFailed()) {
 		return err
 	}
@@ -496,7 +490,7 @@ func (s *Server) tick(ticks *clockTicks) {
 
 // inboxBatch bounds the work the loop takes from its inbox before it
 // drives the core: under load one drive (replies handed to the writers,
-// writes to the committer) then serves many requests.
+// writes to the persister) then serves many requests.
 const inboxBatch = 64
 
 // drainInbox runs what else is already waiting in the inbox, up to
@@ -525,16 +519,13 @@ func (s *Server) loop(ctx context.Context) {
 	}
 	ticker := time.NewTicker(tickEvery)
 	defer ticker.Stop()
-	var durable <-chan []*txn.Txn
-	var failed <-chan error
-	if s.committer != nil {
-		durable, failed = s.committer.durable, s.committer.failed
+	var fromDisk <-chan persisted
+	if s.disk != nil {
+		fromDisk = s.disk.results
 	}
 	var quorumIn <-chan zab.Message
-	var fromDisk <-chan persisted
 	if s.quorum != nil {
 		quorumIn = s.quorum.tr.Recv()
-		fromDisk = s.quorum.fromDisk
 	}
 	for {
 		select {
@@ -549,10 +540,6 @@ func (s *Server) loop(ctx context.Context) {
 			s.quorumStep(m)
 		case r := <-fromDisk:
 			s.finishBatch(r)
-		case batch := <-durable:
-			s.applyDurable(batch)
-		case err := <-failed:
-			s.storageFailed(durable, err)
 		case <-s.snapshotStep():
 			s.stepSnapshot()
 		case r := <-s.snapDone:
@@ -585,24 +572,20 @@ func (s *Server) afterEvent() {
 
 // drive carries out the core's Ready batches until it has none. Sends go
 // out before the proposals of the same batch are applied, so replies and
-// events keep their order. Proposals go to the committer and come back
-// through applyDurable once they are on disk; without storage a proposal
+// events keep their order. Proposals go to the persister and come back
+// through finishBatch once they are on disk; without storage a proposal
 // is durable as soon as it is made.
 func (s *Server) drive() {
 	for s.core.HasReady() {
 		rd := s.core.Ready()
 		for _, snd := range rd.Sends {
-			c, ok := s.conns[snd.Conn]
-			if !ok {
-				continue
-			}
-			c.Send(snd.Data, snd.Completed, snd.Close)
+			s.sendToClient(snd)
 		}
 		if len(rd.Proposals) == 0 {
 			continue
 		}
-		if s.committer != nil {
-			s.committer.submit(rd.Proposals)
+		if s.disk != nil {
+			s.disk.submitTxns(rd.Proposals)
 			continue
 		}
 		now := s.now()
@@ -612,7 +595,19 @@ func (s *Server) drive() {
 	}
 }
 
-// applyDurable applies txns the committer made durable and starts a
+// sendToClient hands the core's bytes for one connection to its writer,
+// or to a standalone Member's driver.
+func (s *Server) sendToClient(snd zkcore.Send) {
+	if s.clientsOut != nil {
+		s.clientsOut.Send(snd)
+		return
+	}
+	if c, ok := s.conns[snd.Conn]; ok {
+		c.Send(snd.Data, snd.Completed, snd.Close)
+	}
+}
+
+// applyDurable applies txns the persister made durable and starts a
 // snapshot when one is due (ZooKeeper's snapCount rule).
 func (s *Server) applyDurable(batch []*txn.Txn) {
 	now := s.now()

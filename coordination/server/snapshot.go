@@ -80,8 +80,8 @@ type snapshotResult struct {
 // startSnapshot begins a snapshot of the tree as it is now; the log rolls
 // so that the snapshot's txns and the later ones sit in separate files.
 func (s *Server) startSnapshot() {
-	if s.committer != nil {
-		s.committer.rollLog() // a quorum member's peer log rolls before this
+	if s.disk != nil {
+		s.disk.requestRoll() // the persister owns the log
 	}
 	s.trigger.Reset(s.rng)
 	s.sinceSnapshot = 0

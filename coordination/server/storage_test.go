@@ -729,23 +729,23 @@ func TestCloseWaitsForSnapshotWriter(t *testing.T) {
 }
 
 // TestRollRequestSurvivesEmptyTake checks that a log roll asked for while
-// the committer has nothing queued is not lost: the next batch must start
+// the persister has nothing queued is not lost: the next batch must start
 // a new log file, as each snapshot needs (ZooKeeper rolls the log with
 // every snapshot, and purging works file by file). take used to clear the
 // roll flag even when it returned no txns, and a stale wake-up made that
 // common under load (verify/compat/migrate saw 7 snapshots over 3 log files).
 func TestRollRequestSurvivesEmptyTake(t *testing.T) {
-	c := newCommitter(nil, nil)
-	c.rollLog()
-	if batch, _, _, _ := c.take(); len(batch) != 0 {
-		t.Fatalf("take returned %d txns from an empty queue", len(batch))
+	p := (&Server{}).newPersister(nil)
+	p.requestRoll()
+	if _, _, ok, _ := p.take(); ok {
+		t.Fatal("take returned a batch from an empty queue")
 	}
-	c.submit([]*txn.Txn{{
+	p.submitTxns([]*txn.Txn{{
 		Header: txn.Header{ClientID: 1, Zxid: 1, Type: zkproto.OpCreateSession},
 		Record: &txn.CreateSession{TimeoutMs: 30000},
 	}})
-	if batch, _, roll, _ := c.take(); len(batch) != 1 || !roll {
-		t.Fatalf("the first batch after a roll request: %d txns, roll %v; want 1 txn and a roll", len(batch), roll)
+	if b, roll, ok, _ := p.take(); !ok || len(b.txns) != 1 || !roll {
+		t.Fatalf("the first batch after a roll request: %d txns, roll %v; want 1 txn and a roll", len(b.txns), roll)
 	}
 }
 
