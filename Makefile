@@ -56,7 +56,7 @@ test: deps check
 	bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -o "$$bin/keeper" ./cmd/keeper && $(GO) build -tags chaos -o "$$bin/keeper-chaos" ./cmd/keeper && \
 	KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -p $(TEST_P) -timeout 30m $(SLOW_PKGS) ./...
-	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$' ./verify/sim
+	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$|TestStandaloneSimulation$$' ./verify/sim
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestSimulationMixed$$|TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 
 # test-loaded is make test on a busy machine: a busy loop per core and an

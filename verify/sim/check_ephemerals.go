@@ -11,7 +11,7 @@ import (
 // the close of its session where that close was applied.
 func (c *Cluster) sampleEphemerals() {
 	for _, s := range c.upServers() {
-		zk := s.peer.Core()
+		zk := s.core
 		for _, owner := range zk.Tree().EphemeralSessions() {
 			if _, ok := zk.Sessions().Get(owner); !ok {
 				c.violate("ephemeral", "server %d (at %s) holds ephemerals %v of session %#x, which it does not know",

@@ -19,7 +19,7 @@ func (c *Cluster) checkReplicas() {
 			c.violate("agreement", "server %d's history differs from the final one at position %d: %s vs %s (lengths %d, %d)",
 				s.id, i, at(s.hist, i), at(f.zxids, i), len(s.hist), len(f.zxids))
 		}
-		if d := s.peer.Core().Tree().Digest(); len(f.digests) > 0 && d != f.digests[len(f.digests)-1] {
+		if d := s.core.Tree().Digest(); len(f.digests) > 0 && d != f.digests[len(f.digests)-1] {
 			c.violate("digest", "server %d ends with digest %#x, replaying the final history gives %#x",
 				s.id, d, f.digests[len(f.digests)-1])
 		}

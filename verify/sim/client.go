@@ -119,7 +119,7 @@ func (c *Cluster) connTimedOut(cl *client, cn *conn) bool {
 // connect dials a random server, with the session if there is one.
 func (c *Cluster) connect(cl *client) {
 	id := 1 + c.rng.IntN(len(c.servers)-1)
-	if cl.lastServer != 0 && id == cl.lastServer {
+	if cl.lastServer != 0 && id == cl.lastServer && len(c.servers) > 2 { // standalone: the only one
 		id = 1 + (id+c.rng.IntN(len(c.servers)-2))%(len(c.servers)-1) // another server
 	}
 	cl.lastServer = id

@@ -89,7 +89,7 @@ func (c *Cluster) deliverToServer(e *event) {
 		return
 	}
 	c.drive(s, "client frame", func(now zkcore.Now) {
-		zk := s.peer.Core()
+		zk := s.core
 		switch e.frame {
 		case frameConnect:
 			addr := netip.MustParseAddrPort(fmt.Sprintf("10.0.%d.%d:%d", e.client/250, e.client%250+1, 10000+e.conn%50000))

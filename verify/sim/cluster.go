@@ -41,6 +41,10 @@ type Options struct {
 	// names; the others start outside it, as servers about to join are
 	// started. 0 means every server; below Servers only with Reconfig.
 	Voters int
+	// Standalone runs one standalone server (zoo.cfg without server
+	// lines) instead of an ensemble: the same Member, loop work and disk
+	// path, without Zab (standalone.go). Servers is then 1.
+	Standalone bool
 	// Logger receives the servers' logs; nil discards them.
 	Logger *slog.Logger
 	// Trace, when set, receives every notable event as it happens, and
@@ -51,7 +55,9 @@ type Options struct {
 // Validate reports the first invalid field.
 func (o *Options) Validate() error {
 	switch {
-	case o.Servers < 3 || o.Servers > 5:
+	case o.Standalone && (o.Servers != 1 || o.Reconfig):
+		return fmt.Errorf("sim: a standalone run has 1 server and no reconfiguration, not %d servers (reconfig %v)", o.Servers, o.Reconfig)
+	case !o.Standalone && (o.Servers < 3 || o.Servers > 5):
 		return fmt.Errorf("sim: %d servers, want 3 to 5", o.Servers)
 	case o.Clients < 1 || o.Clients > 50:
 		return fmt.Errorf("sim: %d clients, want 1 to 50", o.Clients)
@@ -70,6 +76,9 @@ func (o *Options) Validate() error {
 func (o *Options) setDefaults() {
 	if o.Servers == 0 {
 		o.Servers = 3
+		if o.Standalone {
+			o.Servers = 1
+		}
 	}
 	if o.Clients == 0 {
 		o.Clients = 3
@@ -322,6 +331,9 @@ func (c *Cluster) upServers() []*server {
 // servingLeader returns the server that leads and serves, if one does.
 func (c *Cluster) servingLeader() *server {
 	for _, s := range c.upServers() {
+		if s.peer == nil {
+			return s // standalone: it serves as soon as it is up
+		}
 		if n := s.peer.Node(); n.Role() == zab.Leading && n.Serving() {
 			return s
 		}

@@ -57,7 +57,11 @@
 // (datatree.StartFuzzyBodyInOrder), so that a run stays a pure function
 // of its seed (TestReplayIsExact). The connection goroutines and the
 // select statement itself are not simulated (a loop blocked on its own
-// inbox is out of reach), nor is a standalone server's committer.
+// inbox is out of reach). Standalone runs (Options.Standalone,
+// standalone.go) drive one standalone server through the same Member and
+// persister batches, without Zab: writes queued as they come, a batch the
+// persister takes when the last one came back, the same snapshots, log
+// rolls, autopurge, failpoints and crashes.
 // docs/fault-model.md lists which past bugs the simulator finds when
 // their fixes are undone, before and after it ran the member's loop work.
 //

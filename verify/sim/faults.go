@@ -63,7 +63,9 @@ func (c *Cluster) injectFaults() {
 			c.start(s)
 		}
 	}
-	c.injectPartitions(roll)
+	if !c.opts.Standalone { // one server: no links between servers to cut
+		c.injectPartitions(roll)
+	}
 	if roll(f.pausePerMille) {
 		s := c.servers[1+c.rng.IntN(len(c.ids))]
 		if s.up && !s.paused {

@@ -96,6 +96,9 @@ func (c *Cluster) settled() bool {
 	if l == nil {
 		return false
 	}
+	if l.peer == nil {
+		return l.standaloneSettled()
+	}
 	last := l.peer.Node().LastZxid()
 	if l.peer.Node().Committed() != last || l.peer.Core().Sessions().Len() != 0 {
 		return false
@@ -118,6 +121,11 @@ func (c *Cluster) describeServers() string {
 	for _, s := range c.servers[1:] {
 		if !s.up {
 			fmt.Fprintf(&b, "[%d down] ", s.id)
+			continue
+		}
+		if s.peer == nil {
+			fmt.Fprintf(&b, "[%d standalone applied=%s batch=%v queued=%v ephemerals=%d sessions=%d] ", s.id, s.core.LastZxid(),
+				s.soloBatch, s.member.Queued(), s.core.Tree().EphemeralCount(), s.core.Sessions().Len())
 			continue
 		}
 		n, zk := s.peer.Node(), s.peer.Core()

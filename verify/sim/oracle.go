@@ -64,6 +64,13 @@ func (o *oracle) logged(c *Cluster, id zab.PeerID, e zab.Entry) {
 		return
 	}
 	if !bytes.Equal(old.data, e.Data) {
+		if _, applied := o.applied[e.Zxid]; c.opts.Standalone && !applied {
+			// A standalone server has no epochs: after a crash lost a
+			// txn it logged but never applied (nor answered), it gives
+			// the zxid to its next write, as ZooKeeper's does.
+			o.txns[e.Zxid] = loggedTxn{data: e.Data, server: id}
+			return
+		}
 		c.violate("zab", "zxid %s logged with different txns by server %d (%s) and server %d (%s)",
 			e.Zxid, old.server, describeTxn(old.data), id, describeTxn(e.Data))
 	}

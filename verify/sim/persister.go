@@ -67,8 +67,8 @@ func drawMemberParams(seed uint64) memberParams {
 // newMember wires a started server's peer to the production loop's work.
 func (c *Cluster) newMember(s *server) *coordserver.Member {
 	inc := s.inc
-	return coordserver.NewMember(coordserver.MemberConfig{
-		ID: s.id, Core: s.peer.Core(), Peer: s.peer, Log: s.disk.log, TickMs: c.opts.TickMs, Now: s.now,
+	cfg := coordserver.MemberConfig{
+		ID: s.id, Core: s.core, Peer: s.peer, Log: s.disk.log, TickMs: c.opts.TickMs, Now: s.now,
 		SnapCount: c.member.snapCount, SnapshotStepNodes: c.member.stepNodes, SnapRetainCount: coordserver.MinSnapRetainCount,
 		Rand:   rand.New(rand.NewPCG(c.opts.Seed^0x5a4e, uint64(s.id)<<32|uint64(inc))),
 		Logger: c.opts.Logger.With("server", s.id),
@@ -81,13 +81,22 @@ func (c *Cluster) newMember(s *server) *coordserver.Member {
 			}
 		},
 		SnapshotStarted: func(z zxid.ID) { s.snapshotStarted(z) },
-	})
+	}
+	if s.peer == nil {
+		// Standalone: the core's client bytes go on the wire, and its
+		// batches through the disk (its failpoints, the oracle's notes).
+		cfg.ToDisk, cfg.Clients, cfg.Writer = nil, clientSink{c, s.id, inc}, s.disk
+	}
+	return coordserver.NewMember(cfg)
 }
 
 // pump carries out the peer's work after a step, as the server's loop
 // does (Member.Drive), and with persistMaxMs 0 writes and finishes each
 // batch at once. It reports false when the server crashed.
 func (c *Cluster) pump(s *server, now zkcore.Now) bool {
+	if s.peer == nil {
+		return c.pumpStandalone(s)
+	}
 	for {
 		s.member.Drive()
 		if c.persistMaxMs > 0 || s.inflight == nil {
@@ -132,11 +141,16 @@ func (c *Cluster) persist(s *server, rd zab.Ready) bool {
 // persisted hands a batch back from disk to its server's loop.
 func (c *Cluster) persisted(e *event) {
 	s := c.servers[e.server]
-	if !s.up || s.inc != e.inc || s.inflight == nil {
+	if !s.up || s.inc != e.inc || (s.inflight == nil && !s.soloBatch) {
 		return
 	}
 	if s.paused {
 		s.hold(e) // a stopped process finishes nothing
+		return
+	}
+	if s.soloBatch {
+		s.soloBatch = false
+		c.driveFn(s, "persisted", func(zkcore.Now) bool { return c.persistQueued(s) })
 		return
 	}
 	rd := *s.inflight

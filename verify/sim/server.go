@@ -19,8 +19,10 @@ type server struct {
 	c    *Cluster
 	id   zab.PeerID
 	up   bool
-	inc  int // incarnation, bumped at every start
-	peer *peer.Peer
+	inc  int        // incarnation, bumped at every start
+	peer *peer.Peer // nil in a standalone run
+	// core is the process's core: its peer's, or a standalone server's.
+	core *zkcore.Server
 	disk *disk
 	// member is the production loop's work around the peer (persister.go);
 	// snapEvent is set while an evSnapshot is scheduled for it.
@@ -30,6 +32,9 @@ type server struct {
 	// when none is; batchLeader is who led when the last batch was taken.
 	inflight    *zab.Ready
 	batchLeader zab.PeerID
+	// soloBatch is set while a standalone server's batch is on its way
+	// to disk (standalone.go).
+	soloBatch bool
 
 	// Each process has its own clocks: the wall clock is skewed, the
 	// monotonic clock starts anywhere. Both advance with virtual time.
@@ -81,7 +86,7 @@ func (s *server) now() zkcore.Now {
 // start (re)creates the server's process from its disk.
 func (c *Cluster) start(s *server) {
 	s.inc++
-	s.up, s.paused, s.held, s.inflight, s.snapEvent = true, false, nil, nil, false
+	s.up, s.paused, s.held, s.inflight, s.snapEvent, s.soloBatch = true, false, nil, nil, false, false
 	c.net.restarted(s.id)
 	s.conns = map[zkcore.ConnID]*serverConn{}
 	s.monoBaseMs = c.rng.Int64N(1 << 30) // a new process, a new monotonic origin
@@ -108,6 +113,10 @@ func (c *Cluster) start(s *server) {
 	}
 	// The production recovery: the newest valid snapshot, a torn tail
 	// repaired, the log replayed; data it cannot account for is refused.
+	if c.opts.Standalone {
+		c.startStandalone(s, zk, cfg, now)
+		return
+	}
 	rec, err := s.disk.open(zk, cfg, c.opts.MaxRecentEntries)
 	if err != nil {
 		c.violate("recovery", "server %d cannot recover its data: %v", s.id, err)
@@ -136,6 +145,7 @@ func (c *Cluster) start(s *server) {
 		return
 	}
 	s.peer = peer.New(node, zk, s.disk, transport{c, s.id, s.inc}, clientSink{c, s.id, s.inc}, cfg.Logger)
+	s.core = zk
 	if rs != nil {
 		// As the server wires a member with reconfigEnabled: the core
 		// prepares reconfigs against the node's view, and the peer
@@ -163,8 +173,8 @@ func (c *Cluster) crash(s *server, why string) {
 		return
 	}
 	s.up = false
-	s.peer, s.member = nil, nil
-	s.inflight = nil // what the persister had not written is lost
+	s.peer, s.core, s.member = nil, nil, nil
+	s.inflight, s.soloBatch = nil, false // what the persister had not written is lost
 	s.snapEvent = false
 	s.paused, s.held = false, nil
 	s.disk.crash(c.rng)
@@ -223,7 +233,13 @@ func (c *Cluster) tick(e *event) {
 	if s.paused {
 		return // a stopped process misses its ticks
 	}
-	c.drive(s, "tick", func(now zkcore.Now) { s.peer.Tick(now) })
+	c.drive(s, "tick", func(now zkcore.Now) {
+		if s.peer == nil {
+			s.core.Tick(now) // standalone: the loop ticks the core
+			return
+		}
+		s.peer.Tick(now)
+	})
 }
 
 // pause stops a server's process for d ms.
@@ -253,8 +269,11 @@ func (c *Cluster) resume(s *server, inc int) {
 // look: txns applied, its digest, a change of role.
 func (c *Cluster) observe(s *server) {
 	s.account()
-	zk := s.peer.Core()
+	zk := s.core
 	c.oracle.digest(c, s.id, zk.LastZxid(), zk.Tree().Digest())
+	if s.peer == nil {
+		return // standalone: no role to change
+	}
 	n := s.peer.Node()
 	if n.Role() != s.role || n.Leader() != s.leader || n.Serving() != s.serving {
 		s.role, s.leader, s.serving = n.Role(), n.Leader(), n.Serving()
@@ -272,10 +291,10 @@ func (c *Cluster) observe(s *server) {
 // account adds the txns the core applied since the last look to the
 // replica's history. Applied txns are committed ones: the oracle notes them.
 func (s *server) account() {
-	if s.peer == nil {
+	if s.core == nil {
 		return
 	}
-	z := s.peer.Core().LastZxid()
+	z := s.core.LastZxid()
 	switch {
 	case z > s.histZxid:
 		zs := s.disk.takeApplied(s.histZxid, z)
