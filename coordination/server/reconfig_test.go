@@ -40,6 +40,11 @@ func reconfigEnsemble(t *testing.T, n int) ([]*Server, []string) {
 		}
 		statics[id-1] = static
 		cfg.Core.SuperDigest = digest
+		// A client port outside the kernel's ephemeral range (testhost):
+		// once a reconfiguration moves it, nothing else on the machine
+		// binds the old one, and no dial to it connects to itself, so a
+		// connection there can only be this member still listening.
+		cfg.ClientAddr = testhost.Addr(t)
 		cfg.AdminAddr = "127.0.0.1:0"
 		cfg.Core.ReconfigEnabled = true
 		cfg.Core.EnsembleConfig = []byte(lines + "version=0")
