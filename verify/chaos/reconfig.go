@@ -38,8 +38,8 @@ func ReconfigScenario() *Scenario {
 		Cluster:  Config{Servers: 5, Reconfig: true, Voters: 3},
 		Duration: 14 * time.Second,
 		Workloads: []Workload{
-			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 100, Think: time.Millisecond},
-			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 4, ClientBase: 200, Think: time.Millisecond},
+			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 100, Think: pacedThink},
+			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 4, ClientBase: 200, Think: pacedThink},
 		},
 		LinearPrefix: "/reg/",
 		Nemesis: func(ctx context.Context, r *Run) {

@@ -19,7 +19,7 @@ func PartitionsScenario() *Scenario {
 		Cluster:  Config{Servers: 5},
 		Duration: 14 * time.Second,
 		Workloads: []Workload{
-			&RegisterWorkload{Prefix: "/reg", Keys: 10, Clients: 8, ClientBase: 100, Think: time.Millisecond},
+			&RegisterWorkload{Prefix: "/reg", Keys: 10, Clients: 8, ClientBase: 100, Think: pacedThink},
 		},
 		LinearPrefix: "/reg/",
 		Nemesis:      Cycle(1500*time.Millisecond, IsolateLeader(3*time.Second), RandomHalves(3*time.Second), Bridge(3*time.Second)),
@@ -44,8 +44,8 @@ func KillScenario() *Scenario {
 		Check:    func(_ context.Context, r *Run, _ *Committed) { serverDrops(r.Cluster).Report(r.Report) },
 		Duration: 12 * time.Second,
 		Workloads: []Workload{
-			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 100, Think: time.Millisecond},
-			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 3, ClientBase: 200, Think: time.Millisecond},
+			&SetWorkload{Prefix: "/set", Clients: 4, ClientBase: 100, Think: pacedThink},
+			&RegisterWorkload{Prefix: "/reg", Keys: 4, Clients: 3, ClientBase: 200, Think: pacedThink},
 		},
 		LinearPrefix: "/reg/",
 		Nemesis: func(ctx context.Context, r *Run) {
@@ -216,7 +216,7 @@ func AdversariesScenario() *Scenario {
 		Cluster:  Config{Servers: 3},
 		Duration: 10 * time.Second,
 		Workloads: []Workload{
-			&RegisterWorkload{Prefix: "/reg", Keys: 6, Clients: 6, ClientBase: 100, Think: 2 * time.Millisecond},
+			&RegisterWorkload{Prefix: "/reg", Keys: 6, Clients: 6, ClientBase: 100, Think: pacedThink},
 		},
 		LinearPrefix: "/reg/",
 		Nemesis:      Adversaries(300, 2*time.Second),

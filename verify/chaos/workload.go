@@ -72,6 +72,17 @@ func (u *unique) next(client string) string {
 // ---------------------------------------------------------------------------
 // CAS registers.
 
+// pacedThink is the pause between a client's requests in the scenarios
+// whose checks need requests in flight across every fault, not volume
+// (partitions, kill -9, adversarial clients, membership changes): at most
+// 50 requests a second a client, a few hundred in all. A 1 ms pause made
+// each client a closed loop as fast as the machine allowed, burning
+// whatever CPU there was, and the history to check grew with it. The
+// scenarios that need volume (a SNAP forced by thousands of txns, a
+// snapshot every few hundred, slow consumers' backlogs) keep their
+// pauses.
+const pacedThink = 20 * time.Millisecond
+
 // RegisterWorkload is etcd's and Jepsen's register workload in ZooKeeper
 // terms: a few keys, each a versioned register; clients read, compare-and-
 // set (setData with the version they last saw), blind-set, sync-then-read,
