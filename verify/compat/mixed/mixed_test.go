@@ -399,6 +399,7 @@ func checkAliveTolerating(t *testing.T, tolerate []string, ms ...*Member) {
 // keeper leader's with the ZooKeeper leader's, and the keeper follower's
 // with the ZooKeeper follower's beside it.
 func TestMixedEnsemble(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
 	keys := map[string][]string{}
 	e.afterPhase = func(phase string) {

@@ -9,6 +9,7 @@ import "testing"
 // member, observers included (they forward writes as followers do), and
 // every member ends with the same tree.
 func TestMixedObservers(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper, ZooKeeper, Keeper)
 	zk1, zk2, kp, zkObs, kpObs := e.Member(1), e.Member(2), e.Member(3), e.Member(4), e.Member(5)
 	e.MakeObservers(zkObs, kpObs)

@@ -77,6 +77,7 @@ QuorumLearner {
 //   - a fourth server, with a good principal and keytab but an id outside
 //     the others' configuration, is refused too.
 func TestEnsembleQuorumKerberos(t *testing.T) {
+	t.Parallel()
 	q := startQuorumKerberos(t)
 	e := NewEnsemble(t, Keeper, Keeper, Keeper)
 	good := q.flags(t, "good", quorumPrincipal, q.keytab)
@@ -194,6 +195,7 @@ func TestEnsembleQuorumKerberos(t *testing.T) {
 // keytab and krb5.conf: keeper leads two ZooKeeper followers, then follows
 // a ZooKeeper leader. Each member's log shows it authenticated peers.
 func TestMixedEnsembleQuorumKerberos(t *testing.T) {
+	t.Parallel()
 	q := startQuorumKerberos(t)
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
 	flags := q.flags(t, "good", quorumPrincipal, q.keytab)

@@ -52,6 +52,7 @@ const (
 // leads two ZooKeeper followers, then follows the ZooKeeper leader elected
 // when it is killed. Each member's log shows it authenticated peers.
 func TestMixedEnsembleQuorumSASL(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
 	flags := quorumJAAS(t, "test")
 	for _, m := range e.Members {
@@ -75,6 +76,7 @@ func TestMixedEnsembleQuorumSASL(t *testing.T) {
 // wrong password cannot join a ZooKeeper and a keeper member; neither
 // disturbs the two that serve, and each joins once it has the right one.
 func TestMixedQuorumSASLRefusals(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
 	good, wrong := quorumJAAS(t, "test"), quorumJAAS(t, "wrong")
 	for _, m := range e.Members {
@@ -143,6 +145,7 @@ func TestMixedQuorumSASLRefusals(t *testing.T) {
 // loads a log with a hole in it (ZooKeeper logs "First digest mismatch")
 // and it serves without those acknowledged writes.
 func TestRollingUpgradeToQuorumSASL(t *testing.T) {
+	t.Parallel()
 	rollingSASL(t, []Kind{Keeper, Keeper, Keeper})
 }
 

@@ -27,6 +27,7 @@ const superDigest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 // /zookeeper/config and serves in the role it names; writes go through
 // every member; nothing acknowledged is lost and the trees are equal.
 func TestMixedReconfig(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts mixed ensembles of real processes")
 	}

@@ -233,11 +233,15 @@ func followersThenLeader(e *Ensemble) []*Member {
 // and data directory. A go-zookeeper client and a kazoo client write
 // through the whole migration; nothing either was told was written is
 // lost, and every member ends with the same tree.
-func TestRollingMigration(t *testing.T) { testRollingMigration(t, nil) }
+func TestRollingMigration(t *testing.T) {
+	t.Parallel()
+	testRollingMigration(t, nil)
+}
 
 // TestRollingMigrationLeaderKilled is TestRollingMigration with the leader
 // SIGKILLed at a random moment of every step.
 func TestRollingMigrationLeaderKilled(t *testing.T) {
+	t.Parallel()
 	seed := *rollSeed
 	if seed == 0 {
 		seed = rand.Uint64()

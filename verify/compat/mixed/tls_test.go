@@ -17,6 +17,7 @@ import (
 // the Java and the keeper members: keeper leads two ZooKeeper followers
 // over TLS, then follows the ZooKeeper leader elected when it is killed.
 func TestMixedEnsembleOverTLS(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
 	p := newQuorumPKI(t)
 	for _, m := range e.Members {
@@ -40,6 +41,7 @@ func TestMixedEnsembleOverTLS(t *testing.T) {
 // two that serve; with a good certificate it joins; the leader's death
 // brings a new election over TLS.
 func TestKeeperEnsembleOverTLS(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, Keeper, Keeper, Keeper)
 	p := newQuorumPKI(t)
 	good := map[int][]string{}
@@ -104,6 +106,7 @@ func TestKeeperEnsembleOverTLS(t *testing.T) {
 // every phase. It runs with keeper members only, and with two ZooKeeper
 // members beside a keeper one.
 func TestRollingUpgradeToTLS(t *testing.T) {
+	t.Parallel()
 	for _, kinds := range [][]Kind{{Keeper, Keeper, Keeper}, {ZooKeeper, ZooKeeper, Keeper}} {
 		t.Run(fmt.Sprint(kinds), func(t *testing.T) { rollingUpgrade(t, kinds) })
 	}
@@ -280,6 +283,7 @@ func (w *tlsWriter) stop(t *testing.T) acked {
 // speaks plaintext cannot join ZooKeeper and keeper; neither disturbs the
 // two that serve, and each joins once configured like the others.
 func TestMixedTLSRefusals(t *testing.T) {
+	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper)
 	p := newQuorumPKI(t)
 	good := map[int][]string{}
@@ -338,6 +342,7 @@ func TestMixedTLSRefusals(t *testing.T) {
 // servers"). It dials the others (its id is the highest), so every link
 // it needs is one it opens.
 func TestMixedTLSWantUntrusted(t *testing.T) {
+	t.Parallel()
 	for _, kinds := range [][3]Kind{{ZooKeeper, ZooKeeper, Keeper}, {Keeper, Keeper, ZooKeeper}} {
 		t.Run(fmt.Sprintf("%s-joins-%s", kinds[2], kinds[0]), func(t *testing.T) {
 			e := NewEnsemble(t, kinds[0], kinds[1], kinds[2])
