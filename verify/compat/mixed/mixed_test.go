@@ -335,6 +335,20 @@ const javaShutdownBug = `Cannot invoke "java.net.Socket.isClosed()" because "thi
 // javaShutdownBug it is ZooKeeper's own race after a leader is lost.
 const javaRevalidateBug = `because the return value of "org.apache.zookeeper.server.quorum.LearnerZooKeeperServer.getLearner()" is null`
 
+// javaLooking is what a Java member logs each time it enters leader
+// election: once at its start, again whenever it loses its leader.
+const javaLooking = "Peer state changed: looking"
+
+// lostLeader reports whether a Java member's current run lost a leader:
+// it went back to election after its first one.
+func lostLeader(m *Member) bool {
+	if m.Kind != ZooKeeper {
+		return false
+	}
+	b, _ := os.ReadFile(m.LogPath())
+	return bytes.Count(b, []byte(javaLooking)) > 1
+}
+
 // checkAlive fails if a member's process died, or a Java member's log
 // holds one of javaComplaints.
 func checkAlive(t *testing.T, e *Ensemble, ms ...*Member) {
@@ -435,7 +449,16 @@ func runMixed(t *testing.T, e *Ensemble) {
 	for _, m := range e.Members {
 		writeThrough(t, e, m, "keeper-leads", ack)
 	}
-	checkAlive(t, e, zk1, zk2, kp)
+	// A follower that misses syncLimit on a busy machine loses its
+	// leader and syncs again, as ZooKeeper's own followers do: legal, and
+	// then ZooKeeper's shutdown race may show in its log. Only there.
+	for _, m := range []*Member{zk1, zk2, kp} {
+		var tolerate []string
+		if lostLeader(m) {
+			tolerate = []string{javaShutdownBug, javaRevalidateBug}
+		}
+		checkAliveTolerating(t, tolerate, m)
+	}
 	checkTrees(t, e, ack)
 	if e.afterPhase != nil {
 		e.afterPhase("keeper-leads")
