@@ -166,27 +166,37 @@ func tree(t *testing.T, m *Member, skip ...string) map[string]node {
 	t.Helper()
 	c := dial(t, m)
 	defer c.Close()
-	if _, err := c.Sync("/"); err != nil {
-		t.Fatalf("member %d: sync: %v", m.ID, err)
+	// The client's requests wait for a reconnect without end: a member
+	// that stops serving (two Java members whose SyncThread died leave
+	// no quorum) would hold the test until go test's timeout, and with it
+	// every other test's result. Closing the client ends the wait, and
+	// the test fails saying so.
+	limit := testhost.Scale(5 * time.Minute)
+	stuck := time.AfterFunc(limit, c.Close)
+	defer stuck.Stop()
+	check := func(what, p string, err error) {
+		if err == nil {
+			return
+		}
+		if !stuck.Stop() {
+			t.Fatalf("member %d: its tree was not read within %v (%s %s: %v)", m.ID, limit, what, p, err)
+		}
+		t.Fatalf("member %d: %s %s: %v", m.ID, what, p, err)
 	}
+	_, err := c.Sync("/")
+	check("sync", "/", err)
 	out := map[string]node{}
 	var walk func(p string)
 	walk = func(p string) {
 		data, st, err := c.Get(p)
-		if err != nil {
-			t.Fatalf("member %d: get %s: %v", m.ID, p, err)
-		}
+		check("get", p, err)
 		acl, _, err := c.GetACL(p)
-		if err != nil {
-			t.Fatalf("member %d: getACL %s: %v", m.ID, p, err)
-		}
+		check("getACL", p, err)
 		out[p] = node{data: string(data), czxid: st.Czxid, mzxid: st.Mzxid, pzxid: st.Pzxid, ctime: st.Ctime,
 			mtime: st.Mtime, version: st.Version, cversion: st.Cversion, aver: st.Aversion,
 			ephemeralOwner: st.EphemeralOwner, numChildren: st.NumChildren, acl: fmt.Sprint(acl)}
 		kids, _, err := c.Children(p)
-		if err != nil {
-			t.Fatalf("member %d: children %s: %v", m.ID, p, err)
-		}
+		check("children", p, err)
 		slices.Sort(kids)
 		for _, k := range kids {
 			if kp := path.Join(p, k); kp != "/zookeeper" && !slices.Contains(skip, kp) {
