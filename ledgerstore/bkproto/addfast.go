@@ -16,15 +16,29 @@ import (
 // DecodeRequest gives for the same frame (FuzzDecodeRequestAliased
 // checks it).
 func DecodeRequestAliased(frame []byte) (req *Request, aliased bool, err error) {
-	if req := decodeAddAliased(frame); req != nil {
+	return DecodeRequestAliasedInto(new(AddBuffer), frame)
+}
+
+// AddBuffer is where the aliasing decoders put an add request: the
+// request and every field it points to, so that decoding one costs no
+// allocation once a reader keeps its buffers (a bookie keeps one with
+// each pooled request frame). The request DecodeRequestAliasedInto or
+// DecodeV2RequestAliasedInto returns lives in the buffer: it is valid
+// until the buffer is used again.
+type AddBuffer struct{ a addAlloc }
+
+// DecodeRequestAliasedInto is DecodeRequestAliased decoding an add into
+// buf instead of a fresh allocation (anything else is decoded as
+// DecodeRequest decodes it and leaves buf alone).
+func DecodeRequestAliasedInto(buf *AddBuffer, frame []byte) (req *Request, aliased bool, err error) {
+	if req := decodeAddAliased(&buf.a, frame); req != nil {
 		return req, true, validateAliasedAdd(req)
 	}
 	req, err = DecodeRequest(frame)
 	return req, false, err
 }
 
-// addAlloc holds an aliased add request and every field it points to, so
-// that decoding one costs one allocation.
+// addAlloc holds an aliased add request and every field it points to.
 type addAlloc struct {
 	req Request
 	hdr BKPacketHeader
@@ -54,11 +68,11 @@ const (
 	fieldAddFlag         = 100
 )
 
-// decodeAddAliased decodes frame as an ADD_ENTRY Request whose byte
-// fields alias frame, or returns nil if the frame is anything else or
+// decodeAddAliased decodes frame into a as an ADD_ENTRY Request whose
+// byte fields alias frame, or returns nil if the frame is anything else or
 // anything protobuf would decode in a way this does not reproduce.
-func decodeAddAliased(frame []byte) *Request {
-	a := &addAlloc{}
+func decodeAddAliased(a *addAlloc, frame []byte) *Request {
+	*a = addAlloc{}
 	var hdr, add []byte
 	var seen uint8
 	for b := frame; len(b) > 0; {
