@@ -162,7 +162,7 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		req, v2, aliased, err := c.decode(frame)
+		req, v2, aliased, err := c.decode(frame, fb)
 		if !aliased {
 			fb.put() // nothing refers to the frame any more
 			fb = nil
@@ -179,12 +179,12 @@ func (c *conn) readLoop() {
 			return
 		}
 		if err != nil {
+			cl.sendStatus(req.GetHeader(), perr.Status) // req may live in fb: answer first
 			fb.put()
-			cl.sendStatus(req.GetHeader(), perr.Status)
 			continue
 		}
 		if aliased {
-			// An ADD_ENTRY (all DecodeRequestAliased aliases): fb is
+			// An ADD_ENTRY (all the aliasing decoders alias): fb is
 			// returned once the journal has copied the entry.
 			b.addEntry(cl, req.Header, req.AddRequest, fb)
 			continue
@@ -203,18 +203,26 @@ func (c *conn) readLoop() {
 // switches the connection to v2 at the first frame that is not a v3
 // Request. v2 is non-nil for a v2 request: what its response repeats.
 // aliased means that the request is an ADD_ENTRY whose byte fields alias
-// frame (bkproto.DecodeRequestAliased); otherwise nothing refers to frame.
-func (c *conn) decode(frame []byte) (req *bkproto.Request, v2 *bkproto.V2Request, aliased bool, err error) {
+// frame (bkproto.DecodeRequestAliased, or for v2
+// bkproto.DecodeV2RequestAliased) and which lives in fb's AddBuffer if fb
+// is not nil; otherwise nothing refers to frame or fb.
+func (c *conn) decode(frame []byte, fb *frameBuf) (req *bkproto.Request, v2 *bkproto.V2Request, aliased bool, err error) {
+	var buf *bkproto.AddBuffer
+	if fb != nil {
+		buf = &fb.add
+	} else {
+		buf = new(bkproto.AddBuffer)
+	}
 	if !c.v2 {
-		req, aliased, err := bkproto.DecodeRequestAliased(frame)
+		req, aliased, err := bkproto.DecodeRequestAliasedInto(buf, frame)
 		if req != nil {
 			return req, nil, aliased, err
 		}
 		c.v2 = true
 		c.b.log.Debug("connection speaks v2", "remote", c.nc.RemoteAddr().String())
 	}
-	req, v2r, err := bkproto.DecodeV2Request(frame)
-	return req, &v2r, false, err
+	req, v2r, aliased, err := bkproto.DecodeV2RequestAliasedInto(buf, frame)
+	return req, &v2r, aliased, err
 }
 
 // writeLoop writes queued responses until the connection closes. Only

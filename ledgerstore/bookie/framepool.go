@@ -28,11 +28,15 @@ const framePoolClasses = 8
 
 var framePools [framePoolClasses]sync.Pool
 
-// frameBuf is a pooled frame buffer. Its owner returns it with put, once,
-// when nothing aliases it any more.
+// frameBuf is a pooled frame buffer, with the buffer an add read from it
+// is decoded into (so that the decoded request is pooled with its frame:
+// a fresh allocation per add costs its page faults). Its owner returns it
+// with put, once, when nothing aliases it or refers to the request any
+// more.
 type frameBuf struct {
 	b     []byte
 	class int
+	add   bkproto.AddBuffer
 }
 
 // poolClass returns the pool of frames of n bytes.

@@ -95,31 +95,22 @@ func (b *Bookie) bindMasterKey(jr *journaler, ledgerID int64, key []byte) error 
 // addEntry stores an entry in the order of docs/bookkeeper-protocol.md §7.2: check the master
 // key and the fence, insert into ledger storage (the entry is readable
 // and wakes long polls), journal it, and answer only once the batch
-// holding it is synced. If fb is not nil, r's byte fields alias it:
-// addEntry reads them only before it hands the record to the journal,
-// which returns fb to its pool once it has copied the record (or at once,
-// if the add ends earlier).
+// holding it is synced. If fb is not nil, r and h may live in it (an
+// AddBuffer) and r's byte fields alias it: addEntry reads them only before
+// it hands the record to the journal, which returns fb to its pool once it
+// has copied the record (or at once, if the add ends earlier). The answer
+// keeps what it needs of h by value.
 func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequest, fb *frameBuf) {
-	start := time.Now()
-	ledgerID, entryID := r.GetLedgerId(), r.GetEntryId()
-	reply := func(err error) {
-		st := statusOf(err)
-		if st == bkproto.StatusCode_EIO {
-			b.log.Debug("add failed", "ledger", ledgerID, "entry", entryID, "err", err)
-		}
-		cl.sendAdd(h, st, ledgerID, entryID)
-		observe(b.m.addEntry, start, st == bkproto.StatusCode_EOK)
-		if st == bkproto.StatusCode_ETOOMANYREQUESTS {
-			b.m.addRejected.Inc()
-		}
-	}
+	ad := addDone{b: b, cl: cl, rh: bkproto.AddReplyOf(h), start: time.Now(),
+		ledgerID: r.GetLedgerId(), entryID: r.GetEntryId()}
 	// (GetFlag defaults to RECOVERY_ADD, the enum's first value: test presence.)
 	recovery := r.Flag != nil && *r.Flag == bkproto.AddRequest_RECOVERY_ADD
 	if err := b.checkWritable(recovery || h.GetPriority() > 0); err != nil {
 		fb.put()
-		reply(err)
+		ad.reply(err)
 		return
 	}
+	ledgerID, entryID := ad.ledgerID, ad.entryID
 	jr := b.journalFor(ledgerID)
 	lock := b.ledgerLock(ledgerID)
 	lock.Lock()
@@ -133,29 +124,49 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	if err != nil {
 		lock.Unlock()
 		fb.put()
-		reply(err)
+		ad.reply(err)
 		return
 	}
 	rec, err := journal.NewEntryRecord(r.Body)
 	if err != nil { // cannot happen: the request was validated
 		lock.Unlock()
 		fb.put()
-		reply(bkproto.Errorf(bkproto.StatusCode_EBADREQ, "%v", err))
+		ad.reply(bkproto.Errorf(bkproto.StatusCode_EBADREQ, "%v", err))
 		return
 	}
 	// The last reads of r's bytes: once enqueued, fb may go back to its
 	// pool at any moment.
 	size := len(r.Body)
 	lac := int64(binary.BigEndian.Uint64(r.Body[16:24]))
-	jr.enqueue(journalOp{rec: rec, done: reply, frame: fb})
+	jr.enqueue(journalOp{rec: rec, add: ad, frame: fb})
 	lock.Unlock()
 	b.m.writeBytes.Add(float64(size))
 	b.m.addBytes.Record(int64(size), true)
 	b.lacs.notify(ledgerID, lac)
 }
 
-func addResponse(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) *bkproto.Response {
-	return bkproto.NewAddResponse(h, st, ledgerID, entryID)
+// addDone is how an add is answered: what the answer needs, by value (the
+// request it came from may be reused by then).
+type addDone struct {
+	b                 *Bookie
+	cl                call
+	rh                bkproto.AddReply
+	start             time.Time
+	ledgerID, entryID int64
+}
+
+// reply answers the add with err's status and records it.
+func (d *addDone) reply(err error) {
+	b := d.b
+	st := statusOf(err)
+	if st == bkproto.StatusCode_EIO {
+		b.log.Debug("add failed", "ledger", d.ledgerID, "entry", d.entryID, "err", err)
+	}
+	d.cl.sendAdd(d.rh, st, d.ledgerID, d.entryID)
+	observe(b.m.addEntry, d.start, st == bkproto.StatusCode_EOK)
+	if st == bkproto.StatusCode_ETOOMANYREQUESTS {
+		b.m.addRejected.Inc()
+	}
 }
 
 // writeLAC stores an explicit LAC: bind or check the master key, keep the

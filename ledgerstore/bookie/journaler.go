@@ -29,10 +29,26 @@ type journalOp struct {
 	rec    journal.Record
 	force  bool
 	queued time.Time
-	done   func(error) // nil: nothing waits for this record
+	done   func(error) // nil: nothing waits for this record (or add does)
+	// add, when add.b is set, answers an ADD_ENTRY like done would: kept
+	// by value, so that an add costs no closure.
+	add addDone
 	// frame, if not nil, is the request frame rec aliases: returned to its
 	// pool once the journal has copied rec (or refused it), before done.
 	frame *frameBuf
+}
+
+// waits reports whether anything waits for op's outcome.
+func (op *journalOp) waits() bool { return op.done != nil || op.add.b != nil }
+
+// complete reports op's outcome to whoever waits for it.
+func (op *journalOp) complete(err error) {
+	switch {
+	case op.done != nil:
+		op.done(err)
+	case op.add.b != nil:
+		op.add.reply(err)
+	}
 }
 
 // appended ends op's hold on its request frame: rec no longer refers to
@@ -105,16 +121,14 @@ func (jr *journaler) durableMark() journal.Position {
 }
 
 // enqueue hands op to the goroutine. It blocks while the queue is full.
-// After stop, op.done gets errJournalClosed at once.
+// After stop, op completes with errJournalClosed at once.
 func (jr *journaler) enqueue(op journalOp) {
 	op.queued = time.Now()
 	jr.mu.RLock()
 	defer jr.mu.RUnlock()
 	if jr.closed {
 		op.appended()
-		if op.done != nil {
-			op.done(errJournalClosed)
-		}
+		op.complete(errJournalClosed)
 		return
 	}
 	jr.in <- op
@@ -208,9 +222,7 @@ func (jr *journaler) accept(op journalOp) {
 	} else if _, err := jr.j.Append(op.rec); err != nil {
 		op.appended()
 		jr.failed(err)
-		if op.done != nil {
-			op.done(err)
-		}
+		op.complete(err)
 		return
 	} else {
 		n := len(op.rec.Body())
@@ -277,13 +289,13 @@ func (jr *journaler) commit() {
 	jr.m.journalBatchBytes.Record(jr.batchSize, err == nil)
 	for i, op := range jr.waiting {
 		switch {
-		case op.done == nil:
+		case !op.waits():
 		case op.force:
 			observe(jr.m.journalForceLedger, op.queued, err == nil)
-			op.done(err)
+			op.complete(err)
 		default:
 			observe(jr.m.journalAddEntry, op.queued, err == nil)
-			op.done(err)
+			op.complete(err)
 		}
 		jr.waiting[i] = journalOp{}
 	}

@@ -289,16 +289,18 @@ func (cl call) send(resp *bkproto.Response) {
 	cl.sendFrame(resp.GetHeader().GetOperation(), func(dst []byte) ([]byte, error) { return cl.encode(dst, resp) })
 }
 
-// sendAdd sends the response to an add whose request had header h: what
-// send(addResponse(...)) sends, but a v3 one is encoded without building
-// the message.
-func (cl call) sendAdd(h *bkproto.BKPacketHeader, st bkproto.StatusCode, ledgerID, entryID int64) {
-	if cl.v2 != nil {
-		cl.send(addResponse(h, st, ledgerID, entryID))
+// sendAdd sends the response to an add whose request header rh was taken
+// from: what send(rh.Response(...)) sends, but encoded without building
+// the message, in v2 or v3.
+func (cl call) sendAdd(rh bkproto.AddReply, st bkproto.StatusCode, ledgerID, entryID int64) {
+	if v2 := cl.v2; v2 != nil {
+		cl.sendFrame(bkproto.OperationType_ADD_ENTRY, func(dst []byte) ([]byte, error) {
+			return bkproto.AppendV2AddResponse(dst, *v2, st), nil
+		})
 		return
 	}
 	cl.sendFrame(bkproto.OperationType_ADD_ENTRY, func(dst []byte) ([]byte, error) {
-		return bkproto.AppendAddResponseFrame(dst, h, st, ledgerID, entryID)
+		return rh.AppendFrame(dst, st, ledgerID, entryID)
 	})
 }
 
