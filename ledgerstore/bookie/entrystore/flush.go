@@ -1,6 +1,7 @@
 package entrystore
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
@@ -103,13 +104,17 @@ func (s *Store) flushHalf(half *cacheHalf, records map[int64][]byte) error {
 // and entry, puts their locations into batch and syncs the logs written.
 func (s *Store) appendHalf(half *cacheHalf, batch *pebble.Batch) error {
 	touched := make([]bool, len(s.writers))
+	var key [locationKeyBytes]byte
+	var val [8]byte
 	for _, ce := range half.sorted() {
 		dir := s.dirOf(ce.key.ledgerID)
 		loc, err := s.appendEntry(dir, ce.key.ledgerID, half.bytesOf(ce))
 		if err != nil {
 			return err
 		}
-		if err := batch.Set(locationKey(ce.key.ledgerID, ce.key.entryID), encodeLocation(loc), nil); err != nil {
+		putLocationKey(&key, ce.key.ledgerID, ce.key.entryID)
+		binary.BigEndian.PutUint64(val[:], loc)
+		if err := batch.Set(key[:], val[:], nil); err != nil { // Set copies both
 			return err
 		}
 		touched[dir] = true

@@ -18,13 +18,23 @@ const (
 	prefixLedger   = 'l' // 'l' | ledgerId u64 -> ledger record
 )
 
+// locationKeyBytes is the length of a location key.
+const locationKeyBytes = 17
+
 // locationKey returns the index key of an entry.
 func locationKey(ledgerID, entryID int64) []byte {
-	k := make([]byte, 17)
+	var k [locationKeyBytes]byte
+	putLocationKey(&k, ledgerID, entryID)
+	return k[:]
+}
+
+// putLocationKey writes the index key of an entry into k, so that a flush
+// setting thousands of them reuses one array (a batch copies what it is
+// given).
+func putLocationKey(k *[locationKeyBytes]byte, ledgerID, entryID int64) {
 	k[0] = prefixLocation
 	binary.BigEndian.PutUint64(k[1:9], uint64(ledgerID))
 	binary.BigEndian.PutUint64(k[9:17], uint64(entryID))
-	return k
 }
 
 // ledgerLocationBounds returns the key range [lower, upper) holding all of

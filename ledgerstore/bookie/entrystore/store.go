@@ -42,6 +42,7 @@ type Store struct {
 	// swap it in then, even when it is empty.
 	flushing bool
 	rcache   *readCache
+	segs     *segmentPool // the write cache halves' segments
 	ledgers  map[int64]*ledgerInfo
 	dirty    map[int64]bool // ledgers whose record the next Flush writes
 	// indexEpoch counts changes of the index that may replace an entry's
@@ -67,12 +68,15 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	halfBytes := max(cfg.WriteCacheBytes/2, 1)
+	segs := newSegmentPool(halfBytes)
 	s := &Store{
 		cfg:       cfg,
-		halfBytes: max(cfg.WriteCacheBytes/2, 1),
+		halfBytes: halfBytes,
 		logs:      make(map[int64]*logFile),
-		active:    newCacheHalf(),
-		standby:   newCacheHalf(),
+		active:    newCacheHalf(segs),
+		standby:   newCacheHalf(segs),
+		segs:      segs,
 		rcache:    newReadCache(cfg.ReadCacheBytes),
 		ledgers:   make(map[int64]*ledgerInfo),
 		dirty:     make(map[int64]bool),
@@ -82,7 +86,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	db, err := openIndex(cfg)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, segs.release())
 	}
 	s.db = db
 	if err := s.loadLedgers(); err != nil {
@@ -119,9 +123,14 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// closeFiles closes every log and the index.
+// closeFiles closes every log and the index, and releases the write
+// cache's memory: the store is closed (or never opened), so nothing reads
+// or writes the cache any more.
 func (s *Store) closeFiles() error {
 	var errs []error
+	s.mu.Lock()
+	errs = append(errs, s.segs.release())
+	s.mu.Unlock()
 	s.logsMu.Lock()
 	for _, lf := range s.logs {
 		errs = append(errs, lf.f.Close())

@@ -27,6 +27,72 @@ type cachedEntry struct {
 	off, size int
 }
 
+// segmentPool holds the standard arena segments of the write cache that
+// no half uses, for both halves to take from: a segment the flushed half
+// gave back is filled again by the active one, whose pages are already
+// mapped and warm, instead of a fresh allocation whose every page faults
+// on first touch. It is LIFO, so the most recently used segments come
+// back first. New segments are carved from one region mapped outside the
+// Go heap (mapArena), or allocated from the heap where that is not
+// available. The Store's mu guards it.
+//
+// Memory stays within the cache's bound: a segment is made only when the
+// pool is empty, so no more segments exist than both halves ever held at
+// once (each half at most halfBytes plus one partly filled segment); the
+// region holds maxSegs of them and the pool keeps at most that many.
+type segmentPool struct {
+	free    [][]byte
+	maxSegs int
+	region  []byte       // mapped memory not handed out yet
+	unmap   func() error // releases the region; nil if it is heap memory
+	made    int          // segments made so far (tests check the bound)
+}
+
+func newSegmentPool(halfBytes int64) *segmentPool {
+	p := &segmentPool{maxSegs: 2 * int(halfBytes/arenaSegmentBytes+1)}
+	if region, unmap, ok := mapArena(p.maxSegs * arenaSegmentBytes); ok {
+		p.region, p.unmap = region, unmap
+	}
+	return p
+}
+
+// get returns a standard segment of length n ≤ arenaSegmentBytes.
+func (p *segmentPool) get(n int) []byte {
+	if k := len(p.free); k > 0 {
+		seg := p.free[k-1][:n]
+		p.free[k-1] = nil
+		p.free = p.free[:k-1]
+		return seg
+	}
+	p.made++
+	if len(p.region) >= arenaSegmentBytes {
+		seg := p.region[:n:arenaSegmentBytes]
+		p.region = p.region[arenaSegmentBytes:]
+		return seg
+	}
+	return make([]byte, n, arenaSegmentBytes)
+}
+
+// put takes back a segment no entry refers to any more. Odd-sized ones
+// (a large entry's own) are left to the garbage collector.
+func (p *segmentPool) put(seg []byte) {
+	if cap(seg) == arenaSegmentBytes && len(p.free) < p.maxSegs {
+		p.free = append(p.free, seg[:0])
+	}
+}
+
+// release unmaps the region. Call it once nothing can touch a segment
+// any more (Close, with mu and opMu held).
+func (p *segmentPool) release() error {
+	p.free, p.region = nil, nil
+	if p.unmap == nil {
+		return nil
+	}
+	unmap := p.unmap
+	p.unmap = nil
+	return unmap()
+}
+
 // cacheHalf is one half of the write cache: an arena of segments and an
 // index of the entries in it. The Store's mu guards it, except that Flush
 // reads the half it flushes without mu (nothing writes to that half until
@@ -37,11 +103,11 @@ type cacheHalf struct {
 	index   map[entryKey]int // into entries
 	last    map[int64]int64  // ledger -> greatest entry id held
 	bytes   int64            // entry bytes held, replaced ones included
-	spare   [][]byte         // arena segments kept from before reset
+	pool    *segmentPool     // shared with the other half
 }
 
-func newCacheHalf() *cacheHalf {
-	return &cacheHalf{index: make(map[entryKey]int), last: make(map[int64]int64)}
+func newCacheHalf(pool *segmentPool) *cacheHalf {
+	return &cacheHalf{index: make(map[entryKey]int), last: make(map[int64]int64), pool: pool}
 }
 
 func (h *cacheHalf) empty() bool { return len(h.entries) == 0 }
@@ -74,14 +140,10 @@ func (h *cacheHalf) alloc(n int) (int, int) {
 		}
 	}
 	var seg []byte
-	switch {
-	case n > arenaSegmentBytes:
+	if n > arenaSegmentBytes {
 		seg = make([]byte, n)
-	case len(h.spare) > 0:
-		seg = h.spare[len(h.spare)-1][:n]
-		h.spare = h.spare[:len(h.spare)-1]
-	default:
-		seg = make([]byte, n, arenaSegmentBytes)
+	} else {
+		seg = h.pool.get(n)
 	}
 	h.segs = append(h.segs, seg)
 	return len(h.segs) - 1, 0
@@ -113,12 +175,11 @@ func (h *cacheHalf) sorted() []cachedEntry {
 	return out
 }
 
-// reset empties the half, keeping standard-size segments for reuse.
+// reset empties the half, giving its standard-size segments back to the
+// pool for either half to reuse.
 func (h *cacheHalf) reset() {
 	for _, seg := range h.segs {
-		if cap(seg) == arenaSegmentBytes {
-			h.spare = append(h.spare, seg[:0])
-		}
+		h.pool.put(seg)
 	}
 	clear(h.segs)
 	h.segs = h.segs[:0]
