@@ -15,11 +15,24 @@ import (
 // leaves it zero.
 const DefaultRetryTicks = 10
 
-// recoveryMaxReAdds bounds the re-adds in flight during recovery, or
-// ReadAheadEntries if that is more: reading forward pauses while this many
-// found entries await their ack quorum, so a slow bookie cannot make
-// recovery buffer a whole ledger.
-const recoveryMaxReAdds = 64
+// recoveryMaxReAdds and recoveryMaxReAddBytes bound the re-adds in
+// flight during recovery (the count, or ReadAheadEntries if that is more,
+// and the entries' bytes): reading forward pauses while that many found
+// entries await their ack quorum, so a slow bookie cannot make recovery
+// buffer a whole ledger. A re-add waits for a journal sync at Qw bookies,
+// so the window, not the CPU, bounds recovery when it is small: 1,024
+// re-adds of 1 KiB keep the bookies' group commit busy, and 32 MiB bounds
+// the memory whatever the entries' size.
+const (
+	recoveryMaxReAdds     = 1024
+	recoveryMaxReAddBytes = 32 << 20
+)
+
+// reAddRoom reports whether recovery may hand the writer another found
+// entry, within the bounds above.
+func (r *Recovery) reAddRoom() bool {
+	return int64(len(r.w.pending)) < max(recoveryMaxReAdds, r.readAhead) && r.w.pendingBytes < recoveryMaxReAddBytes
+}
 
 // RecoveryConfig configures a Recovery.
 type RecoveryConfig struct {

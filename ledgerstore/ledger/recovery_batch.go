@@ -23,8 +23,7 @@ func (r *Recovery) batching() bool {
 // read (after an answer that is not a valid copy, or RetryTicks of
 // silence).
 func (r *Recovery) readForwardBatch() {
-	if r.phase != phaseForward || r.nextRead >= r.end ||
-		int64(len(r.w.pending)) >= max(recoveryMaxReAdds, r.readAhead) {
+	if r.phase != phaseForward || r.nextRead >= r.end || !r.reAddRoom() {
 		return
 	}
 	room := r.readAhead - (r.nextRead - r.nextAdd)

@@ -49,8 +49,7 @@ func (r *Recovery) readForward() {
 		r.readForwardBatch()
 		return
 	}
-	for r.phase == phaseForward && r.nextRead < r.end && r.nextRead-r.nextAdd < r.readAhead &&
-		int64(len(r.w.pending)) < max(recoveryMaxReAdds, r.readAhead) {
+	for r.phase == phaseForward && r.nextRead < r.end && r.nextRead-r.nextAdd < r.readAhead && r.reAddRoom() {
 		e := r.nextRead
 		r.nextRead++
 		invariants.Assertf(e >= r.fenced.FirstEntryID, "ledger %d: recovery read of entry %d below the last segment at %d",

@@ -87,6 +87,8 @@ type Writer struct {
 	length    int64 // cumulative payload bytes up to lap
 	lacLength int64 // cumulative payload bytes up to lac
 	pending   []*pendingAdd
+	// pendingBytes is the entry bytes of pending (recovery bounds it).
+	pendingBytes int64
 
 	failed      []BookieID    // ensemble members reported failed, not yet replaced; sorted
 	quarantined []BookieID    // every bookie that failed on this writer; sorted
@@ -245,6 +247,7 @@ func (w *Writer) push(id, length, lac int64, payload []byte) {
 	w.lap, w.length = id, length
 	w.explicit.carried = max(w.explicit.carried, lac)
 	w.pending = append(w.pending, pa)
+	w.pendingBytes += int64(len(pa.body))
 	w.send(pa)
 }
 
@@ -369,6 +372,7 @@ func (w *Writer) drain() {
 	for len(w.pending) > 0 && w.acks(w.pending[0]) >= w.placement.AckQuorum {
 		pa := w.pending[0]
 		w.pending = w.pending[1:]
+		w.pendingBytes -= int64(len(pa.body))
 		invariants.Assertf(pa.entryID == w.lac+1, "ledger %d: completing entry %d with LAC %d",
 			w.ledgerID, pa.entryID, w.lac)
 		w.lac, w.lacLength = pa.entryID, pa.length
@@ -404,6 +408,7 @@ func (w *Writer) failPending(err error) {
 		w.ready.Completions = append(w.ready.Completions, Completion{EntryID: pa.entryID, Err: e})
 	}
 	w.pending, w.change, w.failed = nil, nil, nil
+	w.pendingBytes = 0
 }
 
 // Close stops accepting adds and closes the ledger once the pending adds
