@@ -303,7 +303,8 @@ func (d *driver) sendLACWrite(req ledger.LACWriteRequest) {
 }
 
 // sendRead sends one read; a long poll may take LongPollTimeout longer
-// than other reads before it counts as unanswered.
+// than other reads before it counts as unanswered. Its answer (NoResponse
+// after the timeout or on a broken connection) comes back to the loop.
 func (d *driver) sendRead(req ledger.ReadRequest) {
 	h := d.m.(readHandler)
 	timeout := d.c.cfg.ReadTimeout
@@ -312,6 +313,26 @@ func (d *driver) sendRead(req ledger.ReadRequest) {
 	}
 	if req.Speculative {
 		d.c.count(speculativeReads)
+	}
+	if !req.LongPoll && req.BatchMaxCount == 0 && !d.c.cfg.UseV2WireProtocol {
+		// A plain v3 read on a live connection goes out from the loop as
+		// an add does (sendAdd): no goroutine, context or timer per read,
+		// which is most of a recovery's or a catch-up reader's client CPU.
+		if cl, cs := d.c.pool.live(req.Bookie); cl != nil {
+			r := req.Request(0)
+			op := r.GetHeader().GetOperation()
+			sent := time.Now()
+			cs.sent(op)
+			cl.Send(r, sent.Add(timeout), func(res bookierpc.Result) {
+				cs.answered(op, sent, respOK(res.Resp, res.Err), timedOut(res.Err))
+				reply := ledger.ReadReply{Status: ledger.NoResponse}
+				if res.Err == nil {
+					reply = ledger.ReadReplyOf(res.Resp)
+				}
+				d.reply(func() { h.HandleRead(req, reply) })
+			})
+			return
+		}
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(d.life, timeout)
