@@ -66,7 +66,8 @@ type Peer struct {
 	maxBuf  int
 
 	// writeErr is the first storage error: the peer stops, since the disk's
-	// state is unknown (STYLE rule 6).
+	// state is unknown and a retry could report as durable what is not
+	// (docs/storage-recovery.md, "The durable-log rules").
 	writeErr error
 	// configs stores the configurations zab hands out (SetConfigStore).
 	configs ConfigStore

@@ -72,7 +72,7 @@ func (o Options) Validate() error {
 // final directory sync fails: then the new file exists but may not survive
 // a crash. After a failed sync, of the file or the directory, the disk's
 // state is unknown, and the caller must stop using the directory rather
-// than retry (STYLE rule 6). A temporary file that a crash leaves behind is
+// than retry (docs/storage-recovery.md, "The durable-log rules"). A temporary file that a crash leaves behind is
 // removed by RemoveTemp.
 func Write(fs vfs.FS, dir string, z zxid.ID, sessions []SessionEntry, tree *datatree.Tree,
 	digest *Digest, opts Options) (string, error) {

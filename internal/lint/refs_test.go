@@ -17,7 +17,7 @@ import (
 // The names are written in pieces so that this file does not itself cite
 // what it refuses.
 var outsideRef = regexp.MustCompile(`\.\./` + `shared\b|\bspec ` + `§|\bspec Appendix|\bspec/[a-z-]+\.md|\bSTYLE` +
-	`\.md\b|\breliability` + `\.md\b|\bzk-` + `protocol\.md\b|\bperf-` + `baseline\.md\b|(^|[^/\w])book` + `keeper\.md\b`)
+	`(\.md\b| rules? \d)|\breliability` + `\.md\b|\bzk-` + `protocol\.md\b|\bperf-` + `baseline\.md\b|(^|[^/\w])book` + `keeper\.md\b`)
 
 // wrappedSpec and sectionLine match the same citation broken over two
 // lines: a line ending in the notes' name, then one starting with a
@@ -122,6 +122,8 @@ func TestRefProblems(t *testing.T) {
 		{"// the order of spec " + "§2.4", "spec " + "§"},
 		{"// see ../" + "shared/spec/" + bk, "../" + "shared"},
 		{"// house rules (STYLE" + ".md, rule 8)", "STYLE" + ".md"},
+		{"// the disk is unknown (STYLE" + " rule 6)", "STYLE" + " rule 6"},
+		{"// a STYLE of its own", ""},
 		{"// scenario 3 of reliability" + ".md §E", "reliability" + ".md"},
 		{"// spec/" + bk + " §7.3", "spec/" + bk},
 		{"// the order of docs/zookeeper-protocol.md §2.4", ""},
