@@ -119,13 +119,19 @@ func (c *Cluster) pump(s *server, now zkcore.Now) bool {
 // loop do. It reports false when the server crashed (a failpoint, or a
 // storage error, which is a violation).
 func (c *Cluster) persist(s *server, rd zab.Ready) bool {
-	b := s.member.Persist(rd)
+	return c.finishBatch(s, s.member.Persist(rd), s.peer.Err)
+}
+
+// finishBatch finishes batch b, which the persister wrote, on s's loop;
+// failed is the storage error s holds afterwards (its peer's, or a
+// standalone core's). It reports false when the server crashed.
+func (c *Cluster) finishBatch(s *server, b coordserver.Batch, failed func() error) bool {
 	if err := b.Err(); err != nil && (errors.Is(err, errCrash) || s.disk.crashed()) {
 		c.crash(s, err.Error())
 		return false
 	}
 	s.member.Finish(b)
-	err := s.peer.Err()
+	err := failed()
 	switch {
 	case err == nil && !s.disk.crashed():
 		return true

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"errors"
-
 	coordserver "keeper/coordination/server"
 	"keeper/coordination/zkcore"
 )
@@ -64,23 +62,7 @@ func (c *Cluster) pumpStandalone(s *server) bool {
 // it, as the persister and then the loop do. It reports false when the
 // server crashed (a failpoint, or a storage error, which is a violation).
 func (c *Cluster) persistQueued(s *server) bool {
-	b := s.member.PersistQueued()
-	if err := b.Err(); err != nil && (errors.Is(err, errCrash) || s.disk.crashed()) {
-		c.crash(s, err.Error())
-		return false
-	}
-	s.member.Finish(b)
-	err := s.core.WritesFailed()
-	switch {
-	case err == nil && !s.disk.crashed():
-		return true
-	case errors.Is(err, errCrash) || s.disk.crashed():
-		c.crash(s, "crashed while finishing a batch")
-		return false
-	}
-	c.violate("storage", "server %d: %v", s.id, err)
-	c.crash(s, "storage error")
-	return false
+	return c.finishBatch(s, s.member.PersistQueued(), s.core.WritesFailed)
 }
 
 // standaloneSettled reports whether the standalone server has nothing on
