@@ -20,8 +20,8 @@ type storageMetrics struct {
 	txnsLoadTime        *metric.Summary // replaying the log after it
 	txnsLoaded          *metric.Summary // txns replayed
 	batchSize           *metric.Summary // txns per group commit
-	queueSize           *metric.Summary // txns waiting when the committer takes a batch
-	queued              *metric.Counter // txns handed to the committer
+	queueSize           *metric.Summary // txns waiting when the persister takes a batch
+	queued              *metric.Counter // txns handed to the persister
 	queueTime           *metric.Summary // per txn: handed over to taken into a batch
 	flushTime           *metric.Summary // per batch: appends plus the fsync
 	queueAndFlushTime   *metric.Summary // per txn: handed over to durable

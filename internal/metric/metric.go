@@ -6,7 +6,7 @@
 // what the drivers and the core record.
 //
 // Everything here is safe for concurrent use: the core records on its loop,
-// the committer on its own goroutine, and scrapes read from others. Values
+// the persister on its own goroutine, and scrapes read from others. Values
 // are fed in by the caller (durations already measured, in ms): the package
 // reads no clock.
 package metric
