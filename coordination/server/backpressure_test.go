@@ -123,17 +123,22 @@ func TestSlowReaderIsServedInFull(t *testing.T) {
 		buf = zkproto.AppendRequestFrame(buf, zkproto.RequestHeader{Xid: int32(i + 1), Op: zkproto.OpGetData},
 			&zkproto.GetDataRequest{Path: "/big"})
 	}
-	// One goroutine writes: the requests, then a ping every 100 ms, as a
-	// client does while it waits, so that the session stays alive however
-	// long this machine takes to deliver 100 MB. The pings touch the
-	// session when they arrive; their replies queue behind the reads.
+	// One goroutine writes: the requests, then a ping every third of the
+	// session timeout (30 s), as ZooKeeper's clients do while they wait, so
+	// that the session stays alive however long this machine takes to
+	// deliver 100 MB. The pings touch the session when they arrive; their
+	// replies queue behind the reads, and each holds one of the
+	// connection's MaxOutstanding credits until then. A ping every 100 ms
+	// spent the 600 credits the reads leave after a minute; a loaded
+	// machine took longer than that, the server stopped reading, the next
+	// pings were never seen and the session expired under the reader.
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		if _, err := c.nc.Write(buf); err != nil {
 			return
 		}
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(10 * time.Second)
 		defer tick.Stop()
 		for {
 			select {
