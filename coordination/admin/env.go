@@ -136,53 +136,36 @@ func (a *Admin) conf() []byte {
 	return b.Bytes()
 }
 
-// confJSONKeys maps conf's keys to the configuration command's JSON names
-// (ZooKeeperServerConf.toMap). Keys that map to "" are not in the JSON, as
-// in ZooKeeper; keys not listed are converted from camelCase.
-var confJSONKeys = map[string]string{
-	"clientPort": "client_port", "dataDir": "data_dir", "dataLogDir": "data_log_dir",
-	"tickTime": "tick_time", "maxClientCnxns": "max_client_cnxns",
-	"minSessionTimeout": "min_session_timeout", "maxSessionTimeout": "max_session_timeout",
-	"serverId": "server_id", "clientPortListenBacklog": "client_port_listen_backlog",
-	"secureClientPort": "", "dataDirSize": "", "dataLogSize": "",
+// configurationKeys are the configuration command's fields in ZooKeeper's
+// order (ZooKeeperServerConf.toMap), each with the conf key it reads. An
+// ensemble member's conf lines say more (initLimit, peerType, ...), which
+// the command leaves out, as ZooKeeper does.
+var configurationKeys = []struct{ json, conf string }{
+	{"client_port", "clientPort"}, {"data_dir", "dataDir"}, {"data_log_dir", "dataLogDir"},
+	{"tick_time", "tickTime"}, {"max_client_cnxns", "maxClientCnxns"},
+	{"min_session_timeout", "minSessionTimeout"}, {"max_session_timeout", "maxSessionTimeout"},
+	{"server_id", "serverId"}, {"client_port_listen_backlog", "clientPortListenBacklog"},
 }
 
-// configurationFields returns the configuration command's JSON fields:
-// conf's lines under snake_case names, integers as numbers.
+// configurationFields returns the configuration command's JSON fields
+// from conf's lines, integers as numbers; a key conf lacks is left out.
 func (a *Admin) configurationFields() []field {
-	var out []field
+	conf := map[string]string{}
 	for _, line := range a.cfg.ConfLines {
-		key, value, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
+		if key, value, ok := strings.Cut(line, "="); ok {
+			conf[key] = value
 		}
-		name, known := confJSONKeys[key]
-		if !known {
-			name = snakeCase(key)
-		}
-		if name == "" {
-			continue
-		}
-		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
-			out = append(out, field{name, n})
-		} else {
-			out = append(out, field{name, value})
+	}
+	var out []field
+	for _, k := range configurationKeys {
+		value, ok := conf[k.conf]
+		switch n, err := strconv.ParseInt(value, 10, 64); {
+		case !ok:
+		case err == nil:
+			out = append(out, field{k.json, n})
+		default:
+			out = append(out, field{k.json, value})
 		}
 	}
 	return out
-}
-
-// snakeCase turns "initLimit" into "init_limit".
-func snakeCase(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -53,19 +53,37 @@ func TestRoundLatency(t *testing.T) {
 	}
 }
 
-// TestConfigurationFields checks the conf-to-JSON key mapping.
+// TestConfigurationFields checks that configuration answers
+// ZooKeeperServerConf's fields in its order, whatever else conf says (an
+// ensemble member's quorum lines, the directory sizes).
 func TestConfigurationFields(t *testing.T) {
-	a := &Admin{cfg: Config{ConfLines: []string{
-		"clientPort=2181", "secureClientPort=-1", "dataDir=/d/version-2", "dataDirSize=10",
-		"tickTime=2000", "initLimit=10", "peerType=participant", "garbage",
-	}}}
-	got, err := json.Marshal(object(a.configurationFields()))
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"standalone", []string{
+			"clientPort=2181", "secureClientPort=-1", "dataDir=/d/version-2", "dataDirSize=10",
+			"dataLogDir=/l/version-2", "dataLogSize=3", "tickTime=2000", "maxClientCnxns=60",
+			"minSessionTimeout=4000", "maxSessionTimeout=40000", "clientPortListenBacklog=-1", "serverId=0",
+		}, `{"client_port":2181,"data_dir":"/d/version-2","data_log_dir":"/l/version-2","tick_time":2000,` +
+			`"max_client_cnxns":60,"min_session_timeout":4000,"max_session_timeout":40000,"server_id":0,` +
+			`"client_port_listen_backlog":-1}`},
+		{"ensemble member", []string{
+			"clientPort=2181", "tickTime=2000", "clientPortListenBacklog=-1", "serverId=3", "initLimit=10",
+			"peerType=0", "membership: ", "server.3=127.0.0.1:2888:3888:participant", "version=0",
+		}, `{"client_port":2181,"tick_time":2000,"server_id":3,"client_port_listen_backlog":-1}`},
+		{"garbage", []string{"garbage", "=1", "dataDir"}, `{}`},
 	}
-	want := `{"client_port":2181,"data_dir":"/d/version-2","tick_time":2000,"init_limit":10,"peer_type":"participant"}`
-	if string(got) != want {
-		t.Errorf("got %s\nwant %s", got, want)
+	for _, tt := range tests {
+		a := &Admin{cfg: Config{ConfLines: tt.lines}}
+		got, err := json.Marshal(object(a.configurationFields()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%s: got %s\nwant %s", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func servingError(ok bool) string {
 }
 
 // serverStatsCommand answers server_stats, and stats when withConns is set
-// (brief connection objects added). Figures keeper does not track are
+// (brief connection objects added); a leader's adds proposal_stats. Figures keeper does not track are
 // given ZooKeeper's "no data" values: -1 for the client response buffer
 // sizes, 0 for the fsync-threshold and non-mTLS counters.
 func (a *Admin) serverStatsCommand(withConns bool) ([]field, string) {
@@ -132,8 +132,15 @@ func (a *Admin) serverStatsCommand(withConns bool) ([]field, string) {
 		{"read_only", a.state() == "read-only"},
 		{"server_stats", stats},
 		{"client_response", responseStats},
-		{"node_count", f.nodeCount},
 	}
+	if f.inQuorum && f.quorum.Leading {
+		// A leader adds the sizes of the txns it proposed, as ZooKeeper's
+		// BufferStats: -1 before the first.
+		q := f.quorum
+		fields = append(fields, field{"proposal_stats", object{{"last_buffer_size", q.LastProposalBytes},
+			{"min_buffer_size", q.MinProposalBytes}, {"max_buffer_size", q.MaxProposalBytes}}})
+	}
+	fields = append(fields, field{"node_count", f.nodeCount})
 	if withConns {
 		fields = append(fields, field{"connections", connObjects(f.conns, true)}, field{"secure_connections", []object{}})
 	}

@@ -7,6 +7,7 @@ import (
 
 	"keeper/coordination/admin"
 	"keeper/coordination/clienttls"
+	"keeper/coordination/zab"
 )
 
 // startAdmin builds the four-letter-word and admin HTTP side and, if
@@ -100,10 +101,15 @@ func versionDir(dir string) string {
 }
 
 // confLines returns Config.ConfLines, or, when they are not set, the conf
-// lines of a standalone server derived from this Config.
+// lines derived from this Config: serverId is an ensemble member's id, 0
+// on a standalone server, as in ZooKeeper.
 func (s *Server) confLines() []string {
 	if s.cfg.ConfLines != nil {
 		return s.cfg.ConfLines
+	}
+	var serverID zab.PeerID
+	if s.cfg.Quorum != nil {
+		serverID = s.cfg.Quorum.MyID
 	}
 	port := func(ln net.Listener) int {
 		if ln == nil {
@@ -126,7 +132,7 @@ func (s *Server) confLines() []string {
 		fmt.Sprintf("minSessionTimeout=%d", s.cfg.Core.MinSessionTimeoutMs),
 		fmt.Sprintf("maxSessionTimeout=%d", s.cfg.Core.MaxSessionTimeoutMs),
 		"clientPortListenBacklog=-1",
-		"serverId=0",
+		fmt.Sprintf("serverId=%d", serverID),
 	}
 }
 

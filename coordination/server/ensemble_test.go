@@ -119,6 +119,27 @@ func TestEnsembleAdminCommands(t *testing.T) {
 	if got := adminBody(t, leader, "observers"); !regexp.MustCompile(`"remote_socket_address"\s*:\s*"[^"]+",\s*"sid"\s*:\s*3,\s*"established"\s*:\s*\d+,\s*"queued_packets"\s*:\s*\d+,\s*"queued_packets_size"\s*:\s*\d+,\s*"packets_received"`).MatchString(got) {
 		t.Errorf("observers fields out of ZooKeeper's order:\n%s", got)
 	}
+	// configuration names each member's id; server_stats and stats add
+	// the sizes of the proposals on the leader only, the create's
+	// included.
+	for _, s := range servers {
+		if m := adminJSON(t, s, "configuration"); m["server_id"] != float64(s.cfg.Quorum.MyID) {
+			t.Errorf("server %d configuration: %v", s.cfg.Quorum.MyID, m)
+		}
+		for _, name := range []string{"server_stats", "stats"} {
+			p, ok := adminJSON(t, s, name)["proposal_stats"].(map[string]any)
+			if ok != (s == leader) {
+				t.Errorf("server %d %s: proposal_stats %v, want it on the leader only", s.cfg.Quorum.MyID, name, p)
+			}
+			if ok && (p["last_buffer_size"].(float64) <= 0 || p["min_buffer_size"].(float64) <= 0 ||
+				p["max_buffer_size"].(float64) < p["min_buffer_size"].(float64)) {
+				t.Errorf("leader %s: proposal_stats %v after a create", name, p)
+			}
+		}
+	}
+	if got := adminBody(t, leader, "server_stats"); !regexp.MustCompile(`"client_response"\s*:\s*\{[^}]*\},\s*"proposal_stats"\s*:\s*\{\s*"last_buffer_size"\s*:\s*\d+,\s*"min_buffer_size"\s*:\s*\d+,\s*"max_buffer_size"\s*:\s*\d+\s*\},\s*"node_count"`).MatchString(got) {
+		t.Errorf("server_stats fields out of ZooKeeper's order:\n%s", got)
+	}
 	if m := adminJSON(t, leader, "orst"); m["error"] != nil {
 		t.Fatalf("orst: %v", m)
 	}
