@@ -236,6 +236,11 @@ type QuorumFacts struct {
 	// LastProposalBytes, MinProposalBytes and MaxProposalBytes are the
 	// sizes of the txns it proposed as leader, -1 before the first.
 	LastProposalBytes, MinProposalBytes, MaxProposalBytes int64
+	// Observing is set on an observer; ObserverMasterID is the member it
+	// syncs from (its leader: keeper has no observer masters), -1 while it
+	// has none.
+	Observing        bool
+	ObserverMasterID int64
 }
 
 // sessionOf maps each connection to its session id (0 before the

@@ -30,8 +30,9 @@ func (f javaFloat) MarshalJSON() ([]byte, error) { return []byte(javaDouble(floa
 
 // monitorFields lists mntr's values without the zk_ prefix, in the order
 // Apache ZooKeeper 3.8 prints them: version and server_state (and a
-// quorum member's peer_state), then the catalog, each entry that keeper
-// measures (docs/observability.md lists the ones it does not, and why).
+// quorum member's peer_state, and an observer's observer_master_id), then
+// the catalog, each entry that keeper measures (docs/observability.md
+// lists the ones it does not, and why).
 // File-descriptor counts appear only where the platform reports them, as
 // in ZooKeeper.
 func (a *Admin) monitorFields(f facts) []field {
@@ -41,6 +42,9 @@ func (a *Admin) monitorFields(f facts) []field {
 	}
 	if f.inQuorum && f.quorum.PeerState != "" {
 		fields = append(fields, field{"peer_state", f.quorum.PeerState})
+	}
+	if f.inQuorum && f.quorum.Observing {
+		fields = append(fields, field{"observer_master_id", f.quorum.ObserverMasterID})
 	}
 	gauges := a.gauges(f)
 	entries := catalog

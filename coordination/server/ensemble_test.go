@@ -62,6 +62,22 @@ func TestEnsembleAdminCommands(t *testing.T) {
 			t.Errorf("server %d leader: %v", s.cfg.Quorum.MyID, m)
 		}
 	}
+	// An observer's mntr names the member it syncs from right after its
+	// peer_state, as ZooKeeper's ObserverZooKeeperServer does; voters
+	// print no such key.
+	for _, s := range servers {
+		out := string(s.fourLetter(0, "mntr", 0))
+		want := ""
+		if s == observer {
+			want = strconv.FormatFloat(leaderID, 'f', -1, 64)
+			if !strings.Contains(out, "zk_peer_state\tobserving - broadcast\nzk_observer_master_id\t"+want+"\n") {
+				t.Errorf("observer mntr: no zk_observer_master_id %s after its peer_state:\n%s", want, out)
+			}
+		}
+		if got := mntrValue(out, "zk_observer_master_id"); got != want {
+			t.Errorf("server %d mntr: zk_observer_master_id %q, want %q", s.cfg.Quorum.MyID, got, want)
+		}
+	}
 	z := adminJSON(t, observer, "zabstate")
 	if z["myid"] != 3.0 || z["voting"] != false || z["zabstate"] != "broadcast" || z["is_leader"] != false ||
 		z["client_address"] != observer.Addr().String() || !strings.HasPrefix(z["last_zxid"].(string), "0x") {

@@ -387,6 +387,12 @@ func (s *Server) quorumFacts() (admin.QuorumFacts, bool) {
 	}
 	n := s.quorum.peer.Node()
 	q := admin.QuorumFacts{QuorumSize: len(n.Membership().Voters), PeerState: peerState(n.Role(), n.Phase())}
+	if n.Role() == zab.Observing {
+		q.Observing, q.ObserverMasterID = true, -1
+		if id := n.Leader(); id != 0 {
+			q.ObserverMasterID = int64(id)
+		}
+	}
 	if st, ok := n.LeaderStats(); ok {
 		q.Leading, q.Followers, q.SyncedFollowers = true, st.Followers, st.SyncedFollowers
 		q.Observers, q.PendingSyncs = st.Observers, st.PendingSyncs
