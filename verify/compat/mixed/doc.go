@@ -4,7 +4,10 @@
 // ZooKeeper ensemble rolled to keeper one server at a time and back under
 // writes (docs/migration.md). Its tests write through every member, then
 // check that no acknowledged write is lost and that every member holds the
-// same tree (docs/zookeeper-protocol.md §10.5).
+// same tree (docs/zookeeper-protocol.md §10.5). TestMixedObservers also
+// holds every member's admin commands that depend on the ensemble to
+// ZooKeeper's, role by role (docs/observability.md, "AdminServer
+// commands").
 //
 // Every test starts its own ensemble (testhost ports, its own directories)
 // and runs in parallel with the others, as many at once as go test's

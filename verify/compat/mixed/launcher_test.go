@@ -149,6 +149,21 @@ func (e *Ensemble) MakeObservers(ms ...*Member) {
 	}
 }
 
+// EnableAdmin gives every member an admin server on a port of its own
+// (launcher.Member.AdminAddr), before any member starts.
+func (e *Ensemble) EnableAdmin() {
+	e.t.Helper()
+	ports := testhost.Ports(e.t, len(e.Members))
+	for i, m := range e.Members {
+		m.AdminPort = ports[i]
+	}
+	for _, m := range e.Members {
+		if err := e.writeConfig(m); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
 // SetExtra gives m its own zoo.cfg lines from its next start on.
 func (e *Ensemble) SetExtra(m *Member, lines ...string) {
 	e.t.Helper()

@@ -8,11 +8,17 @@ import "testing"
 // keeper server back as a follower. Writes of every kind go through every
 // member, observers included (they forward writes as followers do), and
 // every member ends with the same tree.
+//
+// Every member runs its admin server, and in both phases the answers that
+// depend on the ensemble are checked against each other and, role by role,
+// keeper's against ZooKeeper's (admin_test.go): the keeper leader and the
+// ZooKeeper one, followers and observers of both kinds.
 func TestMixedObservers(t *testing.T) {
 	t.Parallel()
 	e := NewEnsemble(t, ZooKeeper, ZooKeeper, Keeper, ZooKeeper, Keeper)
 	zk1, zk2, kp, zkObs, kpObs := e.Member(1), e.Member(2), e.Member(3), e.Member(4), e.Member(5)
 	e.MakeObservers(zkObs, kpObs)
+	e.EnableAdmin()
 	ack := acked{}
 
 	// Keeper leads: with equal (empty) logs the highest voter id wins,
@@ -31,6 +37,8 @@ func TestMixedObservers(t *testing.T) {
 	}
 	checkAlive(t, e, e.Members...)
 	checkTrees(t, e, ack)
+	answers := collectAdmin(t, e)
+	checkAgreement(t, e, answers)
 
 	// ZooKeeper leads: kill the keeper leader; the Java voters elect 2 and
 	// both observers follow it.
@@ -52,4 +60,10 @@ func TestMixedObservers(t *testing.T) {
 	// the Java one.
 	checkAliveTolerating(t, []string{javaShutdownBug, javaRevalidateBug, javaLeaderBug}, e.Members...)
 	checkTrees(t, e, ack)
+	last := collectAdmin(t, e)
+	checkAgreement(t, e, last)
+	compareAdminShapes(t, append(answers, last...))
+	// TestMixedEnsemble compares a leader's and a follower's mntr keys;
+	// the observers' are compared here.
+	compareMntr(t, "observer", mntrKeys(t, zkObs), mntrKeys(t, kpObs))
 }

@@ -33,6 +33,9 @@ type Member struct {
 	Addr                 string // client address, 127.0.0.1:ClientPort
 	Dir                  string // zoo.cfg and the logs of every run
 	DataDir              string // dataDir: myid, and snapshots and logs in version-2
+	// AdminPort, when set, turns on the member's admin server on
+	// 127.0.0.1:AdminPort (AdminAddr); 0 leaves it off.
+	AdminPort int
 
 	mu   sync.Mutex // guards below
 	proc *process   // the current (or last) run, nil before the first start
@@ -94,7 +97,12 @@ func WriteConfig(m *Member, all []*Member, c Config, extra []string) error {
 	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", c.TickMs, c.InitLimit, c.SyncLimit)
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n", m.DataDir, m.ClientPort)
 	fmt.Fprintf(&b, "maxClientCnxns=0\nmaxSessionTimeout=%d\n", c.MaxSessionTimeoutMs)
-	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	b.WriteString("4lw.commands.whitelist=*\n")
+	if m.AdminPort > 0 {
+		fmt.Fprintf(&b, "admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=%d\n", m.AdminPort)
+	} else {
+		b.WriteString("admin.enableServer=false\n")
+	}
 	if c.SnapCount > 0 {
 		fmt.Fprintf(&b, "snapCount=%d\n", c.SnapCount)
 	}
@@ -112,6 +120,14 @@ func WriteConfig(m *Member, all []*Member, c Config, extra []string) error {
 		b.WriteString(l + "\n")
 	}
 	return os.WriteFile(m.CfgPath(), []byte(b.String()), 0o644)
+}
+
+// AdminAddr is m's admin server address, "" when it has none.
+func (m *Member) AdminAddr() string {
+	if m.AdminPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.AdminPort))
 }
 
 // CfgPath is m's zoo.cfg.
