@@ -64,6 +64,13 @@ type Config struct {
 	// ConfLines are the key=value lines of conf. A dataDirSize or
 	// dataLogSize line gets the live size of SnapDir or LogDir.
 	ConfLines []string
+	// QuorumConf, if set, returns what an ensemble member's conf prints
+	// after ConfLines, as ZooKeeper's QuorumZooKeeperServer does:
+	// initLimit, syncLimit, electionAlg, electionPort, quorumPort,
+	// peerType, then "membership: " and the active configuration's text
+	// (no newline at its end); "" for a standalone server. It runs inside
+	// Inspect, on the goroutine that owns the core.
+	QuorumConf func() string
 	// Start is the instant the core's monotonic clock (zkcore.Now.MonoMs)
 	// counts from. Uptime is measured from it, and session expiry times are
 	// turned into wall-clock times with it.

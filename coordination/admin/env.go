@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"keeper/coordination/zkcore"
 )
 
 // environment lists envi's key=value pairs in ZooKeeper's order. The
@@ -126,12 +128,16 @@ func (a *Admin) confLines() []string {
 	return out
 }
 
-// conf renders the key=value lines.
+// conf renders the key=value lines, and an ensemble member's quorum
+// lines and membership (Config.QuorumConf).
 func (a *Admin) conf() []byte {
 	var b bytes.Buffer
 	for _, line := range a.confLines() {
 		b.WriteString(line)
 		b.WriteByte('\n')
+	}
+	if a.cfg.QuorumConf != nil {
+		a.core.Inspect(func(*zkcore.Server) { b.WriteString(a.cfg.QuorumConf()) })
 	}
 	return b.Bytes()
 }

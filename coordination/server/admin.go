@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 
 	"keeper/coordination/admin"
 	"keeper/coordination/clienttls"
+	"keeper/coordination/datatree"
 	"keeper/coordination/zab"
 )
 
@@ -24,6 +26,7 @@ func (s *Server) startAdmin() error {
 		SnapDir:             versionDir(s.cfg.DataDir),
 		LogDir:              versionDir(s.cfg.DataLogDir),
 		ConfLines:           s.confLines(),
+		QuorumConf:          s.quorumConf,
 		Start:               s.start,
 		State:               s.quorumRole,
 		Quorum:              s.quorumFacts,
@@ -134,6 +137,36 @@ func (s *Server) confLines() []string {
 		"clientPortListenBacklog=-1",
 		fmt.Sprintf("serverId=%d", serverID),
 	}
+}
+
+// quorumConf is what an ensemble member's conf prints after the server's
+// lines, as ZooKeeper 3.8's QuorumZooKeeperServer.dumpConf: the limits,
+// electionAlg (3, the only one), its own election and quorum ports in the
+// active configuration, peerType (0 participant, 1 observer, the
+// LearnerType's ordinal), then "membership: " and the active
+// configuration's text, which /zookeeper/config holds. It runs on the
+// loop; "" on a standalone server.
+func (s *Server) quorumConf() string {
+	if s.quorum == nil {
+		return ""
+	}
+	q := s.cfg.Quorum
+	_, observers, addrs := s.members()
+	port := func(addr string) string {
+		_, p, _ := net.SplitHostPort(addr)
+		return p
+	}
+	peerType := 0
+	if slices.Contains(observers, q.MyID) {
+		peerType = 1
+	}
+	var membership []byte
+	if n := s.core.Tree().Node(datatree.ConfigPath); n != nil {
+		membership = n.Data()
+	}
+	self := addrs[q.MyID]
+	return fmt.Sprintf("initLimit=%d\nsyncLimit=%d\nelectionAlg=3\nelectionPort=%s\nquorumPort=%s\npeerType=%d\nmembership: \n%s",
+		q.InitLimitTicks, q.SyncLimitTicks, port(self.Election), port(self.Quorum), peerType, membership)
 }
 
 // connectionGauges reports how the client connections started, for mntr;

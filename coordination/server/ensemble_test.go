@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -39,6 +40,18 @@ func TestEnsembleAdminCommands(t *testing.T) {
 		cfg.AdminAddr = "127.0.0.1:0"
 		cfg.Quorum.Voters = []zab.PeerID{1, 2}
 		cfg.Quorum.Observers = []zab.PeerID{3}
+		// /zookeeper/config as zoo.cfg's server lines make it.
+		var text strings.Builder
+		for id := zab.PeerID(1); id <= 3; id++ {
+			role := "participant"
+			if id == 3 {
+				role = "observer"
+			}
+			_, eport, _ := net.SplitHostPort(cfg.Quorum.Peers[id].Election)
+			fmt.Fprintf(&text, "server.%d=%s:%s:%s\n", id, cfg.Quorum.Peers[id].Quorum, eport, role)
+		}
+		text.WriteString("version=0")
+		cfg.Core.EnsembleConfig = []byte(text.String())
 	})
 	observer := servers[2]
 	var leader *Server
@@ -109,6 +122,26 @@ func TestEnsembleAdminCommands(t *testing.T) {
 	defer c.Close()
 	if _, err := c.Create("/via-observer", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
+	}
+	// conf adds ZooKeeper's quorum lines after serverId, then the active
+	// configuration as /zookeeper/config holds it.
+	config, _, err := c.Get("/zookeeper/config")
+	if err != nil || !strings.HasPrefix(string(config), "server.1=") {
+		t.Fatalf("/zookeeper/config: %q, %v", config, err)
+	}
+	for _, s := range servers {
+		q := s.cfg.Quorum
+		_, qport, _ := net.SplitHostPort(q.Peers[q.MyID].Quorum)
+		_, eport, _ := net.SplitHostPort(q.Peers[q.MyID].Election)
+		peerType := 0
+		if s == observer {
+			peerType = 1
+		}
+		want := fmt.Sprintf("\nserverId=%d\ninitLimit=20\nsyncLimit=10\nelectionAlg=3\nelectionPort=%s\nquorumPort=%s\npeerType=%d\nmembership: \n%s",
+			q.MyID, eport, qport, peerType, config)
+		if got := string(s.fourLetter(0, "conf", 0)); !strings.HasSuffix(got, want) {
+			t.Errorf("server %d conf:\n%s\nwant it to end with:%s", q.MyID, got, want)
+		}
 	}
 	obs := func() map[string]any {
 		list, _ := adminJSON(t, leader, "observers")["observers"].([]any)
