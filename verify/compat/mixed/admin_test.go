@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"keeper/verify/compat/internal/adminjson"
+	"keeper/verify/compat/internal/launcher"
 )
 
 // ensembleCommands are Apache ZooKeeper 3.8's admin commands whose answer
@@ -35,6 +36,7 @@ type adminAnswer struct {
 	role  string            // srvr's Mode: leader, follower or observer
 	body  map[string]string // command -> its JSON answer
 	reset map[string]string // observers before and after observer_connection_stat_reset
+	conf  string            // the conf four-letter word's answer
 }
 
 // obj decodes the answer to command.
@@ -65,6 +67,11 @@ func collectAdmin(t *testing.T, e *Ensemble) []adminAnswer {
 		for _, c := range ensembleCommands {
 			a.body[c] = adminjson.Command(t, m.AdminAddr(), c)
 		}
+		conf, err := launcher.FourLetter(m.Addr, "conf")
+		if err != nil {
+			t.Fatalf("conf of member %d (%s): %v", m.ID, m.Kind, err)
+		}
+		a.conf = conf
 		if a.role == "leader" {
 			a.reset = map[string]string{
 				"before": adminjson.Command(t, m.AdminAddr(), "observers"),
@@ -82,6 +89,7 @@ func collectAdmin(t *testing.T, e *Ensemble) []adminAnswer {
 			for _, c := range ensembleCommands {
 				t.Logf("%v %s: %s", a, c, a.body[c])
 			}
+			t.Logf("%v conf:\n%s", a, a.conf)
 			for _, k := range slices.Sorted(maps.Keys(a.reset)) {
 				t.Logf("%v observer_connection_stat_reset, %s: %s", a, k, a.reset[k])
 			}
@@ -239,8 +247,59 @@ func checkAgreement(t *testing.T, e *Ensemble, answers []adminAnswer) {
 			checkObserverReset(t, a)
 		}
 	}
+	checkConf(t, answers)
 	if len(nodes) != 1 {
 		t.Errorf("server_stats node_count differs: %v", nodes)
+	}
+}
+
+// checkConf checks the conf four-letter word of every member of one
+// phase: the same keys in the same order on every member, whatever its
+// kind, with the ensemble's lines ZooKeeper's QuorumZooKeeperServer adds
+// after serverId holding each member's id, limits, ports and peer type,
+// and the same membership (the configuration's text) everywhere.
+func checkConf(t *testing.T, answers []adminAnswer) {
+	t.Helper()
+	var keys0 []string
+	var membership0 string
+	var first adminAnswer
+	for i, a := range answers {
+		lines, membership, ok := strings.Cut(a.conf, "membership: \n")
+		if !ok {
+			t.Errorf("%v: conf has no membership:\n%s", a, a.conf)
+			continue
+		}
+		values := map[string]string{}
+		var keys []string
+		for _, line := range strings.Split(strings.TrimSuffix(lines, "\n"), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			keys = append(keys, k)
+			values[k] = v
+		}
+		peerType := "0"
+		if a.m.Observer {
+			peerType = "1"
+		}
+		want := map[string]int{"serverId": a.m.ID, "initLimit": initLimit, "syncLimit": syncLimit, "electionAlg": 3,
+			"electionPort": a.m.ElecPort, "quorumPort": a.m.QuorumPort, "clientPort": a.m.ClientPort}
+		for k, w := range want {
+			if values[k] != strconv.Itoa(w) {
+				t.Errorf("%v: conf %s=%q, want %d", a, k, values[k], w)
+			}
+		}
+		if values["peerType"] != peerType {
+			t.Errorf("%v: conf peerType=%q, want %s", a, values["peerType"], peerType)
+		}
+		if i == 0 {
+			keys0, membership0, first = keys, membership, a
+			continue
+		}
+		if !slices.Equal(keys, keys0) {
+			t.Errorf("conf keys differ:\n%v: %v\n%v: %v", first, keys0, a, keys)
+		}
+		if membership != membership0 {
+			t.Errorf("conf membership differs:\n%v: %q\n%v: %q", first, membership0, a, membership)
+		}
 	}
 }
 
