@@ -51,11 +51,18 @@ TEST_P ?= 3
 # The keeper binaries the real-process tests run (plain, and with the chaos
 # tag) are built once into a temporary directory that KEEPER_PREBUILT_BIN
 # names (internal/keeperbin), not linked again by every package.
+#
+# The tests build with -trimpath: without it the build cache keys every
+# package by its directory, so a fresh clone (CI's, a second worktree)
+# compiles and links all of it again under -race, about six minutes of
+# CPU on two cores; with it they share what was built. -count=1: every
+# test runs on every make test, none is answered from the test cache.
 test: export KEEPER_REQUIRE_ZK = 1
+test: export GOFLAGS += -trimpath
 test: deps check
 	bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -o "$$bin/keeper" ./cmd/keeper && $(GO) build -tags chaos -o "$$bin/keeper-chaos" ./cmd/keeper && \
-	KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -p $(TEST_P) -timeout 30m $(SLOW_PKGS) ./...
+	KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(SLOW_PKGS) ./...
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$|TestStandaloneSimulation$$' ./verify/sim
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestSimulationMixed$$|TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 
