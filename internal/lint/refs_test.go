@@ -120,7 +120,7 @@ func TestRefProblems(t *testing.T) {
 		want string // substring of the problem; "" for none
 	}{
 		{"// the order of spec " + "§2.4", "spec " + "§"},
-		{"// see ../" + "shared/spec/" + bk, "../" + "shared"},
+		{"// see ../" + "sha" + "red/" + "spec/" + bk, "../" + "sha" + "red"},
 		{"// house rules (STYLE" + ".md, rule 8)", "STYLE" + ".md"},
 		{"// the disk is unknown (STYLE" + " rule 6)", "STYLE" + " rule 6"},
 		{"// a STYLE of its own", ""},
