@@ -97,11 +97,24 @@ func TestDifferential(t *testing.T) {
 	if *opsFlag > 0 {
 		ops = *opsFlag
 	}
+	// The seeds run side by side: each waits mostly on its servers' round
+	// trips, and each has its own pair of servers.
+	results := make([]*seedResult, len(seeds))
+	t.Run("seeds", func(t *testing.T) {
+		for i, seed := range seeds {
+			r := &seedResult{}
+			results[i] = r
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				t.Parallel()
+				defer func() { r.failed = t.Failed() }()
+				runSeed(t, seed, ops, r)
+			})
+		}
+	})
 	counts := map[string]int{}
 	var total, events, differences int
-	for _, seed := range seeds {
-		r := &seedResult{}
-		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runSeed(t, seed, ops, r) }) {
+	for _, r := range results {
+		if r.failed {
 			differences++ // a seed stops at its first difference
 		}
 		total += r.ops
@@ -123,6 +136,7 @@ func TestDifferential(t *testing.T) {
 // seedResult is what one seed's run compared.
 type seedResult struct {
 	ops, events int
+	failed      bool // the seed found a difference (or its harness failed)
 	norm        normalizer
 	byKind      map[string]int // steps per generator kind
 	byCode      map[string]int // ZooKeeper's reply codes (multi: per result)

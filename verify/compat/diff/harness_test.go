@@ -46,8 +46,9 @@ const (
 // containerCheckJavaOpts stops ZooKeeper's container and TTL reaper from
 // running during a test: it would delete nodes (and consume zxids) at a
 // moment keeper's reaper does not, and the runs would drift apart. The
-// setting is a JVM system property, which zoo.cfg cannot set, so it goes
-// through JAVA_TOOL_OPTIONS, which the JVM that zkreal starts inherits.
+// setting is a JVM system property, which zoo.cfg cannot set, so it is a
+// flag of the JVM that zkreal starts (not the environment, which would keep
+// the seeds from running side by side).
 const containerCheckJavaOpts = "-Dznode.container.checkIntervalMs=2147483647"
 
 // digestID is the identity a digest auth of user:pass gives (docs/zookeeper-protocol.md §7.4).
@@ -67,8 +68,8 @@ type serverOptions struct {
 // startZooKeeper starts Apache ZooKeeper and returns its address.
 func startZooKeeper(t *testing.T, o serverOptions) string {
 	t.Helper()
-	t.Setenv("JAVA_TOOL_OPTIONS", containerCheckJavaOpts)
 	opts := zkreal.Options{
+		JVMFlags:      []string{containerCheckJavaOpts},
 		ExtendedTypes: o.extendedTypes,
 		SuperDigest:   digestID(superUser, superPass),
 		TickTime:      tickTime,
