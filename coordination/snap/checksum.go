@@ -34,7 +34,20 @@ type sumReader struct {
 }
 
 func newSumReader(src io.Reader, bufBytes int) *sumReader {
+	if bufBytes == readBufferBytes {
+		return &sumReader{src: src, h: adler32.New(), buf: *readBuffers.Get().(*[]byte)}
+	}
 	return &sumReader{src: src, h: adler32.New(), buf: make([]byte, max(bufBytes, 16))}
+}
+
+// release gives a pooled buffer back. The reader is not used after it:
+// Read copies out of the buffer, so nothing read keeps a reference to it.
+func (s *sumReader) release() {
+	if len(s.buf) == readBufferBytes {
+		b := s.buf
+		s.buf = nil
+		readBuffers.Put(&b)
+	}
 }
 
 func (s *sumReader) Read(p []byte) (int, error) {

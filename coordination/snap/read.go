@@ -154,6 +154,7 @@ func classify(err error, path string, off int64) error {
 // only, size the number of bytes if known (else 0).
 func decode(r io.Reader, path string, z zxid.ID, maxLen, bufBytes int, size int64) (*Snapshot, error) {
 	sr := newSumReader(r, bufBytes)
+	defer sr.release()
 	s := &Snapshot{Zxid: z, LastProcessedZxid: zxid.None}
 	if err := readHeader(sr, path); err != nil {
 		return nil, classify(err, path, sr.offset())

@@ -186,12 +186,15 @@ func checkWrite(z zxid.ID, sessions []SessionEntry, tree *datatree.Tree, digest 
 // writeFile writes the whole file to f through a buffer (and a compressor),
 // syncs and closes it.
 func writeFile(f vfs.File, c Compression, sessions []SessionEntry, body Body, digest *Digest, lpz *zxid.ID) error {
-	fileBuf := bufio.NewWriterSize(f, writeBufferBytes)
+	fileBuf := getWriter(f)
+	defer putWriter(fileBuf)
 	var zw *gzip.Writer
 	var dst io.Writer = fileBuf
 	if c == CompressionGzip {
 		zw = gzip.NewWriter(fileBuf)
-		dst = bufio.NewWriterSize(zw, writeBufferBytes)
+		zbuf := getWriter(zw)
+		defer putWriter(zbuf)
+		dst = zbuf
 	}
 	if err := encode(dst, sessions, body, digest, lpz); err != nil {
 		return err
@@ -241,7 +244,9 @@ func (enc *encoder) seal() {
 // sessions are written in the order given.
 func encode(w io.Writer, sessions []SessionEntry, body Body, digest *Digest, lpz *zxid.ID) error {
 	enc := &encoder{sw: &sumWriter{w: w, h: adler32.New()}}
-	enc.e.B = make([]byte, 0, flushBytes+64)
+	// The header and the session list, up to flushBytes at a time: a small
+	// snapshot gets a small buffer.
+	enc.e.B = make([]byte, 0, min(flushBytes, headerBytes+4+sessionBytes*len(sessions))+64)
 	enc.e.Int(Magic)
 	enc.e.Int(Version)
 	enc.e.Long(dbID)
