@@ -342,7 +342,7 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 	case s.core.WritesFailed() != nil:
 		// Out of the service for good: the node is frozen as it was.
 	case n.Serving():
-		role = map[zab.Role]string{zab.Leading: "leader", zab.Following: "follower", zab.Observing: "observer"}[n.Role()]
+		role = roleName(n.Role())
 		s.quorum.leaderlessSinceMs = -1
 	case s.quorum.leaderlessSinceMs < 0:
 		s.quorum.leaderlessSinceMs = now.MonoMs
@@ -354,10 +354,12 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 	if s.core.Mode() == zkcore.ReadOnly {
 		role = "read-only"
 	}
-	if role == "leader" && s.quorum.role.Load() != "leader" {
-		s.quorum.leadingSinceMs = now.MonoMs
+	if was, _ := s.quorum.role.Load().(string); role != was {
+		if role == "leader" {
+			s.quorum.leadingSinceMs = now.MonoMs
+		}
+		s.quorum.role.Store(role) // only on a change: a Store allocates
 	}
-	s.quorum.role.Store(role)
 	s.zm.update(n)
 	s.zm.phases.observe(n.Role(), n.Phase(), now.MonoMs)
 	if after := s.core.LastZxid(); after > before {
@@ -369,6 +371,19 @@ func (s *Server) quorumBookkeeping(before zxid.ID) {
 	if s.snapshot == nil && !s.quorum.rebuilding && s.trigger.Due(s.sinceSnapshot, 0) {
 		s.startSnapshot()
 	}
+}
+
+// roleName is what srvr reports as Mode for a serving member's role.
+func roleName(r zab.Role) string {
+	switch r {
+	case zab.Leading:
+		return "leader"
+	case zab.Following:
+		return "follower"
+	case zab.Observing:
+		return "observer"
+	}
+	return ""
 }
 
 // quorumRole returns what srvr reports as Mode.
