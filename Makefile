@@ -21,7 +21,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := zookeeper zookeeper-bin libservlet-api-java python3-kazoo python3-pytest python3-pure-sasl python3-mock \
 	krb5-kdc krb5-admin-server krb5-user python3-kerberos
 
-.PHONY: test test-loaded deps race check fuzz build invariants chaos
+.PHONY: test test-loaded sweeps deps race check fuzz build invariants chaos
 
 # test is what CI runs: prerequisites, static checks, then every test under
 # the race detector, then the full seed sweeps of the simulator and of zab's
@@ -47,6 +47,9 @@ SLOW_PKGS := ./verify/compat/mixed ./verify/chaos ./verify/compat/secmatrix \
 # verdict is independent of the machine's speed (make test-loaded), so
 # the contention this adds must not change one.
 TEST_P ?= 3
+# SWEEP_NICE is the niceness of the seed sweeps that make test runs beside
+# its race phase (see test).
+SWEEP_NICE ?= 5
 
 # The keeper binaries the real-process tests run (plain, and with the chaos
 # tag) are built once into a temporary directory that KEEPER_PREBUILT_BIN
@@ -57,12 +60,26 @@ TEST_P ?= 3
 # compiles and links all of it again under -race, about six minutes of
 # CPU on two cores; with it they share what was built. -count=1: every
 # test runs on every make test, none is answered from the test cache.
+#
+# The seed sweeps (make sweeps) run beside the race phase, not after it, at
+# a lower priority (nice SWEEP_NICE): they only compute, so they take the
+# CPU the race phase leaves idle while its tests wait on processes, disks
+# and timers, and yield most of it when it does not. Their output follows
+# the race phase's; make test fails if either fails.
 test: export KEEPER_REQUIRE_ZK = 1
 test: export GOFLAGS += -trimpath
 test: deps check
 	bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -o "$$bin/keeper" ./cmd/keeper && $(GO) build -tags chaos -o "$$bin/keeper-chaos" ./cmd/keeper && \
-	KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(SLOW_PKGS) ./...
+	{ nice -n $(SWEEP_NICE) $(MAKE) --no-print-directory sweeps > "$$bin/sweeps.log" 2>&1 & } && sweeps=$$! && \
+	race=0 && { KEEPER_PREBUILT_BIN="$$bin" $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(SLOW_PKGS) ./... || race=$$?; } && \
+	sweep=0 && { wait $$sweeps || sweep=$$?; } && \
+	echo "== make sweeps (run beside the race phase):" && cat "$$bin/sweeps.log" && \
+	[ $$race = 0 ] && [ $$sweep = 0 ]
+
+# sweeps are the full seed sweeps of the simulator and of zab's
+# simulations, without the race detector.
+sweeps:
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestReconfigSimulation$$|TestStandaloneSimulation$$' ./verify/sim
 	$(GO) test -count=1 -timeout 30m -run 'TestSimulation$$|TestSimulationMixed$$|TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 
