@@ -61,6 +61,10 @@ type benchLedgerConfig struct {
 	// ExplicitLAC is the writer's explicit LAC interval (--op tail, v3;
 	// explicitLacInterval, 0 off).
 	ExplicitLAC time.Duration
+	// Reads is how many entries of the ledger --op read reads, at random,
+	// each once; DropCaches drops the kernel's page cache before (root).
+	Reads      int
+	DropCaches bool
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -123,6 +127,10 @@ type benchLedgerResult struct {
 	// latencies are then from an add's acknowledgement to a reader
 	// receiving the entry, over every reader).
 	Tailers int `json:"tailers,omitempty"`
+	// LedgerEntries is the length of the ledger read (op ledger_read), and
+	// Cold says the page cache was dropped before the reads.
+	LedgerEntries int64 `json:"ledger_entries,omitempty"`
+	Cold          bool  `json:"cold,omitempty"`
 	// Interrupted says the run was stopped (Ctrl-C) before its end: the
 	// figures cover what was measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -199,8 +207,12 @@ Prometheus at http://ADDR/metrics while it runs.
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "",
 		"serve the client's BookKeeper metrics (bookkeeper_client_*) at http://ADDR/metrics while it runs")
 	f.StringVar(&cfg.Op, "op", "add", "what to measure: add, recover (recovery of ledgers whose writer died), "+
-		"tail (from an add's acknowledgement to long-polling readers receiving it)")
-	f.IntVar(&cfg.Entries, "entries", 100_000, "--op recover: entries of each recovered ledger")
+		"tail (from an add's acknowledgement to long-polling readers receiving it), "+
+		"read (random reads of a closed ledger's entries, flushed out of the bookies' write caches)")
+	f.IntVar(&cfg.Entries, "entries", 100_000, "--op recover: entries of each recovered ledger; --op read: of the ledger read")
+	f.IntVar(&cfg.Reads, "reads", 2000, "--op read: entries read, chosen at random, each once, --inflight at a time")
+	f.BoolVar(&cfg.DropCaches, "drop-caches", false,
+		"--op read: drop the kernel's page cache before reading, so that reads go to the disk (Linux, root)")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "--op recover: rounds, each running every --recovery-read-batch-size in turn")
 	f.IntSliceVar(&cfg.RecoveryBatches, "recovery-read-batch-size", []int{1, ledgerclient.DefaultRecoveryReadBatchSize},
 		"--op recover: recovery read batch sizes compared, comma-separated (recoveryReadBatchSize; 1 reads one entry at a time)")
@@ -240,8 +252,10 @@ func runBenchLedger(ctx context.Context, cfg benchLedgerConfig, out io.Writer) e
 		return runBenchLedgerRecover(ctx, cfg, out)
 	case "tail":
 		return runBenchLedgerTail(ctx, cfg, out)
+	case "read":
+		return runBenchLedgerRead(ctx, cfg, out)
 	default:
-		return fmt.Errorf("bench ledger: --op %q: want add, recover or tail", cfg.Op)
+		return fmt.Errorf("bench ledger: --op %q: want add, recover, tail or read", cfg.Op)
 	}
 	for _, n := range cfg.Ledgers {
 		if n < 1 {

@@ -14,8 +14,8 @@ import (
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
 
-// TestBenchLedgerOps runs `keeper bench ledger --op recover` and `--op
-// tail` on a small cluster: one line per run with the op's figures, and no
+// TestBenchLedgerOps runs `keeper bench ledger --op recover`, `--op
+// tail` and `--op read` on a small cluster: one line per run with the op's figures, and no
 // ledger left behind.
 func TestBenchLedgerOps(t *testing.T) {
 	cl := ledgertest.Start(t, 3)
@@ -25,6 +25,8 @@ func TestBenchLedgerOps(t *testing.T) {
 		args  []string
 		check func(r benchLedgerResult) bool
 		lines int
+		// wantErr, if set, is in the error the command must fail with.
+		wantErr string
 	}{
 		{name: "recover", lines: 4,
 			args: []string{"--op", "recover", "--entries", "300", "--rounds", "2", "--recovery-read-batch-size", "1,16",
@@ -44,6 +46,15 @@ func TestBenchLedgerOps(t *testing.T) {
 			check: func(r benchLedgerResult) bool {
 				return r.Op == "ledger_tail" && r.Tailers == 2 && r.Entries > 0 && r.P50Us >= 0 && r.P99Us >= r.P50Us
 			}},
+		{name: "read", lines: 2,
+			args: []string{"--op", "read", "--entries", "400", "--reads", "150", "--inflight", "4", "--protocols", "v3,v2"},
+			check: func(r benchLedgerResult) bool {
+				return r.Op == "ledger_read" && r.Entries == 150 && r.LedgerEntries == 400 && r.Inflight == 4 &&
+					!r.Cold && r.DurationSec > 0 && r.P50Us >= 0 && r.P99Us >= r.P50Us
+			}},
+		{name: "read more than the ledger", args: []string{"--op", "read", "--entries", "10", "--reads", "11"},
+			wantErr: "--reads (11) <= --entries (10)"},
+		{name: "read nothing", args: []string{"--op", "read", "--reads", "0"}, wantErr: "--reads (0)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +66,14 @@ func TestBenchLedgerOps(t *testing.T) {
 				"--quorums", "3/2/2", "--sizes", "100"}, tc.args...))
 			root.SetOut(&out)
 			root.SetErr(io.Discard)
-			if err := root.ExecuteContext(ctx); err != nil {
+			err := root.ExecuteContext(ctx)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("bench ledger %v: err %v, want one containing %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatalf("bench ledger: %v\n%s", err, out.String())
 			}
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
