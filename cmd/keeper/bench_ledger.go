@@ -65,6 +65,9 @@ type benchLedgerConfig struct {
 	// each once; DropCaches drops the kernel's page cache before (root).
 	Reads      int
 	DropCaches bool
+	// BookieHTTP are the bookies' HTTP admin servers (host:port): --op
+	// read then also reads during a forced major compaction on each.
+	BookieHTTP []string
 }
 
 // benchQuorum is a ledger's E/Qw/Qa.
@@ -130,7 +133,15 @@ type benchLedgerResult struct {
 	// LedgerEntries is the length of the ledger read (op ledger_read), and
 	// Cold says the page cache was dropped before the reads.
 	LedgerEntries int64 `json:"ledger_entries,omitempty"`
-	Cold          bool  `json:"cold,omitempty"`
+	// Phase is what the bookies did while the reads ran (op ledger_read):
+	// "flushed" (the entries had left the write caches), "cold" (and the
+	// page cache was dropped), "idle" (nothing else), "compaction" (a
+	// forced major compaction, which took CompactionSec, the bookies'
+	// entry log files counted before and after).
+	Phase           string  `json:"phase,omitempty"`
+	CompactionSec   float64 `json:"compaction_sec,omitempty"`
+	EntryLogsBefore int     `json:"entry_logs_before,omitempty"`
+	EntryLogsAfter  int     `json:"entry_logs_after,omitempty"`
 	// Interrupted says the run was stopped (Ctrl-C) before its end: the
 	// figures cover what was measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -213,6 +224,8 @@ Prometheus at http://ADDR/metrics while it runs.
 	f.IntVar(&cfg.Reads, "reads", 2000, "--op read: entries read, chosen at random, each once, --inflight at a time")
 	f.BoolVar(&cfg.DropCaches, "drop-caches", false,
 		"--op read: drop the kernel's page cache before reading, so that reads go to the disk (Linux, root)")
+	f.StringSliceVar(&cfg.BookieHTTP, "bookie-http", nil,
+		"--op read: the bookies' HTTP admin servers (host:port, comma-separated): also read during a forced major compaction on them")
 	f.IntVar(&cfg.Rounds, "rounds", 1, "--op recover: rounds, each running every --recovery-read-batch-size in turn")
 	f.IntSliceVar(&cfg.RecoveryBatches, "recovery-read-batch-size", []int{1, ledgerclient.DefaultRecoveryReadBatchSize},
 		"--op recover: recovery read batch sizes compared, comma-separated (recoveryReadBatchSize; 1 reads one entry at a time)")

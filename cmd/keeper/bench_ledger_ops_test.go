@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"keeper/internal/testhost"
+	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/ledgerclient"
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 )
@@ -50,7 +52,7 @@ func TestBenchLedgerOps(t *testing.T) {
 			args: []string{"--op", "read", "--entries", "400", "--reads", "150", "--inflight", "4", "--protocols", "v3,v2"},
 			check: func(r benchLedgerResult) bool {
 				return r.Op == "ledger_read" && r.Entries == 150 && r.LedgerEntries == 400 && r.Inflight == 4 &&
-					!r.Cold && r.DurationSec > 0 && r.P50Us >= 0 && r.P99Us >= r.P50Us
+					r.Phase == "flushed" && r.DurationSec > 0 && r.P50Us >= 0 && r.P99Us >= r.P50Us
 			}},
 		{name: "read more than the ledger", args: []string{"--op", "read", "--entries", "10", "--reads", "11"},
 			wantErr: "--reads (11) <= --entries (10)"},
@@ -99,5 +101,63 @@ func TestBenchLedgerOps(t *testing.T) {
 				t.Fatalf("ledgers left behind: %v, %v", ids, err)
 			}
 		})
+	}
+}
+
+// TestBenchLedgerReadDuringCompaction runs `keeper bench ledger --op read
+// --bookie-http` against bookies with small entry logs: after the flushed
+// reads, an idle line and a compaction line, whose compaction removed
+// entry logs (the deleted ledgers' share) while the reads went on.
+func TestBenchLedgerReadDuringCompaction(t *testing.T) {
+	cl := ledgertest.StartWith(t, 3, func(c *bookie.Config) {
+		c.HTTPServerAddr = "127.0.0.1:0"
+		c.EntryLogMaxBytes = 128 << 10
+		c.WriteCacheBytes = 512 << 10
+		c.MajorCompactionInterval = time.Hour // enabled; forced below
+	})
+	var admins []string
+	for _, b := range cl.Bookies {
+		admins = append(admins, b.HTTPAddr().String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(60*time.Second))
+	defer cancel()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs([]string{"bench", "ledger", "--zk", cl.ZKAddr(), "--log-level", "warn", "--quorums", "3/2/2",
+		"--sizes", "1024", "--op", "read", "--entries", "1500", "--reads", "200", "--inflight", "2",
+		"--bookie-http", strings.Join(admins, ",")})
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatalf("bench ledger: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 lines, got %q", out.String())
+	}
+	var phases []string
+	for _, l := range lines {
+		var r benchLedgerResult
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		t.Logf("%s", l)
+		phases = append(phases, r.Phase)
+		if r.Op != "ledger_read" || r.Entries <= 0 || r.LedgerEntries != 1500 || r.P99Us < r.P50Us {
+			t.Errorf("line %s: unexpected figures", l)
+		}
+		switch r.Phase {
+		case "flushed", "idle":
+			if r.Entries != 200 {
+				t.Errorf("line %s: want 200 reads", l)
+			}
+		case "compaction":
+			if r.CompactionSec <= 0 || r.EntryLogsAfter >= r.EntryLogsBefore {
+				t.Errorf("line %s: want a compaction that removed entry logs", l)
+			}
+		}
+	}
+	if want := []string{"flushed", "idle", "compaction"}; !slices.Equal(phases, want) {
+		t.Errorf("phases %v, want %v", phases, want)
 	}
 }
