@@ -69,6 +69,8 @@ func statusOf(err error) bkproto.StatusCode {
 		return bkproto.StatusCode_ENOENTRY
 	case errors.Is(err, entrystore.ErrMasterKeyMismatch):
 		return bkproto.StatusCode_EUA
+	case errors.Is(err, entrystore.ErrFenced):
+		return bkproto.StatusCode_EFENCED
 	case errors.Is(err, entrystore.ErrBadEntry):
 		return bkproto.StatusCode_EBADREQ
 	}
@@ -114,14 +116,7 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	jr := b.journalFor(ledgerID)
 	lock := b.ledgerLock(ledgerID)
 	lock.Lock()
-	err := b.bindMasterKey(jr, ledgerID, r.MasterKey)
-	if err == nil && !recovery && b.store.IsFenced(ledgerID) {
-		err = bkproto.Errorf(bkproto.StatusCode_EFENCED, "ledger %d", ledgerID)
-	}
-	if err == nil {
-		err = b.storeAdd(ledgerID, entryID, r.Body)
-	}
-	if err != nil {
+	if err := b.storeAdd(jr, ledgerID, entryID, r.Body, r.MasterKey, recovery); err != nil {
 		lock.Unlock()
 		fb.put()
 		ad.reply(err)

@@ -10,24 +10,33 @@ import (
 	"keeper/internal/metric"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/bookie/entrystore"
+	"keeper/ledgerstore/bookie/journal"
 )
 
-// storeAdd inserts an entry into ledger storage. When the write cache is
-// full it asks for a checkpoint and waits for one, up to ThrottleWait,
-// then refuses with ETOOMANYREQUESTS (BookKeeper's throttled write). It
+// storeAdd runs an add against ledger storage (entrystore.Store.AddEntry:
+// the master key bound or checked, the fence checked unless recovery,
+// the entry inserted), and journals a master-key record on the ledger's
+// first contact, ahead of whatever the caller journals next (the caller
+// holds the ledger's lock, which keeps it there;
+// docs/bookkeeper-protocol.md §7.2 step 3). When the write cache is full
+// it asks for a checkpoint and waits for one, up to ThrottleWait, then
+// refuses with ETOOMANYREQUESTS (BookKeeper's throttled write). It
 // records bookie_add_entry, and for an add that found the cache full
 // bookie_throttled_write_requests, bookie_throttled_write (the wait) and,
 // when refused, bookie_rejected_write_requests.
-func (b *Bookie) storeAdd(ledgerID, entryID int64, body []byte) (err error) {
+func (b *Bookie) storeAdd(jr *journaler, ledgerID, entryID int64, body, key []byte, recovery bool) (err error) {
 	start := time.Now()
 	defer func() { observe(b.m.storageAdd, start, err == nil) }()
 	var deadline *time.Timer
 	var throttledAt time.Time
+	var flushed <-chan struct{} // taken once the cache was found full, before the retry
 	for {
-		flushed := b.flushedChan()
-		err := b.store.Add(ledgerID, entryID, body)
+		out, err := b.store.AddEntry(ledgerID, entryID, body, key, recovery)
+		if out.KeyBound {
+			jr.enqueue(journalOp{rec: journal.NewMasterKeyRecord(ledgerID, key)})
+		}
 		if !errors.Is(err, entrystore.ErrCacheFull) {
-			if err == nil && b.store.NeedsFlush() {
+			if out.NeedsFlush {
 				b.kickCheckpoint()
 			}
 			if deadline != nil {
@@ -36,6 +45,13 @@ func (b *Bookie) storeAdd(ledgerID, entryID int64, body []byte) (err error) {
 			return err
 		}
 		b.kickCheckpoint()
+		if flushed == nil {
+			// A checkpoint that ends from now on closes this channel;
+			// one that ended before the add failed made room the retry
+			// finds.
+			flushed = b.flushedChan()
+			continue
+		}
 		if deadline == nil {
 			throttledAt = time.Now()
 			b.m.throttledCount.Inc()
@@ -44,6 +60,7 @@ func (b *Bookie) storeAdd(ledgerID, entryID int64, body []byte) (err error) {
 		}
 		select {
 		case <-flushed:
+			flushed = b.flushedChan()
 		case <-deadline.C:
 			b.m.rejectedWrites.Inc()
 			observe(b.m.throttled, throttledAt, false)

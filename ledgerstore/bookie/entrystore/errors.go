@@ -37,6 +37,10 @@ var (
 	// the one the ledger is bound to (BookKeeper's EUA, unauthorized).
 	ErrMasterKeyMismatch = errors.New("entrystore: master key mismatch")
 
+	// ErrFenced means a normal add reached a fenced ledger
+	// (AddEntry; BookKeeper's EFENCED).
+	ErrFenced = errors.New("entrystore: ledger fenced")
+
 	// ErrBadEntry means Add was given bytes that are not an entry in stored
 	// form for the ledger and entry id it names.
 	ErrBadEntry = errors.New("entrystore: malformed entry")

@@ -1,6 +1,7 @@
 package entrystore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -153,20 +154,84 @@ func (s *Store) closeFiles() error {
 // cache halves are full: the caller flushes (or waits for the flush in
 // progress) and retries.
 func (s *Store) Add(ledgerID, entryID int64, entry []byte) error {
-	if len(entry) < MinEntryBytes || len(entry) > MaxEntryBytes {
-		return fmt.Errorf("%w: %d bytes (want %d..%d)", ErrBadEntry, len(entry), MinEntryBytes, MaxEntryBytes)
+	lac, err := checkEntry(ledgerID, entryID, entry)
+	if err != nil {
+		return err
 	}
-	l, e, lac := entryIDs(entry)
-	if l != ledgerID || e != entryID || ledgerID < 0 || entryID < 0 {
-		return fmt.Errorf("%w: header says ledger %d entry %d, caller says ledger %d entry %d",
-			ErrBadEntry, l, e, ledgerID, entryID)
-	}
-	k := entryKey{ledgerID, entryID}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writableLocked(); err != nil {
 		return err
 	}
+	return s.addLocked(entryKey{ledgerID, entryID}, entry, lac)
+}
+
+// AddOutcome is what AddEntry did besides storing the entry.
+type AddOutcome struct {
+	// KeyBound: this call bound the ledger's master key (the bookie's first
+	// contact with the ledger), so the caller journals a master-key record
+	// ahead of the entry. It can be set when err is not nil.
+	KeyBound bool
+	// NeedsFlush is NeedsFlush after the add.
+	NeedsFlush bool
+}
+
+// AddEntry is the bookie's ADD_ENTRY against ledger storage in one step
+// under the store's lock, in the order of docs/bookkeeper-protocol.md
+// §7.2: bind ledger to key on first contact (creating it) or check key
+// against the bound one (ErrMasterKeyMismatch), refuse a normal add to a
+// fenced ledger (ErrFenced; recovery adds pass), then Add. The key stays
+// bound even if the add then fails (ErrCacheFull: the caller retries).
+func (s *Store) AddEntry(ledgerID, entryID int64, entry, key []byte, recovery bool) (AddOutcome, error) {
+	var out AddOutcome
+	if len(key) > maxMasterKeyBytes {
+		return out, fmt.Errorf("entrystore: master key of %d bytes (max %d)", len(key), maxMasterKeyBytes)
+	}
+	if ledgerID < 0 {
+		return out, fmt.Errorf("entrystore: ledger id %d is negative", ledgerID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return out, err
+	}
+	info := s.ledgerLocked(ledgerID, true)
+	switch {
+	case info.masterKey == nil:
+		info.masterKey = append([]byte{}, key...)
+		s.dirty[ledgerID] = true
+		out.KeyBound = true
+	case !bytes.Equal(info.masterKey, key):
+		return out, fmt.Errorf("%w: ledger %d", ErrMasterKeyMismatch, ledgerID)
+	}
+	if info.fenced && !recovery {
+		return out, fmt.Errorf("%w: ledger %d", ErrFenced, ledgerID)
+	}
+	lac, err := checkEntry(ledgerID, entryID, entry)
+	if err == nil {
+		err = s.addLocked(entryKey{ledgerID, entryID}, entry, lac)
+	}
+	out.NeedsFlush = s.needsFlushLocked()
+	return out, err
+}
+
+// checkEntry checks that entry is an entry in stored form for ledgerID
+// and entryID, and returns its LAC.
+func checkEntry(ledgerID, entryID int64, entry []byte) (lac int64, err error) {
+	if len(entry) < MinEntryBytes || len(entry) > MaxEntryBytes {
+		return 0, fmt.Errorf("%w: %d bytes (want %d..%d)", ErrBadEntry, len(entry), MinEntryBytes, MaxEntryBytes)
+	}
+	l, e, lac := entryIDs(entry)
+	if l != ledgerID || e != entryID || ledgerID < 0 || entryID < 0 {
+		return 0, fmt.Errorf("%w: header says ledger %d entry %d, caller says ledger %d entry %d",
+			ErrBadEntry, l, e, ledgerID, entryID)
+	}
+	return lac, nil
+}
+
+// addLocked puts a checked entry into the active half, swapping the halves
+// if it is full and the other one is free. Caller holds mu.
+func (s *Store) addLocked(k entryKey, entry []byte, lac int64) error {
 	if !s.active.empty() && s.active.bytes+int64(len(entry)) > s.halfBytes {
 		if !s.standby.empty() || s.flushing {
 			return ErrCacheFull
@@ -175,7 +240,7 @@ func (s *Store) Add(ledgerID, entryID int64, entry []byte) error {
 	}
 	s.active.put(k, entry)
 	s.rcache.remove(k) // a replaced entry must not come back from the read cache
-	s.ledgerLocked(ledgerID, true).noteLAC(lac)
+	s.ledgerLocked(k.ledgerID, true).noteLAC(lac)
 	return nil
 }
 
@@ -185,8 +250,10 @@ func (s *Store) Add(ledgerID, entryID int64, entry []byte) error {
 func (s *Store) NeedsFlush() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.standby.empty() || s.active.bytes >= s.halfBytes
+	return s.needsFlushLocked()
 }
+
+func (s *Store) needsFlushLocked() bool { return !s.standby.empty() || s.active.bytes >= s.halfBytes }
 
 // writableLocked returns why the store cannot take writes, if it cannot.
 // Caller holds mu.

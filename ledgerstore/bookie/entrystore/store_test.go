@@ -323,6 +323,71 @@ func TestAddRejects(t *testing.T) {
 	}
 }
 
+// TestAddEntry checks the bookie's one-step add: the key bound on first
+// contact (and reported, once), checked afterwards, the fence refusing
+// normal adds but not recovery adds, and NeedsFlush reported.
+func TestAddEntry(t *testing.T) {
+	e := newEnv()
+	cfg := e.config()
+	cfg.WriteCacheBytes = 64 << 10
+	s := e.open(t, cfg)
+	key := []byte("0123456789abcdefghij")
+	out, err := s.AddEntry(3, 0, makeEntry(3, 0, -1, 100), key, false)
+	if err != nil || !out.KeyBound || out.NeedsFlush {
+		t.Fatalf("first add = %+v, %v; want the key bound", out, err)
+	}
+	out, err = s.AddEntry(3, 1, makeEntry(3, 1, 0, 100), key, false)
+	if err != nil || out.KeyBound {
+		t.Fatalf("second add = %+v, %v; want the key already bound", out, err)
+	}
+	if _, err := s.AddEntry(3, 2, makeEntry(3, 2, 1, 100), []byte("other"), false); !errors.Is(err, ErrMasterKeyMismatch) {
+		t.Fatalf("add with another key: %v", err)
+	}
+	if _, err := s.AddEntry(3, 2, makeEntry(3, 1, 1, 100), key, false); !errors.Is(err, ErrBadEntry) {
+		t.Fatalf("add of an entry naming another id: %v", err)
+	}
+	if _, err := s.AddEntry(-1, 0, makeEntry(-1, 0, -1, 100), key, false); err == nil {
+		t.Fatal("add to a negative ledger id accepted")
+	}
+	mustGet(t, s, 3, 1, makeEntry(3, 1, 0, 100))
+	if lac, err := s.LAC(3); err != nil || lac != 0 {
+		t.Fatalf("LAC = %d, %v; want 0", lac, err)
+	}
+
+	// A fence before any entry: the add binds the key and is refused.
+	if err := s.Fence(4); err != nil {
+		t.Fatal(err)
+	}
+	out, err = s.AddEntry(4, 0, makeEntry(4, 0, -1, 100), key, false)
+	if !errors.Is(err, ErrFenced) || !out.KeyBound {
+		t.Fatalf("add to a fenced ledger = %+v, %v; want ErrFenced with the key bound", out, err)
+	}
+	if _, err := s.Get(4, 0); !errors.Is(err, ErrNoEntry) {
+		t.Fatalf("refused entry readable: %v", err)
+	}
+	if _, err := s.AddEntry(4, 0, makeEntry(4, 0, -1, 100), []byte("other"), true); !errors.Is(err, ErrMasterKeyMismatch) {
+		t.Fatalf("recovery add with another key: %v", err)
+	}
+	if out, err := s.AddEntry(4, 0, makeEntry(4, 0, -1, 100), key, true); err != nil || out.KeyBound {
+		t.Fatalf("recovery add to a fenced ledger = %+v, %v", out, err)
+	}
+	mustGet(t, s, 4, 0, makeEntry(4, 0, -1, 100))
+
+	// Fill the first half: NeedsFlush is reported with the add.
+	for i := int64(2); ; i++ {
+		out, err := s.AddEntry(3, i, makeEntry(3, i, i-1, 1000), key, false)
+		if err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+		if out.NeedsFlush {
+			if !s.NeedsFlush() {
+				t.Fatal("AddEntry reported NeedsFlush, NeedsFlush is false")
+			}
+			break
+		}
+	}
+}
+
 // TestReplaceEntry checks that adding an entry again replaces it, also
 // when an older copy sits in the read cache.
 func TestReplaceEntry(t *testing.T) {
