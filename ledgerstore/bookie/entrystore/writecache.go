@@ -99,18 +99,96 @@ func (p *segmentPool) release() error {
 // Flush clears it).
 type cacheHalf struct {
 	segs    [][]byte
-	entries []cachedEntry
-	index   map[entryKey]int // into entries
-	last    map[int64]int64  // ledger -> greatest entry id held
-	bytes   int64            // entry bytes held, replaced ones included
-	pool    *segmentPool     // shared with the other half
+	entries []cachedEntry // one per entry held, in the order first added
+	ledgers map[int64]*halfLedger
+	spare   []*halfLedger // emptied by reset, for reuse
+	bytes   int64         // entry bytes held, replaced ones included
+	pool    *segmentPool  // shared with the other half
 }
 
+// halfLedger indexes one ledger's entries in a half. A writer adds a
+// ledger's entries in id order, and a bookie holds most ids of each run
+// (all of them, or Qw of every E with round-robin striping), so the index
+// is a slice by id from the first one held: a look-up is an offset, where
+// a map over every entry of a half (tens of thousands) costs a cache miss
+// or two per add. Ids behind first or more than maxDenseGap past the
+// run's end go to a map.
+type halfLedger struct {
+	first int64         // the id of dense[0]
+	dense []int         // by id - first: the index in entries, or -1
+	far   map[int64]int // the other ids held: id -> index in entries
+	last  int64         // the greatest id held
+}
+
+// maxDenseGap bounds the ids a put may skip at the end of a ledger's
+// dense run (each costs 8 bytes): entries arrive nearly in order, and a
+// larger jump (a recovery add far ahead, a test) goes to the map.
+const maxDenseGap = 1024
+
 func newCacheHalf(pool *segmentPool) *cacheHalf {
-	return &cacheHalf{index: make(map[entryKey]int), last: make(map[int64]int64), pool: pool}
+	return &cacheHalf{ledgers: make(map[int64]*halfLedger), pool: pool}
 }
 
 func (h *cacheHalf) empty() bool { return len(h.entries) == 0 }
+
+// ledger returns ledger's index in the half, creating it (dense from
+// first) if create is set.
+func (h *cacheHalf) ledger(ledgerID, first int64, create bool) *halfLedger {
+	l := h.ledgers[ledgerID]
+	if l == nil && create {
+		if k := len(h.spare); k > 0 {
+			l = h.spare[k-1]
+			h.spare[k-1] = nil
+			h.spare = h.spare[:k-1]
+		} else {
+			l = &halfLedger{}
+		}
+		l.first, l.last = first, first
+		h.ledgers[ledgerID] = l
+	}
+	return l
+}
+
+// slot returns where the index of entryID is kept, or nil if grow is not
+// set and there is no room for it; with grow it makes room.
+func (l *halfLedger) slot(entryID int64, grow bool) *int {
+	if d := entryID - l.first; d >= 0 && d < int64(len(l.dense)) {
+		return &l.dense[d]
+	} else if grow && d >= 0 && d-int64(len(l.dense)) <= maxDenseGap {
+		for int64(len(l.dense)) <= d {
+			l.dense = append(l.dense, -1)
+		}
+		return &l.dense[d]
+	}
+	return nil
+}
+
+// find returns the index in entries of entryID, if the half holds it.
+// An id that went to far can come into the dense run's range later (the
+// run grew past it), so a free dense slot still asks far.
+func (l *halfLedger) find(entryID int64) (int, bool) {
+	if p := l.slot(entryID, false); p != nil && *p >= 0 {
+		return *p, true
+	}
+	if len(l.far) == 0 {
+		return 0, false
+	}
+	i, ok := l.far[entryID]
+	return i, ok
+}
+
+// set records that entries[i] holds entryID.
+func (l *halfLedger) set(entryID int64, i int) {
+	if p := l.slot(entryID, true); p != nil {
+		*p = i
+	} else {
+		if l.far == nil {
+			l.far = make(map[int64]int)
+		}
+		l.far[entryID] = i
+	}
+	l.last = max(l.last, entryID)
+}
 
 // put copies entry in. Adding an entry the half already holds replaces it
 // (the old bytes stay in the arena until reset, and count).
@@ -118,14 +196,12 @@ func (h *cacheHalf) put(k entryKey, entry []byte) {
 	seg, off := h.alloc(len(entry))
 	copy(h.segs[seg][off:], entry)
 	ce := cachedEntry{key: k, seg: seg, off: off, size: len(entry)}
-	if i, ok := h.index[k]; ok {
+	l := h.ledger(k.ledgerID, k.entryID, true)
+	if i, ok := l.find(k.entryID); ok {
 		h.entries[i] = ce
 	} else {
-		h.index[k] = len(h.entries)
+		l.set(k.entryID, len(h.entries))
 		h.entries = append(h.entries, ce)
-	}
-	if last, ok := h.last[k.ledgerID]; !ok || k.entryID > last {
-		h.last[k.ledgerID] = k.entryID
 	}
 	h.bytes += int64(len(entry))
 }
@@ -151,7 +227,11 @@ func (h *cacheHalf) alloc(n int) (int, int) {
 
 // get returns the bytes of k, aliasing the arena, or nil.
 func (h *cacheHalf) get(k entryKey) []byte {
-	i, ok := h.index[k]
+	l := h.ledgers[k.ledgerID]
+	if l == nil {
+		return nil
+	}
+	i, ok := l.find(k.entryID)
 	if !ok {
 		return nil
 	}
@@ -164,14 +244,36 @@ func (h *cacheHalf) bytesOf(ce cachedEntry) []byte {
 
 // lastEntry returns the greatest entry id the half holds for ledger.
 func (h *cacheHalf) lastEntry(ledgerID int64) (int64, bool) {
-	id, ok := h.last[ledgerID]
-	return id, ok
+	if l := h.ledgers[ledgerID]; l != nil {
+		return l.last, true
+	}
+	return 0, false
 }
 
-// sorted returns the entries in (ledger, entry) order.
+// sorted returns the entries in (ledger, entry) order: ledger by ledger,
+// each one's dense run in id order, merged with its far ids.
 func (h *cacheHalf) sorted() []cachedEntry {
-	out := slices.Clone(h.entries)
-	slices.SortFunc(out, func(a, b cachedEntry) int { return compareKeys(a.key, b.key) })
+	ids := make([]int64, 0, len(h.ledgers))
+	for id := range h.ledgers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]cachedEntry, 0, len(h.entries))
+	for _, id := range ids {
+		l := h.ledgers[id]
+		from := len(out)
+		for _, i := range l.dense {
+			if i >= 0 {
+				out = append(out, h.entries[i])
+			}
+		}
+		if len(l.far) > 0 {
+			for _, i := range l.far {
+				out = append(out, h.entries[i])
+			}
+			slices.SortFunc(out[from:], func(a, b cachedEntry) int { return cmp.Compare(a.key.entryID, b.key.entryID) })
+		}
+	}
 	return out
 }
 
@@ -185,27 +287,49 @@ func (h *cacheHalf) reset() {
 	h.segs = h.segs[:0]
 	clear(h.entries)
 	h.entries = h.entries[:0]
-	clear(h.index)
-	clear(h.last)
+	h.clearIndex()
 	h.bytes = 0
 }
 
+// clearIndex forgets every ledger's index, keeping the indexes of at most
+// maxSpareLedgers ledgers (their slices' room) for reuse.
+func (h *cacheHalf) clearIndex() {
+	for _, l := range h.ledgers {
+		if len(h.spare) < maxSpareLedgers && cap(l.dense) <= maxSpareDense {
+			l.dense = l.dense[:0]
+			l.far = nil
+			h.spare = append(h.spare, l)
+		}
+	}
+	clear(h.ledgers)
+}
+
+// maxSpareLedgers and maxSpareDense bound what reset keeps for reuse: the
+// indexes of as many ledgers as a bookie typically has open, each up to a
+// half's worth of small entries.
+const (
+	maxSpareLedgers = 256
+	maxSpareDense   = 64 << 10
+)
+
 // dropLedger removes ledger's entries (rare: only DeleteLedger).
 func (h *cacheHalf) dropLedger(ledgerID int64) {
-	if _, ok := h.last[ledgerID]; !ok {
+	if _, ok := h.ledgers[ledgerID]; !ok {
 		return
 	}
 	kept := h.entries[:0]
 	for _, ce := range h.entries {
 		if ce.key.ledgerID == ledgerID {
-			delete(h.index, ce.key)
 			h.bytes -= int64(ce.size)
 			continue
 		}
-		h.index[ce.key] = len(kept)
 		kept = append(kept, ce)
 	}
 	clear(h.entries[len(kept):])
 	h.entries = kept
-	delete(h.last, ledgerID)
+	// The kept entries moved: index them again.
+	h.clearIndex()
+	for i, ce := range h.entries {
+		h.ledger(ce.key.ledgerID, ce.key.entryID, true).set(ce.key.entryID, i)
+	}
 }
