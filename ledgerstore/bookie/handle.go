@@ -116,13 +116,14 @@ func (b *Bookie) addEntry(cl call, h *bkproto.BKPacketHeader, r *bkproto.AddRequ
 	jr := b.journalFor(ledgerID)
 	lock := b.ledgerLock(ledgerID)
 	lock.Lock()
-	if err := b.storeAdd(jr, ledgerID, entryID, r.Body, r.MasterKey, recovery); err != nil {
+	sum, err := b.storeAdd(jr, ledgerID, entryID, r.Body, r.MasterKey, recovery)
+	if err != nil {
 		lock.Unlock()
 		fb.put()
 		ad.reply(err)
 		return
 	}
-	rec, err := journal.NewEntryRecord(r.Body)
+	rec, err := journal.NewEntryRecordSummed(r.Body, sum)
 	if err != nil { // cannot happen: the request was validated
 		lock.Unlock()
 		fb.put()

@@ -23,8 +23,9 @@ import (
 // refuses with ETOOMANYREQUESTS (BookKeeper's throttled write). It
 // records bookie_add_entry, and for an add that found the cache full
 // bookie_throttled_write_requests, bookie_throttled_write (the wait) and,
-// when refused, bookie_rejected_write_requests.
-func (b *Bookie) storeAdd(jr *journaler, ledgerID, entryID int64, body, key []byte, recovery bool) (err error) {
+// when refused, bookie_rejected_write_requests. It returns the entry's
+// checksum (entrystore.AddOutcome.Checksum) for its journal record.
+func (b *Bookie) storeAdd(jr *journaler, ledgerID, entryID int64, body, key []byte, recovery bool) (sum uint32, err error) {
 	start := time.Now()
 	defer func() { observe(b.m.storageAdd, start, err == nil) }()
 	var deadline *time.Timer
@@ -42,7 +43,7 @@ func (b *Bookie) storeAdd(jr *journaler, ledgerID, entryID int64, body, key []by
 			if deadline != nil {
 				observe(b.m.throttled, throttledAt, err == nil)
 			}
-			return err
+			return out.Checksum, err
 		}
 		b.kickCheckpoint()
 		if flushed == nil {
@@ -64,10 +65,10 @@ func (b *Bookie) storeAdd(jr *journaler, ledgerID, entryID int64, body, key []by
 		case <-deadline.C:
 			b.m.rejectedWrites.Inc()
 			observe(b.m.throttled, throttledAt, false)
-			return bkproto.Errorf(bkproto.StatusCode_ETOOMANYREQUESTS, "write cache full for %v", b.cfg.ThrottleWait)
+			return 0, bkproto.Errorf(bkproto.StatusCode_ETOOMANYREQUESTS, "write cache full for %v", b.cfg.ThrottleWait)
 		case <-b.stopping:
 			observe(b.m.throttled, throttledAt, false)
-			return errJournalClosed
+			return 0, errJournalClosed
 		}
 	}
 }

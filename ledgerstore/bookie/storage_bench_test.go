@@ -49,7 +49,7 @@ func BenchmarkStoreAdd(b *testing.B) {
 		binary.BigEndian.PutUint64(e[0:8], uint64(l))
 		binary.BigEndian.PutUint64(e[8:16], uint64(id))
 		binary.BigEndian.PutUint64(e[16:24], uint64(id-1))
-		if err := bk.storeAdd(bk.journalFor(l), l, id, e, key, false); err != nil {
+		if _, err := bk.storeAdd(bk.journalFor(l), l, id, e, key, false); err != nil {
 			b.Fatal(err)
 		}
 	}

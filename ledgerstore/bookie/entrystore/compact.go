@@ -142,7 +142,7 @@ func (s *Store) copyLive(c *compaction, budget int64, st *CompactStats) (bool, e
 		if !ok || loc != location(c.lf.id, rec.Offset) {
 			continue // a newer copy exists elsewhere: this one is garbage
 		}
-		newLoc, err := s.appendEntry(dir, rec.LedgerID, rec.Entry)
+		newLoc, err := s.appendEntry(dir, rec.LedgerID, rec.Entry, entrySum(rec.Entry))
 		if err != nil {
 			return false, s.fail(err)
 		}

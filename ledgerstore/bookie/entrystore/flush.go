@@ -108,7 +108,7 @@ func (s *Store) appendHalf(half *cacheHalf, batch *pebble.Batch) error {
 	var val [8]byte
 	for _, ce := range half.sorted() {
 		dir := s.dirOf(ce.key.ledgerID)
-		loc, err := s.appendEntry(dir, ce.key.ledgerID, half.bytesOf(ce))
+		loc, err := s.appendEntry(dir, ce.key.ledgerID, half.bytesOf(ce), ce.sum)
 		if err != nil {
 			return err
 		}

@@ -102,9 +102,16 @@ func decodeHeader(b []byte, size int64) (Header, string) {
 }
 
 // appendRecord appends a record framing entry to b.
-func appendRecord(b, entry []byte) []byte {
+func appendRecord(b, entry []byte) []byte { return appendRecordSummed(b, entry, entrySum(entry)) }
+
+// entrySum returns the checksum of entry's record: its CRC-32C, which is
+// also the checksum of the entry's FormatV7 journal record.
+func entrySum(entry []byte) uint32 { return crc32.Checksum(entry, castagnoli) }
+
+// appendRecordSummed is appendRecord for an entry whose entrySum is sum.
+func appendRecordSummed(b, entry []byte, sum uint32) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(entry)))
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(entry, castagnoli))
+	b = binary.BigEndian.AppendUint32(b, sum)
 	return append(b, entry...)
 }
 

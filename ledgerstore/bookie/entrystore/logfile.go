@@ -56,10 +56,10 @@ type logWriter struct {
 
 func (w *logWriter) end() int64 { return w.written + int64(len(w.buf)) }
 
-// appendEntry adds entry to the current log of dir, rolling first if it
-// would grow past EntryLogMaxBytes, and returns its location. The record
-// is only buffered: syncWriter makes it durable.
-func (s *Store) appendEntry(dir int, ledgerID int64, entry []byte) (uint64, error) {
+// appendEntry adds entry, whose entrySum is sum, to the current log of
+// dir, rolling first if it would grow past EntryLogMaxBytes, and returns
+// its location. The record is only buffered: syncWriter makes it durable.
+func (s *Store) appendEntry(dir int, ledgerID int64, entry []byte, sum uint32) (uint64, error) {
 	w := s.writers[dir]
 	need := recordHeaderBytes + int64(len(entry))
 	if w.lf != nil && w.records > 0 && w.end()+need > s.cfg.EntryLogMaxBytes {
@@ -75,7 +75,7 @@ func (s *Store) appendEntry(dir int, ledgerID int64, entry []byte) (uint64, erro
 	off := w.end() + recordHeaderBytes
 	invariants.Assertf(off <= math.MaxUint32 && w.lf.id <= maxLogID,
 		"entry log %d offset %d does not fit a location", w.lf.id, off)
-	w.buf = appendRecord(w.buf, entry)
+	w.buf = appendRecordSummed(w.buf, entry, sum)
 	w.lf.ledgers[ledgerID] += need
 	w.records++
 	if len(w.buf) >= writeBufferBytes {

@@ -158,12 +158,13 @@ func (s *Store) Add(ledgerID, entryID int64, entry []byte) error {
 	if err != nil {
 		return err
 	}
+	sum := entrySum(entry)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writableLocked(); err != nil {
 		return err
 	}
-	return s.addLocked(entryKey{ledgerID, entryID}, entry, lac)
+	return s.addLocked(entryKey{ledgerID, entryID}, entry, lac, sum)
 }
 
 // AddOutcome is what AddEntry did besides storing the entry.
@@ -174,6 +175,10 @@ type AddOutcome struct {
 	KeyBound bool
 	// NeedsFlush is NeedsFlush after the add.
 	NeedsFlush bool
+	// Checksum is the entry's CRC-32C (Castagnoli), which the store
+	// computed for its entry log record: the checksum of the entry's
+	// FormatV7 journal record too (journal.NewEntryRecordSummed).
+	Checksum uint32
 }
 
 // AddEntry is the bookie's ADD_ENTRY against ledger storage in one step
@@ -190,6 +195,7 @@ func (s *Store) AddEntry(ledgerID, entryID int64, entry, key []byte, recovery bo
 	if ledgerID < 0 {
 		return out, fmt.Errorf("entrystore: ledger id %d is negative", ledgerID)
 	}
+	out.Checksum = entrySum(entry) // while the entry is in the CPU's cache, outside the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writableLocked(); err != nil {
@@ -209,7 +215,7 @@ func (s *Store) AddEntry(ledgerID, entryID int64, entry, key []byte, recovery bo
 	}
 	lac, err := checkEntry(ledgerID, entryID, entry)
 	if err == nil {
-		err = s.addLocked(entryKey{ledgerID, entryID}, entry, lac)
+		err = s.addLocked(entryKey{ledgerID, entryID}, entry, lac, out.Checksum)
 	}
 	out.NeedsFlush = s.needsFlushLocked()
 	return out, err
@@ -229,16 +235,17 @@ func checkEntry(ledgerID, entryID int64, entry []byte) (lac int64, err error) {
 	return lac, nil
 }
 
-// addLocked puts a checked entry into the active half, swapping the halves
-// if it is full and the other one is free. Caller holds mu.
-func (s *Store) addLocked(k entryKey, entry []byte, lac int64) error {
+// addLocked puts a checked entry, whose entrySum is sum, into the active
+// half, swapping the halves if it is full and the other one is free.
+// Caller holds mu.
+func (s *Store) addLocked(k entryKey, entry []byte, lac int64, sum uint32) error {
 	if !s.active.empty() && s.active.bytes+int64(len(entry)) > s.halfBytes {
 		if !s.standby.empty() || s.flushing {
 			return ErrCacheFull
 		}
 		s.active, s.standby = s.standby, s.active
 	}
-	s.active.put(k, entry)
+	s.active.put(k, entry, sum)
 	s.rcache.remove(k) // a replaced entry must not come back from the read cache
 	s.ledgerLocked(k.ledgerID, true).noteLAC(lac)
 	return nil

@@ -25,6 +25,7 @@ type cachedEntry struct {
 	key       entryKey
 	seg       int // index in segs
 	off, size int
+	sum       uint32 // entrySum of the bytes
 }
 
 // segmentPool holds the standard arena segments of the write cache that
@@ -190,12 +191,12 @@ func (l *halfLedger) set(entryID int64, i int) {
 	l.last = max(l.last, entryID)
 }
 
-// put copies entry in. Adding an entry the half already holds replaces it
+// put copies entry, whose entrySum is sum, in. Adding an entry the half already holds replaces it
 // (the old bytes stay in the arena until reset, and count).
-func (h *cacheHalf) put(k entryKey, entry []byte) {
+func (h *cacheHalf) put(k entryKey, entry []byte, sum uint32) {
 	seg, off := h.alloc(len(entry))
 	copy(h.segs[seg][off:], entry)
-	ce := cachedEntry{key: k, seg: seg, off: off, size: len(entry)}
+	ce := cachedEntry{key: k, seg: seg, off: off, size: len(entry), sum: sum}
 	l := h.ledger(k.ledgerID, k.entryID, true)
 	if i, ok := l.find(k.entryID); ok {
 		h.entries[i] = ce

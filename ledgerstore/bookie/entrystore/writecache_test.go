@@ -69,7 +69,7 @@ func TestCacheHalfIndex(t *testing.T) {
 	want := map[entryKey][]byte{}
 	put := func(l, e int64) {
 		b := makeEntry(l, e, e-1, 40+rng.IntN(100))
-		h.put(entryKey{l, e}, b)
+		h.put(entryKey{l, e}, b, entrySum(b))
 		want[entryKey{l, e}] = b
 	}
 	for e := int64(0); e < 3000; e++ {

@@ -97,6 +97,16 @@ func appendRecordHeader(b []byte, version int32, body []byte) []byte {
 	return b
 }
 
+// appendRecordHeaderOf is appendRecordHeader for rec, using the checksum
+// rec carries if it has one.
+func appendRecordHeaderOf(b []byte, version int32, rec Record) []byte {
+	if version >= FormatV7 && rec.summed {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(rec.body)))
+		return binary.BigEndian.AppendUint32(b, rec.sum)
+	}
+	return appendRecordHeader(b, version, rec.body)
+}
+
 // paddingBytes returns the size of the padding record that takes a file
 // from pos to an alignment boundary: to the next one if at least a padding
 // header fits before it, else to the one after. keeper pads even when pos

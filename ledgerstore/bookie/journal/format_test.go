@@ -27,6 +27,7 @@ func TestFileBytes(t *testing.T) {
 			recs := []journal.Record{
 				journal.NewMasterKeyRecord(7, key),
 				entryRec(t, 7, 0, 40),
+				summedRec(t, 7, 1, 40), // written as NewEntryRecord's: the sum given is the one computed
 				journal.NewFenceRecord(7),
 				journal.NewExplicitLACRecord(7, lac),
 			}

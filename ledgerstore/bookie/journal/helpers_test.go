@@ -54,6 +54,16 @@ func entryRec(t testing.TB, ledgerID, entryID int64, payloadBytes int) journal.R
 	return r
 }
 
+// summedRec is entryRec built with NewEntryRecordSummed and the body's
+// CRC-32C, as the bookie builds it from the entry store's checksum.
+func summedRec(t testing.TB, ledgerID, entryID int64, payloadBytes int) journal.Record {
+	t.Helper()
+	body := entryBody(ledgerID, entryID, payloadBytes)
+	r, err := journal.NewEntryRecordSummed(body, crc32.Checksum(body, castagnoli))
+	mustOK(t, err)
+	return r
+}
+
 // frame6 and frame7 frame a body by hand from the layout, independently
 // of the package's writer.
 func frame6(body []byte) []byte {

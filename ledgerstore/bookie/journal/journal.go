@@ -126,7 +126,7 @@ func (j *Journal) Append(rec Record) (Position, error) {
 	}
 	version := int32(j.cfg.FormatVersion)
 	var h [8]byte
-	hb := appendRecordHeader(h[:0], version, rec.body)
+	hb := appendRecordHeaderOf(h[:0], version, rec)
 	j.cur.Append(hb, rec.body)
 	j.unflushedBytes += int64(len(hb) + len(rec.body))
 	j.unflushedRecords++

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+
+	"keeper/internal/invariants"
 )
 
 // Kind says what a record is, from its entry id.
@@ -42,6 +45,11 @@ func (k Kind) String() string {
 // aliases the caller's or the reader's buffer.
 type Record struct {
 	body []byte
+	// sum, if summed, is the CRC-32C of body, computed by whoever built
+	// the record (NewEntryRecordSummed), so that a FormatV7 Append need
+	// not read the body a second time.
+	sum    uint32
+	summed bool
 }
 
 // NewEntryRecord returns the record of an entry, given the entry's stored
@@ -55,6 +63,24 @@ func NewEntryRecord(stored []byte) (Record, error) {
 	if r.Kind() != KindEntry {
 		return Record{}, fmt.Errorf("journal: entry record with entry id %d, want ≥ 0", r.EntryID())
 	}
+	return r, nil
+}
+
+// NewEntryRecordSummed is NewEntryRecord for a caller that already holds
+// the CRC-32C (Castagnoli) of stored, as the entry store computes it for
+// its own record: a FormatV7 journal then writes sum instead of
+// computing it again. A wrong sum makes a record replay refuses as
+// corrupt; builds with the invariants tag check it.
+func NewEntryRecordSummed(stored []byte, sum uint32) (Record, error) {
+	r, err := NewEntryRecord(stored)
+	if err != nil {
+		return Record{}, err
+	}
+	if invariants.Enabled {
+		got := crc32.Checksum(stored, castagnoli)
+		invariants.Assertf(got == sum, "journal: entry record given checksum %#x, body sums to %#x", sum, got)
+	}
+	r.sum, r.summed = sum, true
 	return r, nil
 }
 
