@@ -7,14 +7,18 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// AppendRequestFrame is AppendFrame for requests: a plain add (a header
-// and an AddRequest with every required field set, nothing else, no
-// unknown fields) is encoded directly, without protobuf's reflection,
-// into the bytes proto.Marshal gives (TestAppendAddFrames and
-// FuzzAppendAddRequest compare them); any other request goes through
+// AppendRequestFrame is AppendFrame for requests: a plain add or read (a
+// header and an AddRequest or a ReadRequest with every required field
+// set, nothing else, no unknown fields) is encoded directly, without
+// protobuf's reflection, into the bytes proto.Marshal gives
+// (TestAppendAddFrames, TestAppendReadFrames, FuzzAppendAddRequest and
+// FuzzAppendReadRequest compare them); any other request goes through
 // AppendFrame.
 func AppendRequestFrame(dst []byte, req *Request) ([]byte, error) {
 	if out, ok := appendAddRequest(dst, req); ok {
+		return out, nil
+	}
+	if out, ok := appendReadRequest(dst, req); ok {
 		return out, nil
 	}
 	return AppendFrame(dst, req)

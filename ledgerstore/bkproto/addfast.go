@@ -294,24 +294,62 @@ type addRespAlloc struct {
 // leaves to protobuf. An add response has no byte fields: nothing
 // aliases frame.
 func decodeAddResponse(frame []byte) *Response {
-	a := &addRespAlloc{}
-	var have uint8
-	ok := fields2(frame, func(num protowire.Number, typ protowire.Type, u uint64, v []byte) bool {
-		switch {
-		case num == fieldResponseHeader && typ == protowire.BytesType:
-			have |= 1
-			return a.hv.decode(v)
-		case num == fieldResponseStatus && typ == protowire.VarintType:
-			s, ok := enumValue(u, knownStatuses)
-			a.status, have = StatusCode(s), have|2
-			return ok
-		case num == fieldResponseAdd && typ == protowire.BytesType:
-			have |= 4
-			return a.decodeAdd(v)
+	t, ok := splitResponse(frame)
+	if !ok || t.slot != fieldResponseAdd {
+		return nil
+	}
+	return t.add()
+}
+
+// responseParts is a Response's top level as the direct decoders split
+// it: the header's bytes, the status and the one sub-response slot set.
+type responseParts struct {
+	hdr, sub []byte
+	status   uint64
+	slot     protowire.Number
+}
+
+// splitResponse splits frame into a header, a status and one sub-response
+// of the slots the direct decoders know (an add's or a read's), each field
+// once, nothing else; it reports false for anything else.
+func splitResponse(frame []byte) (t responseParts, ok bool) {
+	var seen uint8
+	for b := frame; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return t, false
 		}
-		return false
-	})
-	if !ok || have != 7 || a.hv.op != OperationType_ADD_ENTRY {
+		b = b[n:]
+		switch {
+		case num == fieldResponseHeader && typ == protowire.BytesType && seen&1 == 0:
+			t.hdr, n = protowire.ConsumeBytes(b)
+			seen |= 1
+		case num == fieldResponseStatus && typ == protowire.VarintType && seen&2 == 0:
+			t.status, n = protowire.ConsumeVarint(b)
+			seen |= 2
+		case (num == fieldResponseAdd || num == fieldResponseRead) && typ == protowire.BytesType && seen&4 == 0:
+			t.sub, n = protowire.ConsumeBytes(b)
+			t.slot, seen = num, seen|4
+		default:
+			return t, false
+		}
+		if n < 0 {
+			return t, false
+		}
+		b = b[n:]
+	}
+	return t, seen == 7
+}
+
+// add decodes t as an ADD_ENTRY response, or returns nil.
+func (t responseParts) add() *Response {
+	var hv headerVals
+	status, ok := enumValue(t.status, knownStatuses)
+	if !ok || !hv.decode(t.hdr) || hv.op != OperationType_ADD_ENTRY {
+		return nil
+	}
+	a := &addRespAlloc{hv: hv, status: StatusCode(status)}
+	if !a.decodeAdd(t.sub) {
 		return nil
 	}
 	a.hv.fill(&a.hdr)
@@ -343,51 +381,10 @@ func (a *addRespAlloc) decodeAdd(b []byte) bool {
 	return ok && have == 7
 }
 
-// fields2 is fields for a Response's top level, whose add slot is field
-// 101.
-func fields2(b []byte, f func(num protowire.Number, typ protowire.Type, u uint64, v []byte) bool) bool {
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		var bit uint8
-		switch num {
-		case fieldResponseHeader, fieldResponseStatus:
-			bit = 1 << num
-		case fieldResponseAdd:
-			bit = 1
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		var u uint64
-		var v []byte
-		switch typ {
-		case protowire.VarintType:
-			u, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		default:
-			return false
-		}
-		if n < 0 || !f(num, typ, u, v) {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
-// validateAddResponse is ValidateResponse for what decodeAddResponse
-// returns: an ADD_ENTRY header and only the add slot set, which
+// validateDirectResponse is ValidateResponse for what the direct
+// decoders return: a header and only its operation's slot set, which
 // ValidateResponse's slot checks accept whatever the status.
-func validateAddResponse(resp *Response) error {
+func validateDirectResponse(resp *Response) error {
 	if v := resp.Header.GetVersion(); v != ProtocolVersionV3 {
 		return Errorf(StatusCode_EBADVERSION, "protocol version %d", int32(v))
 	}
@@ -395,7 +392,7 @@ func validateAddResponse(resp *Response) error {
 		return Errorf(StatusCode_EBADREQ, "unknown status %d", int32(resp.GetStatus()))
 	}
 	if s := ResponseStatus(resp); !KnownStatus(s) {
-		return Errorf(StatusCode_EBADREQ, "%v response with unknown status %d", OperationType_ADD_ENTRY, int32(s))
+		return Errorf(StatusCode_EBADREQ, "%v response with unknown status %d", resp.Header.GetOperation(), int32(s))
 	}
 	return nil
 }

@@ -39,13 +39,24 @@ func DecodeRequest(frame []byte) (*Request, error) {
 // ValidateResponse). Either way a client should treat the connection as
 // broken; the header lets it fail the right pending request first.
 //
-// An add response in the layout bookies send is decoded directly, without
-// protobuf's reflection (decodeAddResponse); FuzzDecodeAddResponse checks
-// that it gives what protobuf gives. The response's byte fields alias
-// nothing, so frame may be reused after the call.
+// An add or read response in the layout bookies send (a header, a status
+// and the operation's sub-response, each field once, nothing unknown) is
+// decoded directly, without protobuf's reflection; FuzzDecodeAddResponse
+// and FuzzDecodeReadResponse check that it gives what protobuf gives. The
+// response's byte fields alias nothing, so frame may be reused after the
+// call.
 func DecodeResponse(frame []byte) (*Response, error) {
-	if resp := decodeAddResponse(frame); resp != nil {
-		return resp, validateAddResponse(resp)
+	if t, ok := splitResponse(frame); ok {
+		var resp *Response
+		switch t.slot {
+		case fieldResponseAdd:
+			resp = t.add()
+		case fieldResponseRead:
+			resp = t.read()
+		}
+		if resp != nil {
+			return resp, validateDirectResponse(resp)
+		}
 	}
 	return decodeResponseProto(frame)
 }
@@ -62,13 +73,21 @@ func decodeResponseProto(frame []byte) (*Response, error) {
 	return resp, nil
 }
 
-// NewHeader returns a v3 packet header for op and txnID.
+// NewHeader returns a v3 packet header for op and txnID. The header and
+// the values it points to are one allocation, as every request sent costs
+// one header.
 func NewHeader(op OperationType, txnID uint64) *BKPacketHeader {
-	return &BKPacketHeader{
-		Version:   ProtocolVersionV3.Enum(),
-		Operation: op.Enum(),
-		TxnId:     proto.Uint64(txnID),
-	}
+	a := &headerAlloc{version: ProtocolVersionV3, op: op, txn: txnID}
+	a.h.Version, a.h.Operation, a.h.TxnId = &a.version, &a.op, &a.txn
+	return &a.h
+}
+
+// headerAlloc holds a header and the values its fields point to.
+type headerAlloc struct {
+	h       BKPacketHeader
+	version ProtocolVersion
+	op      OperationType
+	txn     uint64
 }
 
 // ResponseStatus returns the outcome of a response: its overall status if
