@@ -28,20 +28,57 @@ type AddRequest struct {
 	Recovery bool
 }
 
-// Request returns the v3 request for r with the given transaction id.
+// Request returns the v3 request for r with the given transaction id. The
+// request and everything it points to but the body are one allocation: a
+// driver builds one per add it sends.
 func (r AddRequest) Request(txnID uint64) *bkproto.Request {
-	h := bkproto.NewHeader(bkproto.OperationType_ADD_ENTRY, txnID)
-	add := &bkproto.AddRequest{
-		LedgerId:  ptr(r.LedgerID),
-		EntryId:   ptr(r.EntryID),
-		MasterKey: r.MasterKey[:],
-		Body:      r.Body,
-	}
+	a := &addRequestAlloc{ledgerID: r.LedgerID, entryID: r.EntryID, key: r.MasterKey}
+	a.hv.fill(&a.hdr, bkproto.OperationType_ADD_ENTRY, txnID)
+	a.add.LedgerId, a.add.EntryId, a.add.MasterKey, a.add.Body = &a.ledgerID, &a.entryID, a.key[:], r.Body
 	if r.Recovery {
-		add.Flag = bkproto.AddRequest_RECOVERY_ADD.Enum()
-		h.Priority = ptr(HighPriority)
+		a.flag = bkproto.AddRequest_RECOVERY_ADD
+		a.add.Flag = &a.flag
+		a.hv.priority = HighPriority
+		a.hdr.Priority = &a.hv.priority
 	}
-	return &bkproto.Request{Header: h, AddRequest: add}
+	a.req.Header, a.req.AddRequest = &a.hdr, &a.add
+	return &a.req
+}
+
+// headerVals are the values a request header built by Request points to.
+type headerVals struct {
+	version  bkproto.ProtocolVersion
+	op       bkproto.OperationType
+	txn      uint64
+	priority uint32
+}
+
+// fill makes h a v3 header of op and txnID pointing into hv (no priority).
+func (hv *headerVals) fill(h *bkproto.BKPacketHeader, op bkproto.OperationType, txnID uint64) {
+	hv.version, hv.op, hv.txn = bkproto.ProtocolVersionV3, op, txnID
+	h.Version, h.Operation, h.TxnId = &hv.version, &hv.op, &hv.txn
+}
+
+// addRequestAlloc holds an add request and the values it points to.
+type addRequestAlloc struct {
+	req               bkproto.Request
+	hdr               bkproto.BKPacketHeader
+	add               bkproto.AddRequest
+	hv                headerVals
+	ledgerID, entryID int64
+	flag              bkproto.AddRequest_Flag
+	key               [bkproto.MasterKeyBytes]byte
+}
+
+// readRequestAlloc holds a read request and the values it points to.
+type readRequestAlloc struct {
+	req                             bkproto.Request
+	hdr                             bkproto.BKPacketHeader
+	read                            bkproto.ReadRequest
+	hv                              headerVals
+	ledgerID, entryID, prev, millis int64
+	flag                            bkproto.ReadRequest_Flag
+	key                             [bkproto.MasterKeyBytes]byte
 }
 
 // ReadKind selects the operation of a ReadRequest.
@@ -92,21 +129,27 @@ func (r ReadRequest) Request(txnID uint64) *bkproto.Request {
 		h := bkproto.NewHeader(bkproto.OperationType_READ_LAC, txnID)
 		return &bkproto.Request{Header: h, ReadLacRequest: &bkproto.ReadLacRequest{LedgerId: ptr(r.LedgerID)}}
 	}
-	h := bkproto.NewHeader(bkproto.OperationType_READ_ENTRY, txnID)
-	read := &bkproto.ReadRequest{LedgerId: ptr(r.LedgerID), EntryId: ptr(r.EntryID)}
+	// One allocation, as for adds: recovery builds one per entry.
+	a := &readRequestAlloc{ledgerID: r.LedgerID, entryID: r.EntryID}
+	a.hv.fill(&a.hdr, bkproto.OperationType_READ_ENTRY, txnID)
+	read := &a.read
+	read.LedgerId, read.EntryId = &a.ledgerID, &a.entryID
 	switch {
 	case r.Fence:
-		read.Flag = bkproto.ReadRequest_FENCE_LEDGER.Enum()
-		read.MasterKey = r.MasterKey[:]
-		h.Priority = ptr(HighPriority)
+		a.flag, a.key = bkproto.ReadRequest_FENCE_LEDGER, r.MasterKey
+		read.Flag, read.MasterKey = &a.flag, a.key[:]
+		a.hv.priority = HighPriority
+		a.hdr.Priority = &a.hv.priority
 	case r.LongPoll && r.Piggyback:
-		read.Flag = bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()
+		a.flag = bkproto.ReadRequest_ENTRY_PIGGYBACK
+		read.Flag = &a.flag
 	}
 	if r.LongPoll {
-		read.PreviousLAC = ptr(r.PreviousLAC)
-		read.TimeOut = ptr(r.TimeoutMillis)
+		a.prev, a.millis = r.PreviousLAC, r.TimeoutMillis
+		read.PreviousLAC, read.TimeOut = &a.prev, &a.millis
 	}
-	return &bkproto.Request{Header: h, ReadRequest: read}
+	a.req.Header, a.req.ReadRequest = &a.hdr, read
+	return &a.req
 }
 
 // ReadReply is a bookie's answer to a ReadRequest, as the state machines

@@ -95,3 +95,63 @@ func TestReadReplyOf(t *testing.T) {
 		t.Fatalf("READ_LAC reply %+v", got)
 	}
 }
+
+// TestRequestsMatchProto checks the requests built in one allocation
+// against the same requests built field by field with protobuf's helpers.
+func TestRequestsMatchProto(t *testing.T) {
+	key := bkproto.MasterKey([]byte("pw"))
+	body := bkproto.EncodeEntry(3, 9, 8, 100, bkproto.DigestCRC32C, nil, []byte("x"))
+	header := func(op bkproto.OperationType, txn uint64, prio bool) *bkproto.BKPacketHeader {
+		h := &bkproto.BKPacketHeader{Version: bkproto.ProtocolVersionV3.Enum(), Operation: op.Enum(), TxnId: proto.Uint64(txn)}
+		if prio {
+			h.Priority = proto.Uint32(HighPriority)
+		}
+		return h
+	}
+	tests := []struct {
+		name string
+		got  *bkproto.Request
+		want *bkproto.Request
+	}{
+		{"add", AddRequest{LedgerID: 3, EntryID: 9, MasterKey: key, Body: body}.Request(7),
+			&bkproto.Request{Header: header(bkproto.OperationType_ADD_ENTRY, 7, false), AddRequest: &bkproto.AddRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(9), MasterKey: key[:], Body: body}}},
+		{"recovery add", AddRequest{LedgerID: 3, EntryID: -2, MasterKey: key, Body: body, Recovery: true}.Request(1 << 40),
+			&bkproto.Request{Header: header(bkproto.OperationType_ADD_ENTRY, 1<<40, true), AddRequest: &bkproto.AddRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(-2), MasterKey: key[:], Body: body,
+				Flag: bkproto.AddRequest_RECOVERY_ADD.Enum()}}},
+		{"read", ReadRequest{LedgerID: 3, EntryID: 5}.Request(2),
+			&bkproto.Request{Header: header(bkproto.OperationType_READ_ENTRY, 2, false), ReadRequest: &bkproto.ReadRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(5)}}},
+		{"fence", ReadRequest{LedgerID: 3, EntryID: -1, Fence: true, MasterKey: key}.Request(3),
+			&bkproto.Request{Header: header(bkproto.OperationType_READ_ENTRY, 3, true), ReadRequest: &bkproto.ReadRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(-1), MasterKey: key[:],
+				Flag: bkproto.ReadRequest_FENCE_LEDGER.Enum()}}},
+		{"long poll", ReadRequest{LedgerID: 3, EntryID: -1, LongPoll: true, PreviousLAC: 4, TimeoutMillis: 500}.Request(4),
+			&bkproto.Request{Header: header(bkproto.OperationType_READ_ENTRY, 4, false), ReadRequest: &bkproto.ReadRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(-1), PreviousLAC: proto.Int64(4), TimeOut: proto.Int64(500)}}},
+		{"piggyback", ReadRequest{LedgerID: 3, EntryID: -1, LongPoll: true, Piggyback: true, PreviousLAC: 4,
+			TimeoutMillis: 500}.Request(5),
+			&bkproto.Request{Header: header(bkproto.OperationType_READ_ENTRY, 5, false), ReadRequest: &bkproto.ReadRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(-1), PreviousLAC: proto.Int64(4), TimeOut: proto.Int64(500),
+				Flag: bkproto.ReadRequest_ENTRY_PIGGYBACK.Enum()}}},
+		{"piggyback without long poll", ReadRequest{LedgerID: 3, EntryID: 6, Piggyback: true}.Request(6),
+			&bkproto.Request{Header: header(bkproto.OperationType_READ_ENTRY, 6, false), ReadRequest: &bkproto.ReadRequest{
+				LedgerId: proto.Int64(3), EntryId: proto.Int64(6)}}},
+	}
+	for _, tt := range tests {
+		if !proto.Equal(tt.got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+func BenchmarkReadRequest(b *testing.B) {
+	r := ReadRequest{Bookie: "b", LedgerID: 3, EntryID: 5, Fence: true, MasterKey: bkproto.MasterKey([]byte("pw"))}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.Request(1).ReadRequest == nil {
+			b.Fatal("no read")
+		}
+	}
+}
