@@ -36,6 +36,19 @@ func newQuorumRead(entryID int64, bookies []BookieID) *quorumRead {
 	}
 }
 
+// reset makes q a read of entryID over n bookies, every slot asked and its
+// bookies left for the caller to fill in, keeping q's slices when they are
+// large enough: recovery reuses the reads of entries it found.
+func (q *quorumRead) reset(entryID int64, n int) {
+	if cap(q.bookies) < n || cap(q.state) < n || cap(q.retryAt) < n {
+		q.bookies, q.state, q.retryAt = make([]BookieID, n), make([]slotState, n), make([]int64, n)
+	}
+	q.bookies, q.state, q.retryAt = q.bookies[:n], q.state[:n], q.retryAt[:n]
+	clear(q.state) // slotAsked
+	clear(q.retryAt)
+	q.entryID, q.negatives, q.sentAt = entryID, 0, 0
+}
+
 // outstanding returns the slot of b if its request is in flight, else −1:
 // an answer is taken only for a request the read is waiting for.
 func (q *quorumRead) outstanding(b BookieID) int {

@@ -128,6 +128,7 @@ type Recovery struct {
 	anchor       *quorumRead
 	anchorLength int64 // cumulative length at lacR, once the anchor read found it
 	reads        map[int64]*quorumRead
+	spare        []*quorumRead // reads of found entries, for forwardRead to reuse
 	found        map[int64]bkproto.Entry
 	batchMaxSize int64 // BatchReadMaxSize; 0 once batches are off
 	nextRead     int64 // next entry to start reading

@@ -35,10 +35,9 @@ func (r *Recovery) readForwardBatch() {
 	}
 	room = min(room, math.MaxInt32)
 	from := r.nextRead
-	b := writeSetOf(r.placement, r.fenced, from)[0]
+	b := r.fenced.Bookies[r.placement.Position(from, 0)] // the first bookie of from's write set
 	for e := from; e < from+room; e++ {
-		q := newQuorumRead(e, writeSetOf(r.placement, r.fenced, e))
-		q.sentAt = r.now
+		q := r.forwardRead(e)
 		q.idleFrom(0)
 		q.state[slices.Index(q.bookies, b)] = slotAsked
 		r.reads[e] = q

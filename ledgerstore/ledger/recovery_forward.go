@@ -54,8 +54,7 @@ func (r *Recovery) readForward() {
 		r.nextRead++
 		invariants.Assertf(e >= r.fenced.FirstEntryID, "ledger %d: recovery read of entry %d below the last segment at %d",
 			r.ledgerID, e, r.fenced.FirstEntryID)
-		q := newQuorumRead(e, writeSetOf(r.placement, r.fenced, e))
-		q.sentAt = r.now
+		q := r.forwardRead(e)
 		r.reads[e] = q
 		// One valid copy recovers an entry, so the first bookie of its
 		// write set is asked alone, as BookKeeper's sequential recovery
@@ -73,13 +72,23 @@ func (r *Recovery) wakeRest(q *quorumRead) {
 	}
 }
 
-// writeSetOf returns the bookies of entryID's write set in segment s.
-func writeSetOf(p Placement, s Segment, entryID int64) []BookieID {
-	out := make([]BookieID, p.WriteQuorum)
-	for k := range out {
-		out[k] = s.Bookies[p.Position(entryID, k)]
+// forwardRead returns a new read of entry e from its write set in the
+// last segment, started now, every slot asked. It reuses the read of an
+// entry already found (spare), so that once the window is full reading
+// forward allocates no read per entry.
+func (r *Recovery) forwardRead(e int64) *quorumRead {
+	var q *quorumRead
+	if n := len(r.spare); n > 0 {
+		q, r.spare = r.spare[n-1], r.spare[:n-1]
+	} else {
+		q = &quorumRead{}
 	}
-	return out
+	q.reset(e, r.placement.WriteQuorum)
+	for k := range q.bookies {
+		q.bookies[k] = r.fenced.Bookies[r.placement.Position(e, k)]
+	}
+	q.sentAt = r.now
+	return q
 }
 
 // handleAnchor takes an answer to the read of entry LAC_r. That entry was
@@ -124,6 +133,9 @@ func (r *Recovery) handleForward(e int64, i int, reply ReadReply) {
 			return
 		}
 		delete(r.reads, e)
+		// Nothing holds q once it has left reads (answers find their read
+		// by entry id), so the next forward read may reuse it.
+		r.spare = append(r.spare, q)
 		r.found[e] = entry
 		r.feed()
 	case isNegative(reply.Status):
@@ -229,7 +241,11 @@ func (r *Recovery) absorb() {
 			return
 		}
 	}
-	r.ready.Adds = append(r.ready.Adds, wr.Adds...)
+	if len(r.ready.Adds) == 0 {
+		r.ready.Adds = wr.Adds // the writer's batch is ours: take it rather than copy it
+	} else {
+		r.ready.Adds = append(r.ready.Adds, wr.Adds...)
+	}
 	if wr.MetadataWrite != nil {
 		r.ready.MetadataWrite = wr.MetadataWrite
 	}

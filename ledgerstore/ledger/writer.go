@@ -237,12 +237,18 @@ func (w *Writer) appendRecovered(entryID, length int64, payload []byte) {
 }
 
 func (w *Writer) push(id, length, lac int64, payload []byte) {
+	// ackedBy and inflight share one allocation; inflight's capacity is
+	// the write quorum, and an append beyond it (a replacement's add while
+	// the replaced bookie's is in flight) moves it out.
+	e, qw := w.placement.EnsembleSize, w.placement.WriteQuorum
+	ids := make([]BookieID, e+qw)
 	pa := &pendingAdd{
-		entryID: id,
-		length:  length,
-		body:    bkproto.EncodeEntry(w.ledgerID, id, lac, length, w.md.Digest(), w.macKey, payload),
-		sent:    make([]bool, w.placement.EnsembleSize),
-		ackedBy: make([]BookieID, w.placement.EnsembleSize),
+		entryID:  id,
+		length:   length,
+		body:     bkproto.EncodeEntry(w.ledgerID, id, lac, length, w.md.Digest(), w.macKey, payload),
+		sent:     make([]bool, e),
+		ackedBy:  ids[:e:e],
+		inflight: ids[e : e : e+qw],
 	}
 	w.lap, w.length = id, length
 	w.explicit.carried = max(w.explicit.carried, lac)
