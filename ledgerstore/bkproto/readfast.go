@@ -132,8 +132,11 @@ func (t responseParts) read() *Response {
 	r.Status, r.LedgerId, r.EntryId = &a.readStatus, &a.ledgerID, &a.entryID
 	if have&8 != 0 {
 		// Present, even empty, is a non-nil slice, as protobuf decodes it.
-		r.Body = make([]byte, len(body))
-		copy(r.Body, body)
+		// make then copy into a local is compiled as one copying
+		// allocation, without clearing the memory first.
+		b := make([]byte, len(body))
+		copy(b, body)
+		r.Body = b
 	}
 	if have&16 != 0 {
 		r.MaxLAC = &a.maxLAC
