@@ -231,6 +231,42 @@ type Persisted struct {
 	tree     *datatree.Tree
 	sessions []zkcore.SessionState
 	rebuilt  bool
+	// acksSent: Persist sent the batch's Messages (its ACKs) itself.
+	acksSent bool
+}
+
+// ApplyOnly reports whether rd has nothing for Persist to do and nothing
+// to send: only committed txns to apply, syncs to answer and a role
+// change (a follower's batch after a COMMIT, a leader's after a quorum
+// of ACKs). A driver that persists batches on another goroutine finishes
+// such a batch at once, on its loop (Finish with a zero Persisted): the
+// txns it commits are in batches already made durable, since a batch is
+// taken only once the one before it was finished.
+func ApplyOnly(rd zab.Ready) bool {
+	return rd.Truncate == nil && !rd.InstallSnapshot && len(rd.Entries) == 0 && rd.State == nil &&
+		rd.Config == nil && len(rd.Messages) == 0 && len(rd.Early) == 0 && len(rd.Disconnect) == 0 &&
+		len(rd.SendSnapshots) == 0
+}
+
+// onlyAcks reports whether rd's Messages are ACKs of its entries and
+// nothing else in rd must come before them: Persist may then send them
+// as soon as the entries are durable, from the goroutine that synced
+// them, instead of leaving them for Finish on the loop. An ACK promises
+// only that the entries are on disk; the node holds every later message
+// to the leader out of Early until this batch is advanced, so the link
+// keeps its order.
+func onlyAcks(rd zab.Ready) bool {
+	if len(rd.Messages) == 0 || len(rd.Entries) == 0 || rd.State != nil || rd.Config != nil || rd.Role != nil ||
+		rd.Truncate != nil || rd.InstallSnapshot || len(rd.Early) > 0 || len(rd.Disconnect) > 0 ||
+		len(rd.SendSnapshots) > 0 {
+		return false
+	}
+	for _, m := range rd.Messages {
+		if m.Type != zab.MsgAck {
+			return false
+		}
+	}
+	return true
 }
 
 // Persist carries out the disk part of rd: truncation or snapshot install
@@ -247,9 +283,13 @@ type Persisted struct {
 // Messages carry, and Finish sends them after Persist. A TRUNC the disk
 // cannot carry out (Log.Truncate's error, or a rebuilt state that does
 // not end where the leader said) fails the batch, and the peer leaves the
-// service rather than serve another history. It touches only the Log, so
-// a driver may run it on another goroutine while the loop goes on; Finish
-// must follow, on the loop, before the next batch is taken.
+// service rather than serve another history. A follower's batch whose
+// messages are only the ACKs of its entries (the steady state of
+// broadcast) has them sent here, right after the sync, so that they do
+// not wait for the loop to take the batch back. It touches only the Log
+// and the Transport, so a driver may run it on another goroutine while
+// the loop goes on; Finish must follow, on the loop, before the next
+// batch is taken.
 func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 	var ps Persisted
 	switch {
@@ -302,6 +342,10 @@ func (p *Peer) Persist(rd zab.Ready) (Persisted, error) {
 			return ps, err
 		}
 	}
+	if onlyAcks(rd) {
+		p.tr.Send(rd.Messages)
+		ps.acksSent = true
+	}
 	return ps, nil
 }
 
@@ -318,8 +362,11 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 		p.tr.Disconnect(id)
 	}
 	p.send(rd.Early, nil) // a driver that did not send them before Persist
-	if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
-		return p.fail(err)
+	// A batch of ACKs alone Persist has sent (onlyAcks).
+	if !ps.acksSent {
+		if err := p.send(rd.Messages, rd.SendSnapshots); err != nil {
+			return p.fail(err)
+		}
 	}
 	if failpoint.Enabled {
 		hitAfterSend(rd)

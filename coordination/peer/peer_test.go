@@ -26,6 +26,8 @@ type ensemble struct {
 	frames map[zab.PeerID]map[zkcore.ConnID][]zkproto.ReplyHeader
 	bodies map[zab.PeerID]map[zkcore.ConnID][][]byte
 	closed map[zab.PeerID]map[zkcore.ConnID]bool
+	// sent counts the messages the peers sent, by type.
+	sent map[zab.MsgType]int
 	// configure, if set, adjusts a peer's core and node configurations
 	// before start creates them; started, if set, sees the new peer.
 	configure func(zab.PeerID, *zkcore.Config, *zab.Config)
@@ -37,7 +39,12 @@ type netw struct {
 	from zab.PeerID
 }
 
-func (n netw) Send(ms []zab.Message) { n.e.queue = append(n.e.queue, ms...) }
+func (n netw) Send(ms []zab.Message) {
+	for _, m := range ms {
+		n.e.sent[m.Type]++
+	}
+	n.e.queue = append(n.e.queue, ms...)
+}
 func (n netw) Disconnect(p zab.PeerID) {
 	n.e.queue = append(n.e.queue, zab.Message{Type: zab.MsgDisconnected, From: n.from, To: p})
 }
@@ -75,7 +82,7 @@ func newEnsembleWith(t *testing.T, n int, configure func(zab.PeerID, *zkcore.Con
 		now:    zkcore.Now{WallMs: 1_700_000_000_000, MonoMs: 1},
 		frames: map[zab.PeerID]map[zkcore.ConnID][]zkproto.ReplyHeader{},
 		bodies: map[zab.PeerID]map[zkcore.ConnID][][]byte{},
-		closed: map[zab.PeerID]map[zkcore.ConnID]bool{}}
+		closed: map[zab.PeerID]map[zkcore.ConnID]bool{}, sent: map[zab.MsgType]int{}}
 	for i := 1; i <= n; i++ {
 		e.ids = append(e.ids, zab.PeerID(i))
 		e.logs[zab.PeerID(i)] = &memLog{}

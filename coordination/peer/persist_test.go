@@ -156,3 +156,92 @@ func TestPersistOrder(t *testing.T) {
 		})
 	}
 }
+
+// opTransport records what Persist sends, in the same list as the log's
+// operations.
+type opTransport struct{ l *opLog }
+
+func (t opTransport) Send(ms []zab.Message) {
+	for _, m := range ms {
+		t.l.ops = append(t.l.ops, "send-"+m.Type.String())
+	}
+}
+
+func (t opTransport) Disconnect(p zab.PeerID) { t.l.ops = append(t.l.ops, "disconnect") }
+
+// TestPersistSendsAcks: a follower's batch whose messages are only the
+// ACKs of its entries has them sent by Persist, once the entries are
+// synced; a batch with anything else that must come first (an epoch, a
+// role change, another message) leaves its messages to Finish.
+func TestPersistSendsAcks(t *testing.T) {
+	ack := zab.Message{Type: zab.MsgAck, To: 3, Zxid: zxid.Make(1, 4)}
+	ping := zab.Message{Type: zab.MsgPing, To: 3}
+	entries := []zab.Entry{sessionTxn(4)}
+	tests := []struct {
+		name     string
+		rd       zab.Ready
+		wantOps  string
+		wantSent bool
+	}{
+		{"ACKs alone go once the entries are synced",
+			zab.Ready{Entries: entries, Messages: []zab.Message{ack}}, "append sync send-ACK", true},
+		{"an ACK with a new epoch waits for Finish",
+			zab.Ready{Entries: entries, Messages: []zab.Message{ack}, State: &zab.HardState{AcceptedEpoch: 2, CurrentEpoch: 2}},
+			"append sync save-state", false},
+		{"an ACK with a role change waits for Finish",
+			zab.Ready{Entries: entries, Messages: []zab.Message{ack}, Role: &zab.RoleChange{Role: zab.Following, Leader: 3}},
+			"append sync", false},
+		{"an ACK beside another message waits for Finish",
+			zab.Ready{Entries: entries, Messages: []zab.Message{ack, ping}}, "append sync", false},
+		{"an ACK beside a link to close waits for Finish",
+			zab.Ready{Entries: entries, Messages: []zab.Message{ack}, Disconnect: []zab.PeerID{2}}, "append sync", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ml := &memLog{hard: zab.HardState{AcceptedEpoch: 1, CurrentEpoch: 1}}
+			ml.entries = []zab.Entry{sessionTxn(1), sessionTxn(2), sessionTxn(3)}
+			ml.synced = 3
+			l := &opLog{memLog: ml}
+			p := &Peer{log: l, tr: opTransport{l}, maxBuf: jute.DefaultMaxBuffer + 1024}
+			ps, err := p.Persist(tc.rd)
+			if err != nil {
+				t.Fatalf("Persist: %v", err)
+			}
+			if got := strings.Join(l.ops, " "); got != tc.wantOps {
+				t.Fatalf("operations %q, want %q", got, tc.wantOps)
+			}
+			if ps.acksSent != tc.wantSent {
+				t.Fatalf("acksSent %v, want %v", ps.acksSent, tc.wantSent)
+			}
+		})
+	}
+}
+
+// TestFollowerAcksOnce: in an ensemble, each follower acknowledges a write
+// exactly once, though Persist sends the ACK and Finish carries out the
+// rest of the batch.
+func TestFollowerAcksOnce(t *testing.T) {
+	e := newEnsemble(t, 3)
+	e.until(2000, "serving", func() bool { _, ok := e.serving(); return ok })
+	leader, _ := e.serving()
+	follower := e.ids[0]
+	if follower == leader {
+		follower = e.ids[1]
+	}
+	e.connect(follower, 1)
+	for _, id := range e.ids {
+		e.until(500, "session replicated", func() bool { return e.peers[id].Core().LastZxid() == e.peers[leader].Core().LastZxid() })
+	}
+	acks := e.sent[zab.MsgAck]
+	e.request(follower, 1, 1, zkproto.OpCreate, &zkproto.CreateRequest{Path: "/a", Data: []byte("v"), ACL: zkproto.OpenACLUnsafe})
+	e.until(2000, "create acknowledged", func() bool { _, ok := e.reply(follower, 1, 1); return ok })
+	for _, id := range e.ids {
+		e.until(500, "replicated", func() bool { return e.peers[id].Core().Tree().Node("/a") != nil })
+	}
+	if h, _ := e.reply(follower, 1, 1); h.Err != 0 {
+		t.Fatalf("create: %v", h.Err)
+	}
+	if got := e.sent[zab.MsgAck] - acks; got != 2 {
+		t.Fatalf("%d ACKs for one write in an ensemble of three, want 2 (one per follower)", got)
+	}
+}
