@@ -138,7 +138,8 @@ func NewMember(cfg MemberConfig) *Member {
 
 // Drive is the loop's work after every event: the peer's client bytes,
 // new writes and Early messages, a batch to disk (ToDisk) unless one is on
-// its way or held, the role, and a snapshot (with a log roll) when one is
+// its way or held (one with nothing to persist or send, peer.ApplyOnly, it
+// finishes itself), the role, and a snapshot (with a log roll) when one is
 // due.
 func (m *Member) Drive() {
 	if m.s.quorum == nil {

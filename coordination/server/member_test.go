@@ -39,6 +39,7 @@ type memberRig struct {
 	m          *Member
 	nowMs      int64
 	pending    []zab.Ready
+	handed     int // batches the member handed to disk (ToDisk)
 	started    int // snapshots the member started
 }
 
@@ -85,7 +86,7 @@ func (r *memberRig) open(snapCount, stepNodes int) {
 	r.core, r.log = core, ml
 	r.m = NewMember(MemberConfig{ID: 1, Core: core, Peer: p, Log: ml, TickMs: cfg.TickMs, Now: r.now,
 		SnapCount: snapCount, SnapshotStepNodes: stepNodes, Rand: rand.New(rand.NewPCG(2, 2)),
-		ToDisk:          func(rd zab.Ready) { r.pending = append(r.pending, rd) },
+		ToDisk:          func(rd zab.Ready) { r.pending = append(r.pending, rd); r.handed++ },
 		SnapshotStarted: func(zxid.ID) { r.started++ },
 	})
 }
@@ -220,5 +221,52 @@ func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 				t.Fatalf("restart rebuilt a tree with digest %x, want %x", got, wantDigest)
 			}
 		})
+	}
+}
+
+// TestMemberAppliesCommitsOnTheLoop: a batch with nothing to persist or
+// send (the commit of a txn already durable) is finished on the loop, not
+// handed to the persister: a lone voter's write takes one batch to disk,
+// and it is applied as soon as that batch is back.
+func TestMemberAppliesCommitsOnTheLoop(t *testing.T) {
+	r := &memberRig{t: t, fs: vfs.NewMem()}
+	r.open(0, 1)
+	for range 200 { // a lone voter elects itself within a few ticks
+		if r.m.s.quorum.peer.Node().Serving() {
+			break
+		}
+		r.nowMs += 50
+		r.m.s.quorum.peer.Tick(r.now())
+		r.settle()
+	}
+	if !r.m.s.quorum.peer.Node().Serving() {
+		t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
+	}
+	for range 10 { // the batches that establish its epoch
+		r.nowMs += 50
+		r.m.s.quorum.peer.Tick(r.now())
+		r.settle()
+	}
+	for i := range 5 {
+		before, handed := r.core.LastZxid(), r.handed
+		id := zkcore.ConnID(i + 1)
+		r.core.NewConn(id, netip.MustParseAddrPort(fmt.Sprintf("10.0.0.1:%d", 10000+i)), r.now())
+		r.core.Connect(id, &zkproto.ConnectRequest{TimeoutMs: 30000, Passwd: make([]byte, 16)}, r.now())
+		r.m.Drive()
+		if got := r.handed - handed; got != 1 || len(r.pending) != 1 {
+			t.Fatalf("session %d: %d batches handed to disk, %d pending; want the txn's one", i, got, len(r.pending))
+		}
+		b := r.m.Persist(r.pending[0])
+		r.pending = r.pending[1:]
+		if err := b.Err(); err != nil {
+			t.Fatalf("persist: %v", err)
+		}
+		r.m.Finish(b)
+		if got := r.handed - handed; got != 1 || len(r.pending) != 0 {
+			t.Fatalf("session %d: %d batches handed to disk after the txn's came back, want 1", i, got)
+		}
+		if got, logged := r.core.LastZxid(), r.m.s.quorum.peer.Node().LastZxid(); got == before || got != logged {
+			t.Fatalf("session %d: applied up to %s once its batch was durable (before %s), want %s", i, got, before, logged)
+		}
 	}
 }

@@ -278,15 +278,28 @@ func (s *Server) quorumStep(m zab.Message) {
 
 // driveQuorum carries out the peer's work on the loop: client bytes and new
 // writes at once, a Zab batch to the persister when none is on its way;
-// then it updates the role and starts a snapshot when one is due.
+// then it updates the role and starts a snapshot when one is due. A batch
+// with nothing to persist or send (peer.ApplyOnly: a follower's after a
+// COMMIT, a leader's after a quorum of ACKs) is finished here instead:
+// the round trip through the persister goroutine would only delay the
+// replies it releases.
 func (s *Server) driveQuorum() {
 	q := s.quorum
 	before := s.core.LastZxid()
-	q.peer.PumpCore(s.now())
-	q.peer.SendEarly()
-	if !q.persisting && q.peer.Err() == nil && q.peer.Node().HasReady() {
-		q.persisting = true
+	for {
+		q.peer.PumpCore(s.now())
+		q.peer.SendEarly()
+		if q.persisting || q.peer.Err() != nil || !q.peer.Node().HasReady() {
+			break
+		}
 		rd := q.peer.Node().Ready()
+		if peer.ApplyOnly(rd) {
+			if err := q.peer.Finish(rd, peer.Persisted{}, s.now()); err != nil {
+				s.leaveService(err)
+			}
+			continue
+		}
+		q.persisting = true
 		q.rebuilding = rd.Truncate != nil || rd.InstallSnapshot
 		if q.rebuilding && s.snapshot != nil {
 			q.held = &rd
@@ -294,8 +307,17 @@ func (s *Server) driveQuorum() {
 		} else {
 			q.handOff(rd)
 		}
+		break
 	}
 	s.quorumBookkeeping(before)
+}
+
+// leaveService takes the member out of the service for good after a
+// batch failed: the peer drops Zab traffic and the core closes every
+// client connection (peer.Fail, zkcore.FailWrites).
+func (s *Server) leaveService(err error) {
+	s.core.FailWrites(err) // first, so that Stop recognises the log's error
+	s.quorum.peer.Fail(err)
 }
 
 // releaseHeld sends the batch held for a snapshot job to disk, once the
@@ -322,11 +344,7 @@ func (s *Server) finishZabBatch(r persisted) {
 		s.followQuorumAddresses()
 	}
 	if err != nil {
-		// The member leaves the service for good: the peer drops Zab
-		// traffic and the core closes every client connection
-		// (peer.Fail, zkcore.FailWrites).
-		s.core.FailWrites(err) // first, so that Stop recognises the log's error
-		q.peer.Fail(err)
+		s.leaveService(err)
 	}
 	s.quorumBookkeeping(before)
 	s.driveQuorum()
