@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"keeper/ledgerstore/bookietls"
 	"keeper/ledgerstore/ledgerclient"
 )
 
@@ -56,15 +55,7 @@ func runBenchLedgerRead(ctx context.Context, cfg benchLedgerConfig, out io.Write
 	for _, q := range cfg.Quorums {
 		for _, size := range cfg.Sizes {
 			for _, p := range cfg.Protocols {
-				base, secure := strings.CutSuffix(p, "+tls")
-				lcfg := ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
-					UseV2WireProtocol: base == "v2", ZKSecurity: zkSec}
-				if secure {
-					lcfg.TLS = cfg.TLS
-				} else {
-					lcfg.TLS = bookietls.Settings{}
-				}
-				lines, err := benchLedgerReadRun(ctx, lcfg, cfg, q, size)
+				lines, err := benchLedgerReadRun(ctx, benchProtocolClientConfig(cfg, p, zkSec), cfg, q, size)
 				if err != nil {
 					return fmt.Errorf("bench ledger read %v size %d %s: %w", q, size, p, err)
 				}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"keeper/ledgerstore/bookietls"
+	"keeper/coordination/zkclient"
 	"keeper/ledgerstore/ledgerclient"
 )
 
@@ -32,14 +32,8 @@ func runBenchLedgerTail(ctx context.Context, cfg benchLedgerConfig, out io.Write
 	for _, q := range cfg.Quorums {
 		for _, size := range cfg.Sizes {
 			for _, p := range cfg.Protocols {
-				base, secure := strings.CutSuffix(p, "+tls")
-				lcfg := ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
-					MaxPendingAdds: cfg.Inflight, UseV2WireProtocol: base == "v2", ZKSecurity: zkSec}
-				if secure {
-					lcfg.TLS = cfg.TLS
-				} else {
-					lcfg.TLS = bookietls.Settings{}
-				}
+				lcfg := benchProtocolClientConfig(cfg, p, zkSec)
+				lcfg.MaxPendingAdds = cfg.Inflight
 				res, err := benchLedgerTailRun(ctx, lcfg, cfg, q, size)
 				if err != nil {
 					return fmt.Errorf("bench ledger tail %v size %d %s: %w", q, size, p, err)
@@ -226,4 +220,17 @@ func cmpErr(have, err error) error {
 		return have
 	}
 	return err
+}
+
+// benchProtocolClientConfig is the ledger client configuration of a run
+// over protocol p ("v3", "v2", either with "+tls": then over TLS as
+// --client-conf says).
+func benchProtocolClientConfig(cfg benchLedgerConfig, p string, zkSec zkclient.Security) ledgerclient.Config {
+	base, secure := strings.CutSuffix(p, "+tls")
+	lcfg := ledgerclient.Config{ZKServers: cfg.ZK, LedgersRoot: cfg.Root, Logger: newLogger(),
+		UseV2WireProtocol: base == "v2", ZKSecurity: zkSec}
+	if secure {
+		lcfg.TLS = cfg.TLS
+	}
+	return lcfg
 }
