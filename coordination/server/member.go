@@ -11,6 +11,7 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
+	"keeper/internal/invariants"
 	"keeper/internal/metric"
 )
 
@@ -23,12 +24,17 @@ import (
 // Whoever drives it decides when each hand-off completes: a batch taken to
 // disk (MemberConfig.ToDisk, then Persist and Finish; standalone: Queued,
 // then PersistQueued and Finish), a snapshot walk's next step, its writer,
-// and the writer's report. The simulator (verify/sim) drives one per
+// the writer's report, and each step of an autopurge pass (BeginPurge,
+// StepPurge, EndPurge; a TRUNC or SNAP batch waits for the pass to end,
+// PersistWaits). The simulator (verify/sim) drives one per
 // member that way, ordering the hand-offs from its seed. A Member is not
 // safe for concurrent use.
 type Member struct {
 	s      *Server
 	purger *purger
+	// purge is the autopurge pass in progress (BeginPurge to EndPurge),
+	// nil when none is.
+	purge *purgeRun
 	// writer is the snapshot job whose writer has not run yet; written is
 	// its report, waiting for FinishSnapshot.
 	writer  *snapshotJob
@@ -172,8 +178,11 @@ type Batch struct{ p persisted }
 func (b Batch) Err() error { return b.p.err }
 
 // Persist writes a batch ToDisk handed over, as the persister goroutine
-// does: the log roll a snapshot asked for, then the batch.
+// does: the log roll a snapshot asked for, then the batch. The driver
+// must not call it while PersistWaits(rd) (the storage lock it would
+// wait for is held on this very goroutine).
 func (m *Member) Persist(rd zab.Ready) Batch {
+	invariants.Assertf(!m.PersistWaits(rd), "server: a TRUNC or SNAP batch persisted during an autopurge pass")
 	return Batch{m.s.persistBatch(diskBatch{rd: rd}, m.s.disk.takeRoll())}
 }
 
@@ -217,7 +226,48 @@ func (m *Member) FinishSnapshot() {
 	m.s.snapshotFinished(r)
 }
 
-// Purge runs one autopurge pass: it keeps SnapRetainCount valid snapshots
-// and the logs they need, excluding a TRUNC or snapshot install as the
-// server's does. It returns what it removed.
+// Purge runs one autopurge pass at once: BeginPurge, every StepPurge,
+// EndPurge.
 func (m *Member) Purge() PurgeResult { return m.purger.once() }
+
+// BeginPurge starts an autopurge pass as the purge goroutine does: it
+// takes Server.storageMu and decides which files go. StepPurge removes
+// them one at a time and EndPurge ends the pass and releases the lock;
+// between the steps the driver may run anything but a batch that
+// PersistWaits says waits for the lock. One pass at a time.
+func (m *Member) BeginPurge() {
+	invariants.Assertf(m.purge == nil, "server: an autopurge pass began while one runs")
+	m.purge = m.purger.begin()
+}
+
+// Purging reports whether an autopurge pass runs (BeginPurge, not yet
+// EndPurge).
+func (m *Member) Purging() bool { return m.purge != nil }
+
+// StepPurge removes the next file of the pass; it reports false when
+// nothing is left to remove (EndPurge comes next).
+func (m *Member) StepPurge() bool { return m.purge.step() }
+
+// EndPurge ends the pass: the directories synced, the lock released. It
+// returns what the pass removed.
+func (m *Member) EndPurge() PurgeResult {
+	r := m.purge
+	m.purge = nil
+	return r.end()
+}
+
+// PersistWaits reports whether Persist(rd) would wait, on the persister
+// goroutine, for an autopurge pass to end: rd replaces the state (a TRUNC
+// or SNAP batch, whose MemberLog.Truncate or InstallSnapshot takes
+// Server.storageMu) and the lock is held. The driver then persists rd
+// after EndPurge.
+func (m *Member) PersistWaits(rd zab.Ready) bool {
+	if !replacesState(rd) {
+		return false
+	}
+	if m.s.storageMu.TryLock() {
+		m.s.storageMu.Unlock()
+		return false
+	}
+	return true
+}

@@ -172,8 +172,12 @@ func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 				r.core.Connect(id, &zkproto.ConnectRequest{TimeoutMs: 30000, Passwd: make([]byte, 16)}, r.now())
 				r.settle()
 				r.snapshotStep()
-				if i%10 == 9 {
-					r.m.Purge()
+				if i%10 == 9 { // a pass in steps, a snapshot hand-off between them
+					r.m.BeginPurge()
+					for r.m.StepPurge() {
+						r.snapshotStep()
+					}
+					r.m.EndPurge()
 				}
 			}
 			for range 1000 { // let the last job end
@@ -268,5 +272,69 @@ func TestMemberAppliesCommitsOnTheLoop(t *testing.T) {
 		if got, logged := r.core.LastZxid(), r.m.s.quorum.peer.Node().LastZxid(); got == before || got != logged {
 			t.Fatalf("session %d: applied up to %s once its batch was durable (before %s), want %s", i, got, before, logged)
 		}
+	}
+}
+
+// An autopurge pass driven in steps holds the storage lock from its plan
+// to its end: a batch that replaces the state (TRUNC, SNAP) waits for it,
+// any other batch does not, and the pass removes what a whole pass at
+// once would have.
+func TestMemberPurgePassHoldsTheStorageLock(t *testing.T) {
+	r := &memberRig{t: t, fs: vfs.NewMem()}
+	r.open(4, 1000)
+	for range 200 { // a lone voter elects itself within a few ticks
+		if r.m.s.quorum.peer.Node().Serving() {
+			break
+		}
+		r.nowMs += 50
+		r.m.s.quorum.peer.Tick(r.now())
+		r.settle()
+	}
+	for i := range 30 {
+		id := zkcore.ConnID(i + 1)
+		r.core.NewConn(id, netip.MustParseAddrPort(fmt.Sprintf("10.0.0.1:%d", 10000+i)), r.now())
+		r.core.Connect(id, &zkproto.ConnectRequest{TimeoutMs: 30000, Passwd: make([]byte, 16)}, r.now())
+		r.settle()
+		for range 10 {
+			r.snapshotStep()
+		}
+	}
+	snapDir := filepath.Join(r.st.DataDir, txnlog.DirName)
+	infos, err := snap.List(r.fs, snapDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) <= MinSnapRetainCount {
+		t.Fatalf("%d snapshots on disk: the pass would have nothing to remove", len(infos))
+	}
+	z := infos[0].Zxid
+	trunc, install, appendOnly := zab.Ready{Truncate: &z}, zab.Ready{InstallSnapshot: true}, zab.Ready{}
+	r.m.BeginPurge()
+	if !r.m.Purging() {
+		t.Fatal("no pass runs after BeginPurge")
+	}
+	steps := 0
+	for {
+		if !r.m.PersistWaits(trunc) || !r.m.PersistWaits(install) {
+			t.Fatalf("step %d: a TRUNC or SNAP batch does not wait for the pass", steps)
+		}
+		if r.m.PersistWaits(appendOnly) {
+			t.Fatalf("step %d: a batch that only appends waits for the pass", steps)
+		}
+		if !r.m.StepPurge() {
+			break
+		}
+		steps++
+	}
+	res := r.m.EndPurge()
+	if r.m.Purging() || r.m.PersistWaits(trunc) || r.m.PersistWaits(install) {
+		t.Fatal("the pass ended, but it still holds the storage lock")
+	}
+	if got := len(res.Snapshots) + len(res.Logs); got != steps || len(res.Snapshots) != len(infos)-MinSnapRetainCount {
+		t.Fatalf("%d steps removed %+v; want one file a step and all but %d of %d snapshots", steps, res,
+			MinSnapRetainCount, len(infos))
+	}
+	if again := r.m.Purge(); len(again.Snapshots)+len(again.Logs) != 0 {
+		t.Fatalf("a second pass removed %+v; the stepped one left it nothing", again)
 	}
 }

@@ -39,6 +39,33 @@ type PurgeResult struct {
 // Purge must not run while another purge runs on the same directories; it
 // may run while a server writes new snapshots and appends to the log.
 func Purge(fs vfs.FS, dataDir, dataLogDir string, retain, maxRecordBytes int, valid func(snap.Info) error) (PurgeResult, error) {
+	pass, err := planPurge(fs, dataDir, dataLogDir, retain, maxRecordBytes, valid)
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	for pass.step() {
+	}
+	return pass.finish()
+}
+
+// purgePass is one purge in the steps its goroutine takes: the plan
+// (planPurge: which files go, decided from the directories' listing),
+// then one removal per step, then the directories synced (finish). Files
+// created after the plan are not looked at, and a file the plan named is
+// removed by name whatever it holds by then: whoever else removes or
+// replaces snapshots and logs must not run between the plan and finish
+// (autopurge holds Server.storageMu for the whole pass).
+type purgePass struct {
+	fs              vfs.FS
+	snapDir, logDir string
+	snaps, logs     []string // names still to remove, oldest first
+	res             PurgeResult
+	err             error // the removal that failed; no step follows it
+}
+
+// planPurge lists the directories and decides what a purge removes
+// (Purge says what it keeps); nothing is removed yet.
+func planPurge(fs vfs.FS, dataDir, dataLogDir string, retain, maxRecordBytes int, valid func(snap.Info) error) (*purgePass, error) {
 	if dataLogDir == "" {
 		dataLogDir = dataDir
 	}
@@ -51,30 +78,52 @@ func Purge(fs vfs.FS, dataDir, dataLogDir string, retain, maxRecordBytes int, va
 	}
 	infos, err := snap.List(fs, snapDir)
 	if err != nil {
-		return PurgeResult{}, err
+		return nil, err
 	}
 	files, err := txnlog.Files(fs, dataLogDir)
 	if err != nil {
-		return PurgeResult{}, err
+		return nil, err
 	}
 	removeSnaps, removeLogs := purgePlan(infos, files, max(retain, 1), valid)
-	var res PurgeResult
-	for _, name := range removeSnaps {
-		path := filepath.Join(snapDir, name)
-		if err := fs.Remove(path); err != nil {
-			return res, fmt.Errorf("server: purge %s: %w", path, err)
-		}
-		res.Snapshots = append(res.Snapshots, path)
+	return &purgePass{fs: fs, snapDir: snapDir, logDir: filepath.Join(dataLogDir, txnlog.DirName),
+		snaps: removeSnaps, logs: removeLogs}, nil
+}
+
+// step removes the next file the plan named, snapshots first. It reports
+// false when none is left or a removal failed (finish returns the error).
+func (p *purgePass) step() bool {
+	if p.err != nil {
+		return false
 	}
-	logDir := filepath.Join(dataLogDir, txnlog.DirName)
-	for _, name := range removeLogs {
-		path := filepath.Join(logDir, name)
-		if err := fs.Remove(path); err != nil {
-			return res, fmt.Errorf("server: purge %s: %w", path, err)
-		}
-		res.Logs = append(res.Logs, path)
+	var dir, name string
+	var done *[]string
+	switch {
+	case len(p.snaps) > 0:
+		dir, name, done = p.snapDir, p.snaps[0], &p.res.Snapshots
+		p.snaps = p.snaps[1:]
+	case len(p.logs) > 0:
+		dir, name, done = p.logDir, p.logs[0], &p.res.Logs
+		p.logs = p.logs[1:]
+	default:
+		return false
 	}
-	return res, syncDirs(fs, res, snapDir, logDir)
+	path := filepath.Join(dir, name)
+	if err := p.fs.Remove(path); err != nil {
+		p.err = fmt.Errorf("server: purge %s: %w", path, err)
+		return false
+	}
+	*done = append(*done, path)
+	return true
+}
+
+// finish ends the pass: after a failed removal it returns the error and
+// what was removed before it; otherwise it syncs the directories the
+// removals touched.
+func (p *purgePass) finish() (PurgeResult, error) {
+	if p.err != nil {
+		return p.res, p.err
+	}
+	return p.res, syncDirs(p.fs, p.res, p.snapDir, p.logDir)
 }
 
 // purgePlan picks what to remove: snap.PurgePlan over the valid snapshots
@@ -194,12 +243,34 @@ func (p *purger) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// once runs one purge, logs what it did and returns it.
+// once runs one purge, logs what it did and returns it: the steps of a
+// purgeRun, one after the other.
 func (p *purger) once() PurgeResult {
+	r := p.begin()
+	for r.step() {
+	}
+	return r.end()
+}
+
+// purgeRun is one autopurge pass in its steps (purgePass), with
+// Server.storageMu held from begin to end: a learner's TRUNC or snapshot
+// install (MemberLog.Truncate, InstallSnapshot) waits for the whole pass,
+// and a pass waits for them. The persister goroutine runs no such batch
+// between the plan and the last removal, which would otherwise remove by
+// name what the batch left as the newest state (a snapshot it truncates
+// back to, a log file it starts anew). A Member's driver takes the steps
+// as events (Member.BeginPurge, StepPurge, EndPurge).
+type purgeRun struct {
+	p    *purger
+	pass *purgePass // nil when the plan failed
+	err  error      // the plan's error
+}
+
+// begin takes Server.storageMu and plans the pass.
+func (p *purger) begin() *purgeRun {
 	p.s.storageMu.Lock()
-	defer p.s.storageMu.Unlock()
 	snapDir := filepath.Join(p.dataDir, txnlog.DirName)
-	res, err := Purge(p.fs, p.dataDir, p.dataLogDir, p.retain, p.maxRecordBytes, func(info snap.Info) error {
+	pass, err := planPurge(p.fs, p.dataDir, p.dataLogDir, p.retain, p.maxRecordBytes, func(info snap.Info) error {
 		if size, ok := p.verified[info.Name]; ok && size == info.Size {
 			return nil
 		}
@@ -209,6 +280,23 @@ func (p *purger) once() PurgeResult {
 		p.verified[info.Name] = info.Size
 		return nil
 	})
+	return &purgeRun{p: p, pass: pass, err: err}
+}
+
+// step removes the next file; it reports false when the pass has nothing
+// left to remove.
+func (r *purgeRun) step() bool { return r.pass != nil && r.pass.step() }
+
+// end syncs the directories, releases Server.storageMu, logs what the
+// pass did and returns it.
+func (r *purgeRun) end() PurgeResult {
+	p := r.p
+	defer p.s.storageMu.Unlock()
+	var res PurgeResult
+	err := r.err
+	if r.pass != nil {
+		res, err = r.pass.finish()
+	}
 	for _, path := range res.Snapshots {
 		delete(p.verified, filepath.Base(path))
 	}

@@ -300,7 +300,7 @@ func (s *Server) driveQuorum() {
 			continue
 		}
 		q.persisting = true
-		q.rebuilding = rd.Truncate != nil || rd.InstallSnapshot
+		q.rebuilding = replacesState(rd)
 		if q.rebuilding && s.snapshot != nil {
 			q.held = &rd
 			s.abortSnapshot() // a walk in progress stops; a finished one is written first
@@ -319,6 +319,10 @@ func (s *Server) leaveService(err error) {
 	s.core.FailWrites(err) // first, so that Stop recognises the log's error
 	s.quorum.peer.Fail(err)
 }
+
+// replacesState reports whether a batch replaces the member's state (a
+// TRUNC or a leader's snapshot) rather than adding to it.
+func replacesState(rd zab.Ready) bool { return rd.Truncate != nil || rd.InstallSnapshot }
 
 // releaseHeld sends the batch held for a snapshot job to disk, once the
 // job ended (snapshotFinished).
