@@ -115,8 +115,10 @@ type Stats struct {
 	// OwnSnapshots counts the snapshots members started of their own
 	// (snapCount), as opposed to Snapshots, those installed from a leader.
 	OwnSnapshots int
-	// Purged counts the snapshot and log files autopurge removed.
+	// Purged counts the snapshot and log files autopurge removed, and
+	// PurgeWaits the TRUNC or SNAP batches that waited for a pass to end.
 	Purged        int
+	PurgeWaits    int
 	ReconfigsSent int
 	ReconfigsOK   int
 	Reconfigs     int

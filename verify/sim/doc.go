@@ -43,19 +43,25 @@
 // and Zab's Early messages out at once, one batch at a time to disk,
 // the role, a snapshot and a log roll when snapCount says), Persist and
 // Finish (the persister's work and the loop's when a batch comes back),
-// a snapshot walk's steps, its writer and the writer's report, and an
-// autopurge pass. The simulator plays the goroutines between them: every
-// hand-off is an event whose delay is drawn from the seed, so messages,
-// ticks and client requests arrive while a batch is on its way to disk,
-// writes go on between the steps of a fuzzy snapshot, and a TRUNC or SNAP
-// batch comes while a snapshot job runs (the member holds it until the
-// job ends, as a server does). A crash loses what the persister had not
-// written and a snapshot half done; the next start recovers from whatever
+// a snapshot walk's steps, its writer and the writer's report, and the
+// steps of an autopurge pass (its plan, each file it removes, its end).
+// The simulator plays the goroutines between them: every hand-off is an
+// event whose delay is drawn from the seed, so messages, ticks and client
+// requests arrive while a batch is on its way to disk, writes go on
+// between the steps of a fuzzy snapshot, a TRUNC or SNAP batch comes
+// while a snapshot job runs (the member holds it until the job ends, as a
+// server does), and autopurge removes files while the member goes on. A
+// pass holds the server's storage lock from its plan to its end, and a
+// TRUNC or SNAP batch due on disk meanwhile waits for it, as the
+// persister goroutine does; the simulator learns that from the lock
+// itself (Member.PersistWaits), so a server without it would let the
+// interleaving happen. A crash loses what the persister had not written
+// and a snapshot half done; the next start recovers from whatever
 // snapshots, rolled logs and purges left on disk. snapCount (or none),
-// the walk's step size, the hand-off delays and the purge interval are
-// drawn per run; the fuzzy walk visits children in name order
-// (datatree.StartFuzzyBodyInOrder), so that a run stays a pure function
-// of its seed (TestReplayIsExact). The connection goroutines and the
+// the walk's step size, the hand-off delays, the purge interval and the
+// time a purge step takes are drawn per run; the fuzzy walk visits
+// children in name order (datatree.StartFuzzyBodyInOrder), so that a run
+// stays a pure function of its seed (TestReplayIsExact). The connection goroutines and the
 // select statement itself are not simulated (a loop blocked on its own
 // inbox is out of reach). Standalone runs (Options.Standalone,
 // standalone.go) drive one standalone server through the same Member and

@@ -30,8 +30,10 @@ const (
 	evPersisted
 	// evSnapshot makes the next hand-off of server `server`'s snapshot job.
 	evSnapshot
-	// evPurge runs autopurge on server `server`.
+	// evPurge starts an autopurge pass on server `server`.
 	evPurge
+	// evPurgeStep takes the next step of server `server`'s autopurge pass.
+	evPurgeStep
 )
 
 // frameKind is what a client sent on its connection.
@@ -147,6 +149,8 @@ func (c *Cluster) dispatch(e *event) {
 		c.snapshotWork(e)
 	case evPurge:
 		c.purge(e)
+	case evPurgeStep:
+		c.purgeStep(e)
 	case evResume:
 		if s := c.servers[e.server]; s.pauseGen == e.gen {
 			c.resume(s, e.inc)

@@ -27,7 +27,14 @@ import (
 //     once the walk ends) and the writer's report are events, so writes,
 //     TRUNCs and SNAPs go on between them; a TRUNC or SNAP batch taken
 //     while a job runs is held until the job ends, as the server holds it.
-//   - autopurge, every purgeEveryTicks ticks.
+//   - autopurge, every purgeTicks ticks: a pass plans which files go,
+//     then removes them one per event (purgeStepMaxMs apart) and ends,
+//     holding the server's storage lock (Server.storageMu) from the plan
+//     to the end as the purge goroutine does. A TRUNC or SNAP batch due on
+//     disk meanwhile waits for the lock (Member.PersistWaits) and goes to
+//     disk when the pass ends, as the persister goroutine, blocked on the
+//     lock, does; every other batch, snapshot hand-off, message and tick
+//     goes on between the steps.
 
 // maxPersistMs are the bounds a run draws for how long a batch takes to
 // come back from disk: 0 (at once, as before), or up to a few ms, or up
@@ -38,19 +45,22 @@ var maxPersistMs = []int64{0, 3, 20, 60}
 // member's own; 3: a job nearly always running, so that TRUNC and SNAP
 // batches often come during one and are held), snapStepMaxMs the bounds
 // for how long each snapshot hand-off takes, and purgeTicks how often
-// autopurge runs (0: never).
+// autopurge runs (0: never) and purgeStepMaxMs the bounds for how long
+// each step of a pass takes.
 var (
-	snapCounts    = []int{0, 3, 10, 100}
-	snapStepMaxMs = []int64{0, 5, 40, 150}
-	purgeTicks    = []int64{0, 7, 30}
+	snapCounts     = []int{0, 3, 10, 100}
+	snapStepMaxMs  = []int64{0, 5, 40, 150}
+	purgeTicks     = []int64{0, 7, 30}
+	purgeStepMaxMs = []int64{0, 10, 100}
 )
 
 // memberParams are a run's draws for the loop's work.
 type memberParams struct {
-	snapCount     int
-	stepNodes     int
-	snapStepMaxMs int64
-	purgeTicks    int64
+	snapCount      int
+	stepNodes      int
+	snapStepMaxMs  int64
+	purgeTicks     int64
+	purgeStepMaxMs int64
 }
 
 // drawMemberParams draws them from their own stream of the seed.
@@ -61,6 +71,8 @@ func drawMemberParams(seed uint64) memberParams {
 		stepNodes:     1 + rng.IntN(8),
 		snapStepMaxMs: snapStepMaxMs[rng.IntN(len(snapStepMaxMs))],
 		purgeTicks:    purgeTicks[rng.IntN(len(purgeTicks))],
+		// Drawn last: the draws above stay what they were before it.
+		purgeStepMaxMs: purgeStepMaxMs[rng.IntN(len(purgeStepMaxMs))],
 	}
 }
 
@@ -99,7 +111,7 @@ func (c *Cluster) pump(s *server, now zkcore.Now) bool {
 	}
 	for {
 		s.member.Drive()
-		if c.persistMaxMs > 0 || s.inflight == nil {
+		if c.persistMaxMs > 0 || s.inflight == nil || s.persistWaits {
 			break
 		}
 		rd := *s.inflight
@@ -117,8 +129,17 @@ func (c *Cluster) pump(s *server, now zkcore.Now) bool {
 
 // persist writes a batch and finishes it, as the persister and then the
 // loop do. It reports false when the server crashed (a failpoint, or a
-// storage error, which is a violation).
+// storage error, which is a violation). A batch that waits for an
+// autopurge pass stays on its way to disk (persistWaits) until the pass
+// ends.
 func (c *Cluster) persist(s *server, rd zab.Ready) bool {
+	if s.member.PersistWaits(rd) {
+		s.inflight, s.persistWaits = &rd, true
+		c.stats.PurgeWaits++
+		c.tracef("server %d: a batch that replaces the state waits for autopurge", s.id)
+		return true
+	}
+	s.persistWaits = false
 	return c.finishBatch(s, s.member.Persist(rd), s.peer.Err)
 }
 
@@ -215,20 +236,65 @@ func (c *Cluster) snapshotWork(e *event) {
 	})
 }
 
-// purge runs autopurge on a server and schedules the next.
+// purge starts an autopurge pass on a server, as the purge goroutine's
+// ticker does, and schedules the next; a pass still running when it comes
+// is left to finish (the goroutine is busy with it).
 func (c *Cluster) purge(e *event) {
 	s := c.servers[e.server]
 	if !s.up || s.inc != e.inc {
 		return
 	}
 	c.schedule(c.nowMs+c.member.purgeTicks*c.opts.TickMs, event{kind: evPurge, server: e.server, inc: e.inc})
-	if s.paused {
+	if s.paused || s.member.Purging() {
 		return // a stopped process misses its purge; the next one comes
 	}
 	c.driveFn(s, "purge", func(zkcore.Now) bool {
-		res := s.member.Purge()
-		c.stats.Purged += len(res.Snapshots) + len(res.Logs)
-		return c.survived(s, "purging")
+		s.member.BeginPurge()
+		if !c.survived(s, "planning a purge") {
+			return false
+		}
+		c.schedulePurgeStep(s)
+		return true
+	})
+}
+
+// schedulePurgeStep schedules the next step of the server's autopurge
+// pass.
+func (c *Cluster) schedulePurgeStep(s *server) {
+	c.schedule(c.nowMs+c.rng.Int64N(c.member.purgeStepMaxMs+1), event{kind: evPurgeStep, server: int(s.id), inc: s.inc})
+}
+
+// purgeStep takes the next step of a server's autopurge pass: one file
+// removed, or the pass's end, which lets a batch waiting for it go to
+// disk.
+func (c *Cluster) purgeStep(e *event) {
+	s := c.servers[e.server]
+	if !s.up || s.inc != e.inc || !s.member.Purging() {
+		return
+	}
+	if s.paused {
+		s.hold(e)
+		return
+	}
+	c.driveFn(s, "purge", func(zkcore.Now) bool {
+		if s.member.StepPurge() {
+			c.stats.Purged++
+			if !c.survived(s, "purging") {
+				return false
+			}
+			c.schedulePurgeStep(s)
+			return true
+		}
+		s.member.EndPurge()
+		if !c.survived(s, "ending a purge") {
+			return false
+		}
+		if s.persistWaits {
+			// The persister had been waiting for the lock: it writes the
+			// batch now.
+			c.schedule(c.nowMs, event{kind: evPersisted, server: int(s.id), inc: s.inc})
+		}
+		return true
 	})
 }
 

@@ -32,6 +32,9 @@ type server struct {
 	// when none is; batchLeader is who led when the last batch was taken.
 	inflight    *zab.Ready
 	batchLeader zab.PeerID
+	// persistWaits is set while the inflight batch waits for an autopurge
+	// pass to release the storage lock (persister.go).
+	persistWaits bool
 	// soloBatch is set while a standalone server's batch is on its way
 	// to disk (standalone.go).
 	soloBatch bool
@@ -87,6 +90,7 @@ func (s *server) now() zkcore.Now {
 func (c *Cluster) start(s *server) {
 	s.inc++
 	s.up, s.paused, s.held, s.inflight, s.snapEvent, s.soloBatch = true, false, nil, nil, false, false
+	s.persistWaits = false
 	c.net.restarted(s.id)
 	s.conns = map[zkcore.ConnID]*serverConn{}
 	s.monoBaseMs = c.rng.Int64N(1 << 30) // a new process, a new monotonic origin
@@ -174,7 +178,7 @@ func (c *Cluster) crash(s *server, why string) {
 	}
 	s.up = false
 	s.peer, s.core, s.member = nil, nil, nil
-	s.inflight, s.soloBatch = nil, false // what the persister had not written is lost
+	s.inflight, s.soloBatch, s.persistWaits = nil, false, false // what the persister had not written is lost
 	s.snapEvent = false
 	s.paused, s.held = false, nil
 	s.disk.crash(c.rng)

@@ -171,6 +171,7 @@ func add(a, b Stats) Stats {
 	a.Snapshots += b.Snapshots
 	a.OwnSnapshots += b.OwnSnapshots
 	a.Purged += b.Purged
+	a.PurgeWaits += b.PurgeWaits
 	a.Truncates += b.Truncates
 	a.Expired += b.Expired
 	a.DoubleCloses += b.DoubleCloses
