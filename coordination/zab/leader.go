@@ -123,9 +123,7 @@ func (n *Node) learnerInfo(m Message) {
 		// as ZooKeeper's leader refuses a learner ahead of it. A leader
 		// without reconfiguration knows no version (a Java learner's may
 		// come from its dynamic file) and refuses none.
-		l.dropLearner(m.From)
-		n.ready.Disconnect = append(n.ready.Disconnect, m.From)
-		n.holdLate(m.From)
+		n.refuseLearner(m.From)
 		return
 	}
 	// A follower outside the configuration (a server about to join, or
@@ -146,6 +144,13 @@ func (n *Node) learnerInfo(m Message) {
 		return
 	}
 	n.tryDecideEpoch()
+}
+
+// refuseLearner forgets a learner and has its connection closed.
+func (n *Node) refuseLearner(id PeerID) {
+	n.lead.dropLearner(id)
+	n.ready.Disconnect = append(n.ready.Disconnect, id)
+	n.holdLate(id)
 }
 
 // tryDecideEpoch picks the new epoch once a quorum of voters (the leader
@@ -191,7 +196,15 @@ func (n *Node) ackEpoch(p *peerState, m Message) error {
 		theirs := Vote{Zxid: m.Zxid, Epoch: zxid.Epoch(m.Epoch)}
 		ours := Vote{Zxid: n.log.last, Epoch: n.hard.CurrentEpoch}
 		if theirs.Epoch > ours.Epoch || (theirs.Epoch == ours.Epoch && theirs.Zxid > ours.Zxid) {
-			n.becomeLooking()
+			// It holds txns this leader never had, none of them committed
+			// (a committed txn is on a quorum, and the election's quorum
+			// gave this leader the latest of its voters). As ZooKeeper's
+			// leader ends such a learner's handler, it is disconnected,
+			// and the leader goes on with the others: once the new epoch
+			// is current the learner comes back behind and is truncated.
+			// Stepping down instead livelocks when the learner cannot win
+			// an election (a server removed from the voters).
+			n.refuseLearner(p.id)
 			return nil
 		}
 	}

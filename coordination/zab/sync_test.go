@@ -174,3 +174,40 @@ func zxids(es []Entry) []zxid.ID {
 	}
 	return out
 }
+
+// A learner whose ACKEPOCH shows txns the new leader never had is
+// disconnected, as ZooKeeper's leader ends its handler; the leader does
+// not step down for it and establishes its epoch with the others. (A
+// leader that stepped down livelocked in simulation seed 219 of
+// TestReconfigSimulation: the server ahead had been removed from the
+// voters, so no election could ever pick it.)
+func TestLearnerAheadAtAckEpochIsDropped(t *testing.T) {
+	n, err := New(Config{ID: 1, Voters: []PeerID{1, 2, 3}, InitLimitTicks: 5, SyncLimitTicks: 5,
+		Rand: rand.New(rand.NewPCG(1, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(n)
+	n.decide(Vote{Leader: 1, Epoch: 0})
+	must(t, n.Step(Message{Type: MsgFollowerInfo, From: 2, To: 1, Epoch: 0, Dialect: DialectKeeper}))
+	must(t, n.Step(Message{Type: MsgFollowerInfo, From: 3, To: 1, Epoch: 0, Dialect: DialectKeeper}))
+	drain(n)
+	must(t, n.Step(Message{Type: MsgAckEpoch, From: 3, To: 1, Epoch: 0, Zxid: zxid.Make(0, 5)}))
+	var dropped bool
+	for _, rd := range drain(n) {
+		dropped = dropped || slices.Contains(rd.Disconnect, 3)
+	}
+	if !dropped || n.Role() == Looking {
+		t.Fatalf("learner ahead: disconnected %v, leader's role %s; want it disconnected and the leader leading", dropped, n.Role())
+	}
+	must(t, n.Step(Message{Type: MsgAckEpoch, From: 2, To: 1, Epoch: 0, Zxid: zxid.None}))
+	var newLeader bool
+	for _, rd := range drain(n) {
+		for _, m := range append(rd.Messages, rd.Early...) {
+			newLeader = newLeader || (m.Type == MsgNewLeader && m.To == 2)
+		}
+	}
+	if n.Role() != Leading || n.Epoch() != 1 || !newLeader {
+		t.Fatalf("after a quorum's ACKEPOCH: %s in epoch %d, NEWLEADER to 2 sent %v", n.Role(), n.Epoch(), newLeader)
+	}
+}
