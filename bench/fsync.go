@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -32,6 +33,12 @@ type FsyncConfig struct {
 	// PreallocBytes is the size of the overwrite mode's file (default
 	// DefaultPreallocBytes).
 	PreallocBytes int64
+	// Parallel writers (default 1), each on its own file, start each
+	// write+sync together, and a latency lasts until the last of them is
+	// done: the floor under a write several processes on the same disk
+	// must each make durable, such as a ledger add acknowledged by two
+	// bookies that share a disk.
+	Parallel int
 }
 
 // Validate reports the first invalid field.
@@ -45,6 +52,8 @@ func (c FsyncConfig) Validate() error {
 		return fmt.Errorf("bench: fsync: negative duration %v", c.Duration)
 	case c.PreallocBytes < 0:
 		return fmt.Errorf("bench: fsync: negative preallocation %d", c.PreallocBytes)
+	case c.Parallel < 0 || c.Parallel > 64:
+		return fmt.Errorf("bench: fsync: %d parallel writers out of range [1, 64]", c.Parallel)
 	}
 	return nil
 }
@@ -60,6 +69,7 @@ func (c FsyncConfig) withDefaults() FsyncConfig {
 		c.PreallocBytes = DefaultPreallocBytes
 	}
 	c.PreallocBytes = max(c.PreallocBytes, int64(c.SizeBytes))
+	c.Parallel = max(c.Parallel, 1)
 	return c
 }
 
@@ -68,6 +78,7 @@ type FsyncResult struct {
 	Dir         string  `json:"dir"`
 	SizeBytes   int     `json:"size_bytes"`
 	DurationSec float64 `json:"duration_sec"` // per mode
+	Parallel    int     `json:"parallel"`     // writers per latency
 	// Append writes at the end of a growing file, so every sync also
 	// commits the file's new size (a metadata update): a log without
 	// preallocation.
@@ -98,7 +109,7 @@ func Fsync(ctx context.Context, cfg FsyncConfig) (FsyncResult, error) {
 		return FsyncResult{}, err
 	}
 	cfg = cfg.withDefaults()
-	res := FsyncResult{Dir: cfg.Dir, SizeBytes: cfg.SizeBytes, DurationSec: cfg.Duration.Seconds()}
+	res := FsyncResult{Dir: cfg.Dir, SizeBytes: cfg.SizeBytes, DurationSec: cfg.Duration.Seconds(), Parallel: cfg.Parallel}
 	var err error
 	if res.Append, err = fsyncMode(ctx, cfg, false); err != nil {
 		return FsyncResult{}, err
@@ -109,28 +120,30 @@ func Fsync(ctx context.Context, cfg FsyncConfig) (FsyncResult, error) {
 	return res, nil
 }
 
-// fsyncMode runs one mode in a fresh temporary file.
+// fsyncMode runs one mode in fresh temporary files, one per writer.
 func fsyncMode(ctx context.Context, cfg FsyncConfig, overwrite bool) (FsyncMode, error) {
-	f, err := os.CreateTemp(cfg.Dir, "keeper-fsync-*.tmp")
-	if err != nil {
-		return FsyncMode{}, fmt.Errorf("bench: fsync: %w", err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	if overwrite {
-		if err := preallocate(f, cfg.PreallocBytes); err != nil {
-			return FsyncMode{}, fmt.Errorf("bench: fsync: preallocate %s: %w", f.Name(), err)
+	files := make([]*os.File, cfg.Parallel)
+	for i := range files {
+		f, err := os.CreateTemp(cfg.Dir, "keeper-fsync-*.tmp")
+		if err != nil {
+			return FsyncMode{}, fmt.Errorf("bench: fsync: %w", err)
 		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		if overwrite {
+			if err := preallocate(f, cfg.PreallocBytes); err != nil {
+				return FsyncMode{}, fmt.Errorf("bench: fsync: preallocate %s: %w", f.Name(), err)
+			}
+		}
+		files[i] = f
 	}
 	block := make([]byte, cfg.SizeBytes)
 	for i := range block {
 		block[i] = byte(i)
 	}
-	h := NewHistogram()
 	slots := cfg.PreallocBytes / int64(cfg.SizeBytes)
-	end := time.Now().Add(cfg.Duration)
-	var n int64
-	for now := time.Now(); now.Before(end) && ctx.Err() == nil; n++ {
+	writeSync := func(f *os.File, n int64) error {
+		var err error
 		if overwrite {
 			_, err = f.WriteAt(block, (n%slots)*int64(cfg.SizeBytes))
 		} else {
@@ -140,7 +153,23 @@ func fsyncMode(ctx context.Context, cfg FsyncConfig, overwrite bool) (FsyncMode,
 			err = datasync(f)
 		}
 		if err != nil {
-			return FsyncMode{}, fmt.Errorf("bench: fsync: %s: %w", f.Name(), err)
+			return fmt.Errorf("bench: fsync: %s: %w", f.Name(), err)
+		}
+		return nil
+	}
+	errs := make([]error, len(files))
+	h := NewHistogram()
+	end := time.Now().Add(cfg.Duration)
+	var n int64
+	for now := time.Now(); now.Before(end) && ctx.Err() == nil; n++ {
+		var wg sync.WaitGroup
+		for i := 1; i < len(files); i++ {
+			wg.Go(func() { errs[i] = writeSync(files[i], n) })
+		}
+		errs[0] = writeSync(files[0], n)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return FsyncMode{}, err
 		}
 		done := time.Now()
 		h.Record(done.Sub(now))

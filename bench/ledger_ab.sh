@@ -7,7 +7,9 @@
 #
 # For each of PAIRS (3) rounds and each binary in turn: a fresh sandbox,
 # the disk's floor (`keeper bench fsync`, 4 KiB write + fdatasync, in the
-# sandbox's data directory), an unrecorded warmup, then `keeper bench ledger`
+# sandbox's data directory; then, with FLOOR_BIN (the last binary) when it
+# has --parallel, Qa writers syncing together, since the sandbox's bookies
+# share that disk and an add waits for Qa of them), an unrecorded warmup, then `keeper bench ledger`
 # E3/Qw2/Qa2, 1 KiB (QUORUM, SIZE) for each shape of SHAPES ("1x1 16x16":
 # ledgers x adds in flight per ledger), DUR (5s) each, with that binary's own
 # ledger client. CPU time is taken from outside, so that binaries without
@@ -25,6 +27,8 @@ SHAPES=${SHAPES:-1x1 16x16}
 QUORUM=${QUORUM:-3/2/2}
 SIZE=${SIZE:-1024}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/ledger-ab.XXXXXX")}
+QA=${QUORUM##*/}
+FLOOR_BIN=${FLOOR_BIN:-${bins[-1]}}
 ZKPORT=${ZKPORT:-32181}
 BKPORT=${BKPORT:-33181}
 mkdir -p "$OUT"
@@ -45,6 +49,10 @@ for p in $(seq 1 "$PAIRS"); do
 		grep -q "is running" "$d/sandbox.out" || { cat "$d/sandbox.out" >&2; exit 1; }
 		fs=$("$bin" bench fsync --dir "$d/data" --duration 3s 2>/dev/null)
 		echo "{\"pair\":$p,\"bin\":\"$name\",\"fsync\":$fs}" >>"$OUT/results.jsonl"
+		if [ "$QA" -gt 1 ] && "$FLOOR_BIN" bench fsync --help 2>/dev/null | grep -q -- --parallel; then
+			fs=$("$FLOOR_BIN" bench fsync --dir "$d/data" --duration 3s --parallel "$QA" 2>/dev/null)
+			echo "{\"pair\":$p,\"bin\":\"$name\",\"fsync_parallel\":$fs}" >>"$OUT/results.jsonl"
+		fi
 		"$bin" bench ledger --zk "127.0.0.1:$ZKPORT" --quorums "$QUORUM" --sizes "$SIZE" --ledgers 16 \
 			--inflight 16 --duration 2s --warmup 0s >/dev/null 2>&1
 		for shape in $SHAPES; do
@@ -66,22 +74,29 @@ done
 python3 - "$OUT/results.jsonl" <<'EOF'
 import json, statistics as st, sys
 from collections import defaultdict
-runs, disks = defaultdict(list), defaultdict(list)
+runs, disks, pdisks = defaultdict(list), defaultdict(list), defaultdict(list)
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "fsync" in r:
         disks[r["bin"]].append(r["fsync"])
+        continue
+    if "fsync_parallel" in r:
+        pdisks[r["bin"]].append(r["fsync_parallel"])
         continue
     x = r["res"]
     runs[(r["shape"], r["bin"])].append(dict(
         eps=x["entries_per_sec"], p50=x["p50_us"], p99=x["p99_us"],
         srv=r["server_cpu_ticks"] * 10000 / x["entries"],
         cli=(r["client_user_s"] + r["client_sys_s"]) * 1e6 / x["entries"]))
-print("disk, medians: binary, append p50/p99 us, overwrite p50/p99 us")
-for b, v in disks.items():
-    med = lambda mode, k: st.median(x[mode][k] for x in v)
-    print(f"  {b}: {med('append','p50_us'):.0f} / {med('append','p99_us'):.0f}, "
-          f"{med('overwrite','p50_us'):.0f} / {med('overwrite','p99_us'):.0f}")
+for title, d in (("disk", disks), ("disk, writers syncing together", pdisks)):
+    if not d:
+        continue
+    print(f"{title}, medians: binary's run, append p50/p99 us, overwrite p50/p99 us")
+    for b, v in d.items():
+        med = lambda mode, k: st.median(x[mode][k] for x in v)
+        print(f"  {b}: {med('append','p50_us'):.0f} / {med('append','p99_us'):.0f}, "
+              f"{med('overwrite','p50_us'):.0f} / {med('overwrite','p99_us'):.0f}"
+              + (f" ({v[0]['parallel']} writers)" if v[0].get("parallel", 1) > 1 else ""))
 print("adds, medians: shape, binary, entries/s, p50 us, p99 us, server CPU us/add, client CPU us/add, runs entries/s")
 for (shape, b), v in sorted(runs.items()):
     med = lambda k: st.median(x[k] for x in v)

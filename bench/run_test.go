@@ -254,21 +254,33 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestFsync(t *testing.T) {
-	res, err := Fsync(t.Context(), FsyncConfig{Dir: t.TempDir(), Duration: 100 * time.Millisecond, PreallocBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, m := range map[string]FsyncMode{"append": res.Append, "overwrite": res.Overwrite} {
-		if m.Ops <= 0 || m.OpsPerSec <= 0 || !(0 < m.P50Us && m.P50Us <= m.P99Us && m.P99Us <= m.MaxUs) {
-			t.Errorf("%s: %+v", name, m)
+	for _, parallel := range []int{0, 3} {
+		dir := t.TempDir()
+		res, err := Fsync(t.Context(), FsyncConfig{Dir: dir, Duration: 100 * time.Millisecond, PreallocBytes: 1 << 20,
+			Parallel: parallel})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if want := max(parallel, 1); res.Parallel != want {
+			t.Errorf("parallel %d: result says %d writers, want %d", parallel, res.Parallel, want)
+		}
+		for name, m := range map[string]FsyncMode{"append": res.Append, "overwrite": res.Overwrite} {
+			if m.Ops <= 0 || m.OpsPerSec <= 0 || !(0 < m.P50Us && m.P50Us <= m.P99Us && m.P99Us <= m.MaxUs) {
+				t.Errorf("parallel %d, %s: %+v", parallel, name, m)
+			}
+		}
+		if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+			t.Errorf("parallel %d: left %v behind (%v)", parallel, left, err)
+		}
+		line, err := res.MarshalLine()
+		if err != nil || bytes.IndexByte(line, '\n') != len(line)-1 {
+			t.Fatalf("%q %v", line, err)
+		}
+		t.Logf("%s", bytes.TrimSpace(line))
 	}
-	line, err := res.MarshalLine()
-	if err != nil || bytes.IndexByte(line, '\n') != len(line)-1 {
-		t.Fatalf("%q %v", line, err)
-	}
-	t.Logf("%s", bytes.TrimSpace(line))
-	if err := (FsyncConfig{}).Validate(); err == nil {
-		t.Error("no directory accepted")
+	for _, bad := range []FsyncConfig{{}, {Dir: ".", Parallel: -1}, {Dir: ".", Parallel: 65}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
 	}
 }

@@ -169,7 +169,10 @@ func newBenchFsyncCmd() *cobra.Command {
 		Long: `Measure write+fdatasync of --size bytes in a loop in --dir, first appending to
 a growing file (each sync also commits the new file size), then overwriting
 inside a file preallocated with --prealloc bytes of zeros (each sync only
-flushes data), each for --duration. Prints one JSON line.`,
+flushes data), each for --duration. With --parallel N, N writers on N files
+start each write+sync together and a latency lasts until all N are done (the
+floor under an add that two bookies on one disk both make durable). Prints
+one JSON line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
@@ -186,6 +189,7 @@ flushes data), each for --duration. Prints one JSON line.`,
 	f.IntVar(&cfg.SizeBytes, "size", bench.DefaultFsyncSizeBytes, "bytes written before each sync")
 	f.DurationVar(&cfg.Duration, "duration", bench.DefaultFsyncDuration, "how long each mode runs")
 	f.Int64Var(&cfg.PreallocBytes, "prealloc", bench.DefaultPreallocBytes, "size of the overwrite mode's file")
+	f.IntVar(&cfg.Parallel, "parallel", 1, "writers, each on its own file, that sync together")
 	return cmd
 }
 
