@@ -115,35 +115,40 @@ func TestConcurrentSendsKeepFramesWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() { // an echoing bookie: every add answered EOK with its ids
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		r := bufio.NewReader(nc)
-		var out []byte
-		for {
-			frame, err := bkproto.ReadFrame(r, nil, bkproto.DefaultMaxFrameBytes)
+	// An echoing bookie: every add answered EOK with its ids. It reports
+	// a frame it cannot decode on bookieErr, read once the test is done
+	// with it, so that nothing logs after the test ends.
+	bookieErr := make(chan error, 1)
+	go func() {
+		bookieErr <- func() error {
+			nc, err := ln.Accept()
 			if err != nil {
-				return
+				return nil
 			}
-			req, err := bkproto.DecodeRequest(frame)
-			if err != nil {
-				t.Logf("bookie: %v", err)
-				return // the test sees its calls fail, and this reason
+			defer nc.Close()
+			r := bufio.NewReader(nc)
+			var out []byte
+			for {
+				frame, err := bkproto.ReadFrame(r, nil, bkproto.DefaultMaxFrameBytes)
+				if err != nil {
+					return nil // the client hung up
+				}
+				req, err := bkproto.DecodeRequest(frame)
+				if err != nil {
+					return fmt.Errorf("bookie: %w", err) // the calls fail too, for this reason
+				}
+				a := req.GetAddRequest()
+				ok := bkproto.StatusCode_EOK.Enum()
+				resp := &bkproto.Response{Header: req.GetHeader(), Status: ok,
+					AddResponse: &bkproto.AddResponse{Status: ok, LedgerId: a.LedgerId, EntryId: a.EntryId}}
+				if out, err = bkproto.AppendFrame(out[:0], resp); err != nil {
+					return err
+				}
+				if _, err := nc.Write(out); err != nil {
+					return nil
+				}
 			}
-			a := req.GetAddRequest()
-			ok := bkproto.StatusCode_EOK.Enum()
-			resp := &bkproto.Response{Header: req.GetHeader(), Status: ok,
-				AddResponse: &bkproto.AddResponse{Status: ok, LedgerId: a.LedgerId, EntryId: a.EntryId}}
-			if out, err = bkproto.AppendFrame(out[:0], resp); err != nil {
-				return
-			}
-			if _, err := nc.Write(out); err != nil {
-				return
-			}
-		}
+		}()
 	}()
 	c, err := Dial(context.Background(), ln.Addr().String())
 	if err != nil {
@@ -170,9 +175,17 @@ func TestConcurrentSendsKeepFramesWhole(t *testing.T) {
 			errs <- nil
 		}()
 	}
+	var failed error
 	for range senders {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
 		}
+	}
+	c.Close()
+	if err := <-bookieErr; err != nil {
+		t.Fatal(err)
+	}
+	if failed != nil {
+		t.Fatal(failed)
 	}
 }
