@@ -238,7 +238,7 @@ func (s *Server) followClientAddress() {
 	if want == "" || old == nil || sameAddr(old.Addr(), want) {
 		return
 	}
-	ln, err := net.Listen("tcp", want)
+	ln, err := s.listenClients(want)
 	if err != nil {
 		s.log.Warn("configuration moves the client port; keeping the old one", "from", old.Addr().String(), "to", want, "err", err)
 		return

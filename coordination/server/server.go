@@ -121,6 +121,21 @@ type Config struct {
 	// system's (a chaos build's skewable clock; tests' fake clocks). See
 	// Clock for what follows it.
 	Clock Clock
+	// Listen, if not nil, opens the client listeners (ClientAddr,
+	// SecureClientAddr, and a client address a reconfiguration moves to)
+	// instead of net.Listen: tests serve clients over an in-memory network
+	// (internal/memnet), which a testing/synctest bubble can wait on. The
+	// quorum and admin ports do not use it.
+	Listen func(network, address string) (net.Listener, error)
+}
+
+// listenClients opens a client listener through Config.Listen, or
+// net.Listen without one.
+func (s *Server) listenClients(address string) (net.Listener, error) {
+	if s.cfg.Listen != nil {
+		return s.cfg.Listen("tcp", address)
+	}
+	return net.Listen("tcp", address)
 }
 
 // DefaultGlobalOutstandingLimit is ZooKeeper's globalOutstandingLimit

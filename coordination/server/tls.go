@@ -40,7 +40,7 @@ func (s *Server) listen() error {
 		return errors.New("server: a secure client address or port unification needs ClientTLS")
 	}
 	if s.cfg.ClientAddr != "" {
-		ln, err := net.Listen("tcp", s.cfg.ClientAddr)
+		ln, err := s.listenClients(s.cfg.ClientAddr)
 		if err != nil {
 			return fmt.Errorf("server: listen on %s: %w", s.cfg.ClientAddr, err)
 		}
@@ -48,7 +48,7 @@ func (s *Server) listen() error {
 		s.log.Info("serving clients", "addr", ln.Addr().String(), "tlsToo", s.cfg.PortUnification)
 	}
 	if s.cfg.SecureClientAddr != "" {
-		ln, err := net.Listen("tcp", s.cfg.SecureClientAddr)
+		ln, err := s.listenClients(s.cfg.SecureClientAddr)
 		if err != nil {
 			s.closeListeners()
 			return fmt.Errorf("server: listen on %s: %w", s.cfg.SecureClientAddr, err)
