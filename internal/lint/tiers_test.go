@@ -55,6 +55,9 @@ var tierTable = []tierEntry{
 	// Tests' ports outside the ephemeral range, and their timescale; tier 3
 	// so that ledgertest's in-process cluster may take its ports there.
 	{pkg: "internal/testhost", tier: 3},
+	// Tests' in-memory network (net.Pipe listeners and dials) that a
+	// testing/synctest bubble can wait on.
+	{pkg: "internal/memnet", tier: 3},
 	// Tier 4, verification and the binary.
 	{pkg: "verify", tier: 4, subpackages: true}, // sim, chaos, compat
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
