@@ -98,6 +98,10 @@ type Options struct {
 	// dialled and the connection's remote address, from which a Kerberos
 	// client names the server's principal.
 	SASL func(addr string, remote net.Addr) (SASLClient, error)
+	// DialContext, if set, opens the connection instead of a net.Dialer
+	// (tests: an in-memory network, internal/memnet, which a
+	// testing/synctest bubble can wait on).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	noPing bool // tests: never ping, to watch a session expire
 }
@@ -208,8 +212,12 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dial := opts.DialContext
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("zkclient: dial %s: %w", addr, err)
 	}

@@ -116,3 +116,37 @@ func TestKeepAliveTiming(t *testing.T) {
 		c.Close()
 	})
 }
+
+// TestDialContextSeam checks that Options.DialContext opens the
+// connection: the session is set up over what it returned, and its error
+// fails the dial.
+func TestDialContextSeam(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var asked []string
+		ps := &pipeServer{}
+		opts := Options{SessionTimeout: 3 * time.Second, DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
+			asked = append(asked, network+" "+addr)
+			cli, srv := net.Pipe()
+			go ps.serve(srv, 3000)
+			return cli, nil
+		}}
+		c, err := Dial(context.Background(), "10.1.2.3:2181", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"tcp 10.1.2.3:2181"}; !slices.Equal(asked, want) {
+			t.Fatalf("DialContext called with %q, want %q", asked, want)
+		}
+		if _, err := c.Sync(context.Background(), "/"); err != nil {
+			t.Fatalf("sync over the seam's connection: %v", err)
+		}
+		c.Close()
+		synctest.Wait()
+
+		refused := errors.New("refused by the test")
+		opts.DialContext = func(context.Context, string, string) (net.Conn, error) { return nil, refused }
+		if _, err := Dial(context.Background(), "10.1.2.3:2181", opts); !errors.Is(err, refused) {
+			t.Fatalf("dial through a failing DialContext: %v, want %v", err, refused)
+		}
+	})
+}
