@@ -2,8 +2,8 @@
 // client histories against with porcupine.
 //
 // Register treats each znode of the register workload as a versioned
-// register: create, setData (with an expected version: compare-and-set) and
-// delete, each answered with ZooKeeper's result codes. A history is split by
+// register: create, setData (with an expected version: compare-and-set),
+// delete and getData, each answered with ZooKeeper's result codes. A history is split by
 // path (P-compositionality), so each check sees one znode.
 package model
 
@@ -24,6 +24,8 @@ const (
 	Create Kind = iota
 	Set
 	Delete
+	// Get reads the node: its data and data version, or NoNode.
+	Get
 )
 
 func (k Kind) String() string {
@@ -34,6 +36,8 @@ func (k Kind) String() string {
 		return "set"
 	case Delete:
 		return "delete"
+	case Get:
+		return "get"
 	}
 	return fmt.Sprintf("Kind(%d)", k)
 }
@@ -55,8 +59,11 @@ type Input struct {
 type Output struct {
 	Known bool
 	Code  zkproto.Code
-	// Version is the node's new data version after a successful set.
+	// Version is the node's new data version after a successful set, or
+	// the version a successful get read.
 	Version int32
+	// Value is the data a successful get read.
+	Value string
 }
 
 // State is one znode: whether it exists, its data and its data version.
@@ -80,6 +87,9 @@ func Register() porcupine.Model {
 			res := "?"
 			if out.Known {
 				res = fmt.Sprintf("%d v%d", out.Code, out.Version)
+				if in.Kind == Get && out.Code == zkproto.CodeOK {
+					res += fmt.Sprintf(" %q", out.Value)
+				}
 			}
 			return fmt.Sprintf("%s(%s, %q, v%d) -> %s", in.Kind, in.Path, in.Value, in.Version, res)
 		},
@@ -113,6 +123,9 @@ func Step(s State, in Input, out Output) (bool, State) {
 	if in.Kind == Set && code == zkproto.CodeOK && out.Version != version {
 		return false, s
 	}
+	if in.Kind == Get && code == zkproto.CodeOK && (out.Value != s.Value || out.Version != s.Version) {
+		return false, s
+	}
 	return true, next
 }
 
@@ -141,6 +154,11 @@ func apply(s State, in Input) (zkproto.Code, State, int32) {
 			return zkproto.CodeBadVersion, s, 0
 		}
 		return zkproto.CodeOK, State{}, 0
+	case Get:
+		if !s.Exists {
+			return zkproto.CodeNoNode, s, 0
+		}
+		return zkproto.CodeOK, s, s.Version
 	}
 	panic(fmt.Sprintf("model: unknown register op %d", in.Kind))
 }

@@ -38,6 +38,13 @@ func TestStep(t *testing.T) {
 		{"unknown applies", a0, Input{Kind: Set, Value: "b", Version: -1}, Output{}, true, a1},
 		{"unknown failing", a1, Input{Kind: Set, Value: "z", Version: 7}, Output{}, true, a1},
 		{"session expired", a0, Input{Kind: Set, Value: "b", Version: -1}, code(zkproto.CodeSessionExpired), true, a0},
+		{"get", a1, Input{Kind: Get}, Output{Known: true, Code: zkproto.CodeOK, Value: "b", Version: 1}, true, a1},
+		{"get stale value", a1, Input{Kind: Get}, Output{Known: true, Code: zkproto.CodeOK, Value: "a", Version: 1}, false, a1},
+		{"get stale version", a1, Input{Kind: Get}, Output{Known: true, Code: zkproto.CodeOK, Value: "b", Version: 0}, false, a1},
+		{"get absent", absent, Input{Kind: Get}, code(zkproto.CodeNoNode), true, absent},
+		{"get absent claims a node", absent, Input{Kind: Get}, Output{Known: true, Code: zkproto.CodeOK, Value: ""}, false, absent},
+		{"get present claims none", a0, Input{Kind: Get}, code(zkproto.CodeNoNode), false, a0},
+		{"get unknown", a0, Input{Kind: Get}, Output{}, true, a0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
