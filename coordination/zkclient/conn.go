@@ -104,6 +104,11 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	noPing bool // tests: never ping, to watch a session expire
+	// onEvent, if set, is handed each notification on the reader
+	// goroutine, before the replies that follow it are: a Session's
+	// dispatch, which must see a notification before a later reply's
+	// callback arms a watch. It must not block.
+	onEvent func(zkproto.WatcherEvent)
 }
 
 // Validate reports the first invalid field.
@@ -199,7 +204,8 @@ type Conn struct {
 	dec           *jute.Decoder
 	sessionClosed bool // the closeSession reply has arrived
 
-	noPing bool // from Options; read-only after Dial
+	noPing  bool                       // from Options; read-only after Dial
+	onEvent func(zkproto.WatcherEvent) // from Options; read-only after Dial
 }
 
 // Dial connects to addr, creates a session and returns the connection.
@@ -333,6 +339,7 @@ func newConn(nc net.Conn, addr string, opts Options, resp zkproto.ConnectRespons
 		start:        time.Now(),
 		dec:          jute.NewDecoder(nil, opts.MaxBuffer),
 		noPing:       opts.noPing,
+		onEvent:      opts.onEvent,
 	}
 	c.lastZxid.Store(opts.LastZxidSeen)
 	c.pending.init()

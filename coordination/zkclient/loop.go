@@ -133,6 +133,9 @@ func (c *Conn) deliverEvent(h zkproto.ReplyHeader, body []byte) error {
 		return fmt.Errorf("zkclient: decode notification: %w", err)
 	}
 	c.book.fired(ev)
+	if c.onEvent != nil {
+		c.onEvent(ev)
+	}
 	select {
 	case c.events <- ev:
 		return nil

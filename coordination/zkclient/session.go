@@ -94,9 +94,10 @@ type watchKey struct {
 // Watches are one-shot channels (GetW, ExistsW, ChildrenW) of capacity
 // one, each receiving exactly one event: the notification that fired it,
 // or an event of Type zkproto.EventNone with StateExpired or StateClosed
-// when the watch ended with its session or with Close. One goroutine per
-// Session reads the current connection's events and hands them out; it
-// never blocks on a reader.
+// when the watch ended with its session or with Close. The connection's
+// reader goroutine hands each notification out as it reads it, in order
+// with the replies, so a watch fires only on a change made after the
+// reply that set it; it never blocks on a reader.
 type Session struct {
 	servers  []string
 	opts     Options
@@ -162,6 +163,11 @@ func OpenSession(ctx context.Context, servers []string, opts SessionOptions) (*S
 		opts.StateBuffer = DefaultStateBuffer
 	}
 	s.states = make(chan SessionEvent, opts.StateBuffer)
+	// Notifications are handed out on each connection's reader goroutine,
+	// in order with the replies: a watch armed by a reply's callback then
+	// never takes a notification the server sent before that reply (a
+	// change the reply already shows).
+	s.opts.onEvent = s.fire
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -275,8 +281,8 @@ func (s *Session) run(c *Conn) {
 	defer s.fireAll(StateClosed)
 	defer s.offerState(SessionEvent{State: StateClosed})
 	for {
-		for ev := range c.Events() {
-			s.fire(ev)
+		for range c.Events() {
+			// Handed out already, by the reader (opts.onEvent).
 		}
 		if !s.setConn(nil) {
 			return
