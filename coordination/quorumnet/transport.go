@@ -89,6 +89,12 @@ type Config struct {
 	// TLS handshake (nil: no authentication; quorum.auth.*). An unknown
 	// server (AcceptUnknown) is learned only once it passed.
 	SASL *SASL
+	// Listen and Dial, if set, open the ports' listeners and the
+	// connections to peers instead of the operating system's TCP (tests:
+	// an in-memory network, internal/memnet, that a testing/synctest
+	// bubble can wait on). Dial is still bounded by DialTimeout.
+	Listen func(network, address string) (net.Listener, error)
+	Dial   func(ctx context.Context, network, address string) (net.Conn, error)
 	// Logger receives the transport's logs (nil: discard).
 	Logger *slog.Logger
 	// Metrics receives the leader's per-learner send queue figures (nil:
@@ -206,12 +212,11 @@ func (t *Transport) Start() error {
 	case t.started:
 		return errors.New("quorumnet: already started")
 	}
-	var lc net.ListenConfig
-	qln, err := lc.Listen(t.ctx, "tcp", t.cfg.ListenQuorum)
+	qln, err := t.listen(t.cfg.ListenQuorum)
 	if err != nil {
 		return fmt.Errorf("quorumnet: listen on quorum port: %w", err)
 	}
-	eln, err := lc.Listen(t.ctx, "tcp", t.cfg.ListenElection)
+	eln, err := t.listen(t.cfg.ListenElection)
 	if err != nil {
 		qln.Close()
 		return fmt.Errorf("quorumnet: listen on election port: %w", err)
@@ -235,16 +240,15 @@ func (t *Transport) Rebind(quorum, election string) error {
 	if !t.started || t.closed {
 		return ErrClosed
 	}
-	var lc net.ListenConfig
 	var qln, eln net.Listener
 	var err error
 	if quorum != t.cfg.ListenQuorum {
-		if qln, err = lc.Listen(t.ctx, "tcp", quorum); err != nil {
+		if qln, err = t.listen(quorum); err != nil {
 			return fmt.Errorf("quorumnet: listen on quorum port: %w", err)
 		}
 	}
 	if election != t.cfg.ListenElection {
-		if eln, err = lc.Listen(t.ctx, "tcp", election); err != nil {
+		if eln, err = t.listen(election); err != nil {
 			if qln != nil {
 				qln.Close()
 			}
@@ -267,6 +271,15 @@ func (t *Transport) Rebind(quorum, election string) error {
 		t.logger.Info("transport moved", "quorum", t.quorumLn.Addr().String(), "election", t.electionLn.Addr().String())
 	}
 	return nil
+}
+
+// listen opens a listener through Config.Listen, or the system's TCP.
+func (t *Transport) listen(address string) (net.Listener, error) {
+	if t.cfg.Listen != nil {
+		return t.cfg.Listen("tcp", address)
+	}
+	var lc net.ListenConfig
+	return lc.Listen(t.ctx, "tcp", address)
 }
 
 // current reports whether ln is one of the transport's listeners (not
@@ -443,8 +456,16 @@ func (t *Transport) wait(ch <-chan struct{}) bool {
 // dial connects to addr, runs the TLS handshake when the transport dials
 // in TLS, and registers the connection for Close.
 func (t *Transport) dial(addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: t.cfg.DialTimeout}
-	c, err := d.DialContext(t.ctx, "tcp", addr)
+	var c net.Conn
+	var err error
+	if t.cfg.Dial != nil {
+		ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
+		c, err = t.cfg.Dial(ctx, "tcp", addr)
+		cancel()
+	} else {
+		d := net.Dialer{Timeout: t.cfg.DialTimeout}
+		c, err = d.DialContext(t.ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

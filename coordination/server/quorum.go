@@ -213,7 +213,7 @@ func (s *Server) startQuorum() error {
 	}
 	tr, err := quorumnet.New(quorumnet.Config{ID: q.MyID, Peers: q.Peers,
 		ListenQuorum: q.ListenQuorum, ListenElection: q.ListenElection, TLS: sec, SASL: q.SASL, Logger: s.log,
-		AcceptUnknown: q.Reconfig != nil, Metrics: s.zm.links})
+		AcceptUnknown: q.Reconfig != nil, Metrics: s.zm.links, Listen: s.cfg.Listen, Dial: s.cfg.Dial})
 	if err != nil {
 		lg.Close()
 		return err

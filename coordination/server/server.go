@@ -123,10 +123,12 @@ type Config struct {
 	Clock Clock
 	// Listen, if not nil, opens the client listeners (ClientAddr,
 	// SecureClientAddr, and a client address a reconfiguration moves to)
-	// instead of net.Listen: tests serve clients over an in-memory network
-	// (internal/memnet), which a testing/synctest bubble can wait on. The
-	// quorum and admin ports do not use it.
+	// and an ensemble member's quorum and election listeners instead of
+	// net.Listen, and Dial, if not nil, connects to the other members:
+	// tests run servers over an in-memory network (internal/memnet), which
+	// a testing/synctest bubble can wait on. The admin port uses neither.
 	Listen func(network, address string) (net.Listener, error)
+	Dial   func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // listenClients opens a client listener through Config.Listen, or
