@@ -116,6 +116,11 @@ func (n *Network) inUseLocked(port uint16) bool {
 // net.Dialer.DialContext's. It is refused with ECONNREFUSED when nothing
 // listens there, and waits (for ctx) while the listener's backlog is full.
 func (n *Network) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	return n.dial(ctx, network, address, nil)
+}
+
+// dial is Dial from host from (nil: no host).
+func (n *Network) dial(ctx context.Context, network, address string, from *Host) (net.Conn, error) {
 	fail := func(err error) error {
 		return &net.OpError{Op: "dial", Net: network, Addr: tcpAddrOrNil(address), Err: err}
 	}
@@ -138,10 +143,14 @@ func (n *Network) Dial(ctx context.Context, network, address string) (net.Conn, 
 		return nil, refused
 	}
 	a, b := net.Pipe()
-	client := &Conn{Conn: a, local: local, remote: l.addr}
+	client := &Conn{Conn: a, local: local, remote: l.addr, host: from}
 	server := &Conn{Conn: b, local: l.addr, remote: local, listener: l}
 	if !l.track(server) {
 		return nil, refused
+	}
+	if from != nil && !from.track(client) {
+		server.Close()
+		return nil, fail(net.ErrClosed)
 	}
 	select {
 	case l.backlog <- server:
@@ -302,6 +311,7 @@ type Conn struct {
 	net.Conn
 	local, remote *net.TCPAddr
 	listener      *Listener // set on the server end
+	host          *Host     // the host that dialled it, on the client end
 	closeOnce     sync.Once
 	closeErr      error
 }
@@ -322,9 +332,87 @@ func (c *Conn) Close() error {
 		if c.listener != nil {
 			c.listener.forget(c)
 		}
+		if c.host != nil {
+			c.host.forget(c)
+		}
 	})
 	if !first {
 		return &net.OpError{Op: "close", Net: "tcp", Source: c.local, Addr: c.remote, Err: net.ErrClosed}
 	}
 	return c.closeErr
+}
+
+// Host is one process on a Network: what it listens on and dials is
+// recorded, so that Crash can take all of its sockets down at once, as
+// the death of a process does. A restarted process is a new Host.
+type Host struct {
+	net *Network
+
+	mu        sync.Mutex
+	crashed   bool
+	listeners []*Listener
+	dialed    map[*Conn]bool // client ends not yet closed
+}
+
+// Host returns a new host on n.
+func (n *Network) Host() *Host { return &Host{net: n, dialed: map[*Conn]bool{}} }
+
+// Listen is Network.Listen, recorded for Crash; after Crash it fails.
+func (h *Host) Listen(network, address string) (net.Listener, error) {
+	l, err := h.net.listen(network, address)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.crashed {
+		l.Close()
+		return nil, &net.OpError{Op: "listen", Net: network, Err: net.ErrClosed}
+	}
+	h.listeners = append(h.listeners, l)
+	return l, nil
+}
+
+// Dial is Network.Dial, recorded for Crash; after Crash it fails.
+func (h *Host) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	return h.net.dial(ctx, network, address, h)
+}
+
+// Crash closes every listener of the host, every connection they
+// accepted and every connection it dialled: its peers read io.EOF, and
+// nothing the host still writes reaches them.
+func (h *Host) Crash() {
+	h.mu.Lock()
+	h.crashed = true
+	ls := h.listeners
+	dialed := make([]*Conn, 0, len(h.dialed))
+	for c := range h.dialed {
+		dialed = append(dialed, c)
+	}
+	h.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+		for _, c := range l.live() {
+			c.Close()
+		}
+	}
+	for _, c := range dialed {
+		c.Close()
+	}
+}
+
+func (h *Host) track(c *Conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.crashed {
+		return false
+	}
+	h.dialed[c] = true
+	return true
+}
+
+func (h *Host) forget(c *Conn) {
+	h.mu.Lock()
+	delete(h.dialed, c)
+	h.mu.Unlock()
 }

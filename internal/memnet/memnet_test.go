@@ -233,3 +233,58 @@ func TestDialWaitsForBacklog(t *testing.T) {
 		}
 	})
 }
+
+// TestHostCrash checks that a host's crash takes down what it listens on,
+// what it accepted and what it dialled, and nothing of another host's.
+func TestHostCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New()
+		a, b := n.Host(), n.Host()
+		lnA, err := a.Listen("tcp", "127.0.0.1:2181")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lnB, _ := b.Listen("tcp", "127.0.0.1:2182")
+		toA, err := b.Dial(context.Background(), "tcp", "127.0.0.1:2181") // accepted by a
+		if err != nil {
+			t.Fatal(err)
+		}
+		acceptedByA, _ := lnA.Accept()
+		fromA, err := a.Dial(context.Background(), "tcp", "127.0.0.1:2182") // dialled by a
+		if err != nil {
+			t.Fatal(err)
+		}
+		acceptedByB, _ := lnB.Accept()
+		bToB, _ := b.Dial(context.Background(), "tcp", "127.0.0.1:2182") // b's own, untouched
+		bAccepted, _ := lnB.Accept()
+
+		a.Crash()
+		for name, c := range map[string]net.Conn{"b's end of its dial to a": toA, "b's end of a's dial": acceptedByB} {
+			if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+				t.Errorf("%s: read %v, want EOF", name, err)
+			}
+		}
+		for name, c := range map[string]net.Conn{"a's accepted end": acceptedByA, "a's dialled end": fromA} {
+			if _, err := c.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
+				t.Errorf("%s: write after the crash: %v, want io.ErrClosedPipe", name, err)
+			}
+		}
+		if _, err := n.Dial(context.Background(), "tcp", "127.0.0.1:2181"); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("dial to the crashed host: %v, want ECONNREFUSED", err)
+		}
+		if _, err := a.Dial(context.Background(), "tcp", "127.0.0.1:2182"); err == nil {
+			t.Error("the crashed host dialled")
+		}
+		if _, err := a.Listen("tcp", "127.0.0.1:2183"); err == nil {
+			t.Error("the crashed host listened")
+		}
+		go bToB.Write([]byte("y"))
+		if _, err := io.ReadFull(bAccepted, make([]byte, 1)); err != nil {
+			t.Errorf("b's own connection after a's crash: %v", err)
+		}
+		for _, c := range []net.Conn{toA, acceptedByB, bToB, bAccepted} {
+			c.Close()
+		}
+		lnB.Close()
+	})
+}
