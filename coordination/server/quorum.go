@@ -409,6 +409,12 @@ func roleName(r zab.Role) string {
 }
 
 // quorumRole returns what srvr reports as Mode.
+// Role is the server's part in its ensemble: "leader", "follower",
+// "observer", "read-only" (readonlymode.enabled, without a leader), ""
+// while it has none (looking for a leader, or syncing with one), or
+// "standalone".
+func (s *Server) Role() string { return s.quorumRole() }
+
 func (s *Server) quorumRole() string {
 	if s.quorum == nil {
 		return "standalone"
