@@ -78,9 +78,9 @@ test: deps check
 	[ $$race = 0 ] && [ $$sweep = 0 ]
 
 # sweeps are the full seed sweeps of the simulator, of zab's simulations
-# and of the standalone server in a synctest bubble (verify/bubble, about
-# a minute), without the race detector. Beside make test's race phase
-# they get the CPU it leaves, so they end a little after it: about 10
+# and of the servers run whole in a synctest bubble (verify/bubble,
+# about two minutes), without the race detector. Beside make test's race
+# phase they get the CPU it leaves, so they end a little after it: about 10
 # minutes on a quiet machine, 22 under make test-loaded. Their timeout is
 # an hour, twice the race phase's per-package 30 minutes, so that a slower
 # or busier machine stretches them without failing them.
@@ -88,6 +88,7 @@ sweeps:
 	$(GO) test -count=1 -timeout 60m -run 'TestSimulation$$|TestReconfigSimulation$$|TestStandaloneSimulation$$' ./verify/sim
 	$(GO) test -count=1 -timeout 60m -run 'TestSimulation$$|TestSimulationMixed$$|TestReconfigSimulation$$' ./coordination/zab -args -reconfigseeds=250
 	$(GO) test -count=1 -timeout 60m -run 'TestStandaloneBubble$$' ./verify/bubble -args -bubble.seeds=300
+	$(GO) test -count=1 -timeout 60m -run 'TestEnsembleBubble$$' ./verify/bubble -args -bubble.seeds=150
 
 # test-loaded is make test on a busy machine: a busy loop per core and an
 # fdatasync-heavy writer on the same disk run until it ends. The suite's

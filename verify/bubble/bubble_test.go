@@ -11,40 +11,46 @@ import (
 
 var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (replay)")
-	seedsFlag = flag.Int("bubble.seeds", 0, "how many seeds to run (0: defaultSeeds)")
-	logFlag   = flag.Bool("bubble.log", false, "print the server's and clients' logs (with -seed)")
+	seedsFlag = flag.Int("bubble.seeds", 0, "how many seeds to run (0: the test's default)")
+	logFlag   = flag.Bool("bubble.log", false, "print the servers' and clients' logs (with -seed)")
 )
 
-// defaultSeeds is how many seeds a plain run sweeps: 60 (about 10 s), or
-// 12 with -short or under the race detector, which runs a seed five
-// times slower; -bubble.seeds=N sweeps more.
-func defaultSeeds() int {
+// defaultSeeds is how many seeds a plain run sweeps: full, or short with
+// -short or under the race detector, which runs a seed five times
+// slower; -bubble.seeds=N sweeps more.
+func defaultSeeds(full, short int) int {
 	if testing.Short() || raceDetector {
-		return 12
+		return short
 	}
-	return 60
+	return full
 }
 
 // TestStandaloneBubble runs the standalone server whole in a synctest
-// bubble, one seed per subtest (see the package doc). Replay a seed with
-// -seed=N; -bubble.log adds the server's logs.
-func TestStandaloneBubble(t *testing.T) {
-	seeds := []uint64{}
+// bubble, one seed per subtest (see the package doc): 60 seeds, about
+// 10 s. Replay a seed with -seed=N; -bubble.log adds the server's logs.
+func TestStandaloneBubble(t *testing.T) { sweep(t, "TestStandaloneBubble", 1, defaultSeeds(60, 12)) }
+
+// TestEnsembleBubble runs a three-member ensemble whole in a synctest
+// bubble, its leader (mostly) crashed and restarted: 30 seeds, about
+// 12 s.
+func TestEnsembleBubble(t *testing.T) { sweep(t, "TestEnsembleBubble", 3, defaultSeeds(30, 6)) }
+
+func sweep(t *testing.T, name string, members, seeds int) {
+	var list []uint64
 	switch {
 	case *seedFlag != 0:
-		seeds = append(seeds, *seedFlag)
+		list = append(list, *seedFlag)
 	default:
-		n := *seedsFlag
-		if n == 0 {
-			n = defaultSeeds()
+		if *seedsFlag != 0 {
+			seeds = *seedsFlag
 		}
-		for i := range n {
-			seeds = append(seeds, uint64(i)+1)
+		for i := range seeds {
+			list = append(list, uint64(i)+1)
 		}
 	}
-	for _, seed := range seeds {
+	for _, seed := range list {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			set := Draw(seed)
+			set := Draw(seed, members)
 			var logger *slog.Logger
 			if *logFlag {
 				logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -54,11 +60,13 @@ func TestStandaloneBubble(t *testing.T) {
 				res = Run(set, logger, func(v string) { t.Errorf("%s", v) })
 			})
 			if t.Failed() {
-				t.Logf("%v\nreplay: go test -run 'TestStandaloneBubble' ./verify/bubble -seed=%d", set, seed)
+				t.Logf("%v\nreplay: go test -run '%s$' ./verify/bubble -seed=%d", set, name, seed)
 				return
 			}
-			if res.Ops == 0 || res.Lives != len(set.Crashes)+2 {
-				t.Fatalf("%d operations over %d lives, want some over %d: %v", res.Ops, res.Lives, len(set.Crashes)+2, set)
+			// Each member starts, then one starts again after each crash and
+			// after the last one.
+			if want := members + len(set.Crashes) + 1; res.Ops == 0 || res.Lives != want {
+				t.Fatalf("%d operations over %d server lives, want some over %d: %v", res.Ops, res.Lives, want, set)
 			}
 			t.Logf("%d operations, %d watch notifications checked, %d server lives", res.Ops, res.Watches, res.Lives)
 		})

@@ -62,7 +62,7 @@ func newClient(r *run, id int) (*client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	sess, err := zkclient.OpenSession(ctx, []string{serverAddr}, opts)
+	sess, err := zkclient.OpenSession(ctx, r.clientAddrs(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +179,7 @@ func (c *client) get(path string) (zkproto.Stat, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	o := c.r.hist.call(c.id, model.Input{Path: path, Kind: model.Get})
+	o.stale = c.r.hist.ensemble // see history.check
 	data, stat, err := c.sess.Get(ctx, path)
 	out := c.r.hist.ret(o, err, stat.Version, string(data))
 	if out.Known && out.Code == zkproto.CodeOK {
@@ -196,6 +197,7 @@ func (c *client) watchData(path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	o := c.r.hist.call(c.id, model.Input{Path: path, Kind: model.Get})
+	o.stale = c.r.hist.ensemble // see history.check
 	data, stat, ch, err := c.sess.GetW(ctx, path)
 	out := c.r.hist.ret(o, err, stat.Version, string(data))
 	if out.Known && out.Code == zkproto.CodeOK && ch != nil {
@@ -264,7 +266,10 @@ func (c *client) checkChildWatch(w armed, ev zkproto.WatcherEvent) {
 // close ends the client's session.
 func (c *client) close() { c.sess.Close() }
 
-// finalReads reads every register on a new session.
+// finalReads reads every register on a new session, once the writers
+// have stopped. In an ensemble each read follows a sync, so that it
+// reflects every write committed before it began, whichever member
+// answers: these reads join the linearizability check there too.
 func (r *run) finalReads() {
 	c, err := newClient(r, 0)
 	if err != nil {
@@ -273,7 +278,20 @@ func (r *run) finalReads() {
 	}
 	c.id = -1
 	for _, p := range registers {
-		c.get(p)
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		o := c.r.hist.call(c.id, model.Input{Path: p, Kind: model.Get})
+		conn, err := c.sess.Conn(ctx)
+		var (
+			data []byte
+			stat zkproto.Stat
+		)
+		if err == nil {
+			if _, err = conn.Sync(ctx, p); err == nil {
+				data, stat, err = conn.Get(ctx, p, false)
+			}
+		}
+		c.r.hist.ret(o, err, stat.Version, string(data))
+		cancel()
 	}
 	c.close()
 }

@@ -8,18 +8,19 @@ import (
 	"sync"
 	"time"
 
+	"keeper/coordination/quorumnet"
 	"keeper/coordination/server"
+	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/internal/memnet"
 	"keeper/internal/vfs"
 )
 
-// serverAddr is where the server listens, in every life.
-const serverAddr = "127.0.0.1:2181"
-
 // Settings is one run, drawn from its seed by Draw.
 type Settings struct {
-	Seed    uint64
+	Seed uint64
+	// Members is 1 for a standalone server, or the size of an ensemble.
+	Members int
 	Clients int
 	// Workload is how long the clients run, in virtual time.
 	Workload time.Duration
@@ -38,6 +39,9 @@ type Settings struct {
 
 // Crash is one crash of the server.
 type Crash struct {
+	// Member is the index of the member that crashes; -1 is whichever
+	// leads at that moment (the first member if none does).
+	Member   int
 	At       time.Duration // since the workload began
 	Downtime time.Duration // before the new server starts
 	// Torn lets a random part of the unsynced writes reach the disk,
@@ -47,15 +51,17 @@ type Crash struct {
 }
 
 func (s Settings) String() string {
-	return fmt.Sprintf("seed %d: %d clients for %v, timeouts %v, snapCount %d, step %d, prealloc %d, purge every %v, crashes %+v",
-		s.Seed, s.Clients, s.Workload, s.SessionTimeouts, s.SnapCount, s.SnapshotStepNodes, s.PreAllocSizeBytes, s.PurgeInterval, s.Crashes)
+	return fmt.Sprintf("seed %d: %d members, %d clients for %v, timeouts %v, snapCount %d, step %d, prealloc %d, purge every %v, crashes %+v",
+		s.Seed, s.Members, s.Clients, s.Workload, s.SessionTimeouts, s.SnapCount, s.SnapshotStepNodes, s.PreAllocSizeBytes, s.PurgeInterval, s.Crashes)
 }
 
-// Draw picks a run from seed.
-func Draw(seed uint64) Settings {
+// Draw picks a run of a standalone server (members 1) or an ensemble
+// from seed. An ensemble's crashes hit its leader two times in three.
+func Draw(seed uint64, members int) Settings {
 	rng := rand.New(rand.NewPCG(seed, 0xb0bb1e))
 	s := Settings{
 		Seed:              seed,
+		Members:           members,
 		Clients:           2 + rng.IntN(5),
 		Workload:          time.Duration(1+rng.IntN(4)) * time.Minute,
 		SnapCount:         10 + rng.IntN(90),
@@ -74,6 +80,9 @@ func Draw(seed uint64) Settings {
 			break
 		}
 		c := Crash{At: at, Torn: rng.IntN(2) == 0}
+		if c.Member = rng.IntN(members); members > 1 && rng.IntN(3) > 0 {
+			c.Member = -1
+		}
 		// Down for less than a session timeout (sessions come back) or,
 		// sometimes, for longer (they expire).
 		if rng.IntN(3) == 0 {
@@ -108,18 +117,24 @@ func Run(s Settings, logger *slog.Logger, report func(string)) Result {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &run{set: s, net: memnet.New(), fs: vfs.NewMem(), log: logger,
-		rng: rand.New(rand.NewPCG(s.Seed, 0xc4a54)), hist: &history{report: report}}
-	if err := r.start(); err != nil {
-		r.hist.violate("the first server did not start: %v", err)
-		return r.result()
+	r := &run{set: s, net: memnet.New(), log: logger,
+		rng: rand.New(rand.NewPCG(s.Seed, 0xc4a54)), hist: &history{report: report, ensemble: s.Members > 1}}
+	for i := range s.Members {
+		r.members = append(r.members, &member{index: i, fs: vfs.NewMem()})
+	}
+	for _, m := range r.members {
+		if err := r.start(m); err != nil {
+			r.hist.violate("member %d did not start: %v", m.index+1, err)
+			r.stopAll()
+			return r.result()
+		}
 	}
 	clients := make([]*client, s.Clients)
 	for i := range clients {
 		c, err := newClient(r, i)
 		if err != nil {
 			r.hist.violate("client %d: %v", i, err)
-			r.stop()
+			r.stopAll()
 			for _, c := range clients[:i] {
 				c.close()
 			}
@@ -142,9 +157,9 @@ func Run(s Settings, logger *slog.Logger, report func(string)) Result {
 	<-ctx.Done()
 	wg.Wait()
 	cancel()
-	// A last crash, then every register read afresh: each acknowledged
-	// write must have survived it.
-	up := r.srv != nil && r.crash(Crash{Downtime: time.Second, Torn: r.rng.IntN(2) == 0})
+	// A last crash (of the leader, in an ensemble), then every register
+	// read afresh: each acknowledged write must have survived it.
+	up := r.allUp() && r.crash(Crash{Member: -1, Downtime: time.Second, Torn: r.rng.IntN(2) == 0})
 	if up {
 		r.finalReads()
 	}
@@ -152,7 +167,7 @@ func Run(s Settings, logger *slog.Logger, report func(string)) Result {
 		c.close()
 	}
 	if up {
-		r.stop()
+		r.stopAll()
 	}
 	r.hist.check()
 	return r.result()
@@ -160,29 +175,51 @@ func Run(s Settings, logger *slog.Logger, report func(string)) Result {
 
 // run is one run in progress.
 type run struct {
-	set  Settings
-	net  *memnet.Network
-	fs   *vfs.MemFS // the current life's disk
-	srv  *server.Server
-	log  *slog.Logger
-	rng  *rand.Rand // crash images; owned by Run's goroutine
-	hist *history
+	set     Settings
+	net     *memnet.Network
+	members []*member
+	log     *slog.Logger
+	rng     *rand.Rand // crash images; owned by Run's goroutine
+	hist    *history
 
-	lives int
+	lives int // servers started
 }
 
-// start starts a server on r.fs.
-func (r *run) start() error {
+// member is one server's disk and, while it runs, its process.
+type member struct {
+	index int
+	fs    *vfs.MemFS // the current life's disk
+	host  *memnet.Host
+	srv   *server.Server // nil while down
+}
+
+// clientAddr is where member i serves clients; its quorum and election
+// ports are 3000 and 4000 above its id (i+1).
+func clientAddr(i int) string { return fmt.Sprintf("127.0.0.1:%d", 2181+i) }
+
+// clientAddrs lists every member's client address.
+func (r *run) clientAddrs() []string {
+	var out []string
+	for i := range r.members {
+		out = append(out, clientAddr(i))
+	}
+	return out
+}
+
+// start starts a server for m on m.fs, as a new process (host).
+func (r *run) start(m *member) error {
 	core := zkcore.DefaultConfig()
 	core.StartWallMs = time.Now().UnixMilli()
-	core.Logger = r.log
+	core.Logger = r.log.With("member", m.index+1)
+	m.host = r.net.Host()
 	cfg := server.Config{
-		ClientAddr: serverAddr,
+		ClientAddr: clientAddr(m.index),
 		Core:       core,
-		Listen:     r.net.Listen,
-		Logger:     r.log,
+		Listen:     m.host.Listen,
+		Dial:       m.host.Dial,
+		Logger:     core.Logger,
 		Storage: server.StorageConfig{
-			FS:                r.fs,
+			FS:                m.fs,
 			DataDir:           "/data",
 			DataLogDir:        "/datalog",
 			PreAllocSizeBytes: r.set.PreAllocSizeBytes,
@@ -192,6 +229,20 @@ func (r *run) start() error {
 			PurgeInterval:     r.set.PurgeInterval,
 		},
 	}
+	if len(r.members) > 1 {
+		id := zab.PeerID(m.index + 1)
+		cfg.Core.ServerID = int64(id)
+		peers := map[zab.PeerID]quorumnet.PeerAddrs{}
+		var voters []zab.PeerID
+		for i := range r.members {
+			pid := zab.PeerID(i + 1)
+			voters = append(voters, pid)
+			peers[pid] = quorumnet.PeerAddrs{Quorum: fmt.Sprintf("127.0.0.1:%d", 3000+pid), Election: fmt.Sprintf("127.0.0.1:%d", 4000+pid)}
+		}
+		cfg.Quorum = &server.QuorumConfig{MyID: id, Voters: voters, Peers: peers,
+			ListenQuorum: peers[id].Quorum, ListenElection: peers[id].Election,
+			InitLimitTicks: 10, SyncLimitTicks: 5}
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -199,45 +250,79 @@ func (r *run) start() error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	r.srv = srv
+	m.srv = srv
 	r.lives++
 	r.hist.serverUp()
 	return nil
 }
 
-// crash kills the server as a power loss would and starts a new one on
-// what its disk kept, after the crash's downtime. It reports false when
-// the new server did not start (a violation: nothing acknowledged was
-// lost, so it must account for its files).
+// allUp reports whether every member runs.
+func (r *run) allUp() bool {
+	for _, m := range r.members {
+		if m.srv == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// victim is the member c crashes: c.Member, or the leader.
+func (r *run) victim(c Crash) *member {
+	if c.Member >= 0 {
+		return r.members[c.Member]
+	}
+	for _, m := range r.members {
+		if m.srv != nil && m.srv.Role() == "leader" {
+			return m
+		}
+	}
+	return r.members[0]
+}
+
+// crash kills a member as a power loss would and starts a new process
+// on what its disk kept, after the crash's downtime. It reports false
+// when the member did not stop or did not start again (a violation:
+// nothing acknowledged was lost, so it must account for its files).
 func (r *run) crash(c Crash) bool {
-	// The network goes first, so that no answer leaves after the disk
-	// image is taken: everything a client was told is in the image.
+	m := r.victim(c)
+	// The network goes first, so that nothing leaves the process after
+	// its disk image is taken: everything a client or a peer was told
+	// is in the image.
 	r.hist.serverDown()
-	r.net.Crash(serverAddr)
+	m.host.Crash()
 	var rng *rand.Rand
 	if c.Torn {
 		rng = rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64()))
 	}
-	img := r.fs.CrashClone(rng)
+	img := m.fs.CrashClone(rng)
 	// The old process's goroutines must end; what they still write goes
 	// to the old disk, which nobody reads again.
-	if !r.stop() {
+	if !r.stop(m) {
 		return false
 	}
 	time.Sleep(c.Downtime)
-	r.fs = img
-	if err := r.start(); err != nil {
-		r.hist.violate("life %d did not start after a crash (%+v): %v", r.lives+1, c, err)
+	m.fs = img
+	if err := r.start(m); err != nil {
+		r.hist.violate("member %d did not start again after a crash (%+v): %v", m.index+1, c, err)
 		return false
 	}
 	return true
 }
 
-// stop closes the server and reports whether it stopped within
-// stopTimeout; if not, it is left running (stuck) and r.srv is nil.
-func (r *run) stop() bool {
-	srv := r.srv
-	r.srv = nil
+// stopAll closes every member that runs.
+func (r *run) stopAll() {
+	for _, m := range r.members {
+		if m.srv != nil {
+			r.stop(m)
+		}
+	}
+}
+
+// stop closes m's server and reports whether it stopped within
+// stopTimeout; if not, it is left running (stuck) and m.srv is nil.
+func (r *run) stop(m *member) bool {
+	srv := m.srv
+	m.srv = nil
 	done := make(chan struct{})
 	go func() {
 		srv.Close()
@@ -249,7 +334,7 @@ func (r *run) stop() bool {
 	case <-done:
 		return true
 	case <-t.C:
-		r.hist.violate("life %d: the server did not stop within %v: a goroutine of its is stuck (the bubble reports them as deadlocked)", r.lives, stopTimeout)
+		r.hist.violate("member %d: the server did not stop within %v: a goroutine of its is stuck (the bubble reports them as deadlocked)", m.index+1, stopTimeout)
 		return false
 	}
 }
