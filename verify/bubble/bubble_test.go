@@ -27,13 +27,13 @@ func defaultSeeds(full, short int) int {
 
 // TestStandaloneBubble runs the standalone server whole in a synctest
 // bubble, one seed per subtest (see the package doc): 60 seeds, about
-// 10 s. Replay a seed with -seed=N; -bubble.log adds the server's logs.
-func TestStandaloneBubble(t *testing.T) { sweep(t, "TestStandaloneBubble", 1, defaultSeeds(60, 12)) }
+// 10 s on a quiet machine. Replay a seed with -seed=N; -bubble.log adds the server's logs.
+func TestStandaloneBubble(t *testing.T) { sweep(t, "TestStandaloneBubble", 1, defaultSeeds(60, 8)) }
 
 // TestEnsembleBubble runs a three-member ensemble whole in a synctest
 // bubble, its leader (mostly) crashed and restarted: 30 seeds, about
-// 12 s.
-func TestEnsembleBubble(t *testing.T) { sweep(t, "TestEnsembleBubble", 3, defaultSeeds(30, 6)) }
+// 12 s on a quiet machine.
+func TestEnsembleBubble(t *testing.T) { sweep(t, "TestEnsembleBubble", 3, defaultSeeds(30, 3)) }
 
 func sweep(t *testing.T, name string, members, seeds int) {
 	var list []uint64
