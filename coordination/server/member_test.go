@@ -93,6 +93,20 @@ func (r *memberRig) open(snapCount, stepNodes int) {
 
 // settle drives the member and writes what it hands to disk until it
 // hands nothing more.
+// elect ticks a lone voter until it elects itself, within a few ticks.
+func (r *memberRig) elect() {
+	r.t.Helper()
+	for range 200 {
+		if r.m.s.quorum.peer.Node().Serving() {
+			return
+		}
+		r.nowMs += 50
+		r.m.s.quorum.peer.Tick(r.now())
+		r.settle()
+	}
+	r.t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
+}
+
 func (r *memberRig) settle() {
 	r.t.Helper()
 	r.m.Drive()
@@ -152,19 +166,8 @@ func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &memberRig{t: t, fs: vfs.NewMem(), standalone: tc.standalone}
 			r.open(tc.snapCount, tc.stepNodes)
-			for range 200 { // a lone voter elects itself within a few ticks
-				if tc.standalone {
-					break // serves at once
-				}
-				if r.m.s.quorum.peer.Node().Serving() {
-					break
-				}
-				r.nowMs += 50
-				r.m.s.quorum.peer.Tick(r.now())
-				r.settle()
-			}
-			if !tc.standalone && !r.m.s.quorum.peer.Node().Serving() {
-				t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
+			if !tc.standalone { // a standalone server serves at once
+				r.elect()
 			}
 			for i := range 40 {
 				id := zkcore.ConnID(i + 1)
@@ -235,17 +238,7 @@ func TestMemberSnapshotsRollsAndPurges(t *testing.T) {
 func TestMemberAppliesCommitsOnTheLoop(t *testing.T) {
 	r := &memberRig{t: t, fs: vfs.NewMem()}
 	r.open(0, 1)
-	for range 200 { // a lone voter elects itself within a few ticks
-		if r.m.s.quorum.peer.Node().Serving() {
-			break
-		}
-		r.nowMs += 50
-		r.m.s.quorum.peer.Tick(r.now())
-		r.settle()
-	}
-	if !r.m.s.quorum.peer.Node().Serving() {
-		t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
-	}
+	r.elect()
 	for range 10 { // the batches that establish its epoch
 		r.nowMs += 50
 		r.m.s.quorum.peer.Tick(r.now())
@@ -282,14 +275,7 @@ func TestMemberAppliesCommitsOnTheLoop(t *testing.T) {
 func TestMemberPurgePassHoldsTheStorageLock(t *testing.T) {
 	r := &memberRig{t: t, fs: vfs.NewMem()}
 	r.open(4, 1000)
-	for range 200 { // a lone voter elects itself within a few ticks
-		if r.m.s.quorum.peer.Node().Serving() {
-			break
-		}
-		r.nowMs += 50
-		r.m.s.quorum.peer.Tick(r.now())
-		r.settle()
-	}
+	r.elect()
 	for i := range 30 {
 		id := zkcore.ConnID(i + 1)
 		r.core.NewConn(id, netip.MustParseAddrPort(fmt.Sprintf("10.0.0.1:%d", 10000+i)), r.now())
