@@ -3,6 +3,7 @@ package server
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"keeper/coordination/clientconn"
 	"keeper/coordination/zkcore"
@@ -15,20 +16,39 @@ import (
 // could wait for the loop itself: the loop would block on its own inbox.
 // Notes are merged under a mutex and the loop is woken through a channel
 // of capacity one; their memory is bounded by the number of connections.
+//
+// Openings and closes wake the loop. Written bytes wake it only while the
+// core has a connection waiting for its output to drain (wanted, which the
+// loop sets after each event); otherwise they wait for the loop's next event,
+// which takes the notes before it runs anything. A fan-out to a thousand
+// watchers would otherwise wake the loop once for each of the thousand
+// writes it caused, for nothing.
+//
+// Written bytes are summed per connection in a map, and the connections
+// that have some are listed in writers, so that the loop visits and deletes
+// only those: the map keeps the room it grew to, and ranging over it or
+// clearing it would cost that room at every take, though most takes carry
+// one or two writers.
 type connNotes struct {
-	mu        sync.Mutex
-	opened    []*clientconn.Conn // mu guards opened, bytes and gone
-	bytes     map[zkcore.ConnID]int
-	gone      []zkcore.ConnID
-	wake      chan struct{}
-	spareByte map[zkcore.ConnID]int // the loop's, reused between takes
+	mu      sync.Mutex
+	opened  []*clientconn.Conn // mu guards opened, bytes, writers and gone
+	bytes   map[zkcore.ConnID]int
+	writers []zkcore.ConnID // the keys of bytes, in the order first written
+	gone    []zkcore.ConnID
+	wake    chan struct{}
+	wanted  atomic.Bool // written bytes wake the loop
+
+	// The loop's, swapped with bytes and writers at each take and emptied
+	// before the next.
+	spareBytes   map[zkcore.ConnID]int
+	spareWriters []zkcore.ConnID
 }
 
 func newConnNotes() connNotes {
 	return connNotes{
-		bytes:     make(map[zkcore.ConnID]int),
-		spareByte: make(map[zkcore.ConnID]int),
-		wake:      make(chan struct{}, 1),
+		bytes:      make(map[zkcore.ConnID]int),
+		spareBytes: make(map[zkcore.ConnID]int),
+		wake:       make(chan struct{}, 1),
 	}
 }
 
@@ -41,9 +61,16 @@ func (n *connNotes) open(c *clientconn.Conn) {
 
 func (n *connNotes) written(id zkcore.ConnID, bytes int) {
 	n.mu.Lock()
+	if _, ok := n.bytes[id]; !ok {
+		n.writers = append(n.writers, id)
+	}
 	n.bytes[id] += bytes
 	n.mu.Unlock()
-	n.poke()
+	// Read after the unlock: if the loop set wanted after this read, its
+	// take (after the poke that follows setting it) sees these bytes.
+	if n.wanted.Load() {
+		n.poke()
+	}
 }
 
 func (n *connNotes) closed(id zkcore.ConnID) {
@@ -67,35 +94,52 @@ func (n *connNotes) poke() {
 func (s *Server) takeNotes() {
 	n := &s.notes
 	n.mu.Lock()
-	opened, bytes, gone := n.opened, n.bytes, n.gone
-	n.opened, n.bytes, n.gone = nil, n.spareByte, nil
+	opened, bytes, writers, gone := n.opened, n.bytes, n.writers, n.gone
+	n.opened, n.bytes, n.writers, n.gone = nil, n.spareBytes, n.spareWriters, nil
 	n.mu.Unlock()
 	now := s.now()
 	for _, c := range opened {
 		s.conns[c.ID()] = c
 		s.core.NewConn(c.ID(), c.Remote(), now)
 	}
-	for id, b := range bytes {
+	for _, id := range writers {
+		b := bytes[id]
+		delete(bytes, id)
 		if _, ok := s.conns[id]; ok {
 			s.core.Written(id, b, now)
 		}
 	}
-	clear(bytes)
-	n.spareByte = bytes
+	n.spareBytes, n.spareWriters = bytes, writers[:0]
 	for _, id := range gone {
 		delete(s.conns, id)
 		s.core.Disconnect(id)
 	}
 }
 
-// takeNotesFirst takes the pending notes, if any, before the loop runs
-// work from its inbox: a connection's handshake or four-letter word was
-// posted after the note of its opening, and must find it taken.
+// takeNotesFirst takes the pending notes before the loop runs work from its
+// inbox: a connection's handshake or four-letter word was posted after the
+// note of its opening, and must find it taken, and the core must count the
+// bytes written so far before it decides whether a connection may run.
 func (s *Server) takeNotesFirst() {
 	select {
 	case <-s.notes.wake:
-		s.takeNotes()
 	default:
+	}
+	s.takeNotes()
+}
+
+// wantWritten tells connection goroutines, after each event of the loop,
+// whether written bytes must wake it: while some connection waits for its
+// output to drain. When it starts to, the loop wakes itself, to take the
+// bytes written before the writers could see it.
+func (s *Server) wantWritten() {
+	want := s.core.OutputWaiting()
+	if want == s.notes.wanted.Load() {
+		return
+	}
+	s.notes.wanted.Store(want)
+	if want {
+		s.notes.poke()
 	}
 }
 

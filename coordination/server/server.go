@@ -565,6 +565,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.tick(ticks)
 		}
 		s.afterEvent()
+		s.wantWritten()
 	}
 }
 

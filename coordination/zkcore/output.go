@@ -62,6 +62,13 @@ func (s *Server) Written(id ConnID, n int, now Now) {
 	s.resume(now)
 }
 
+// OutputWaiting reports whether some connection waits for its output to be
+// written before its requests run again: only then does the core need to
+// hear of written bytes (Written) at once. Otherwise the driver may report
+// them with its next event, as long as it does so before the core runs
+// more requests.
+func (s *Server) OutputWaiting() bool { return len(s.blocked) > 0 }
+
 // resume pumps the connections that were blocked and no longer are, in
 // the order they blocked.
 func (s *Server) resume(now Now) {
