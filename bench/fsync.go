@@ -95,7 +95,10 @@ type FsyncMode struct {
 	OpsPerSec float64 `json:"ops_per_sec"`
 	P50Us     float64 `json:"p50_us"`
 	P99Us     float64 `json:"p99_us"`
-	MaxUs     float64 `json:"max_us"`
+	// P999Us shows stalls too rare for the p99: a disk that stalls every
+	// 100 ms under two syncing writers does so for ≈ 0.4% of their syncs.
+	P999Us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
 }
 
 // MarshalLine returns r as one line of JSON, newline included.
@@ -183,6 +186,7 @@ func fsyncMode(ctx context.Context, cfg FsyncConfig, overwrite bool) (FsyncMode,
 		OpsPerSec: round3(float64(n) / cfg.Duration.Seconds()),
 		P50Us:     micros(h.Quantile(0.5)),
 		P99Us:     micros(h.Quantile(0.99)),
+		P999Us:    micros(h.Quantile(0.999)),
 		MaxUs:     micros(h.Max()),
 	}, nil
 }

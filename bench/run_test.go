@@ -265,7 +265,7 @@ func TestFsync(t *testing.T) {
 			t.Errorf("parallel %d: result says %d writers, want %d", parallel, res.Parallel, want)
 		}
 		for name, m := range map[string]FsyncMode{"append": res.Append, "overwrite": res.Overwrite} {
-			if m.Ops <= 0 || m.OpsPerSec <= 0 || !(0 < m.P50Us && m.P50Us <= m.P99Us && m.P99Us <= m.MaxUs) {
+			if m.Ops <= 0 || m.OpsPerSec <= 0 || !(0 < m.P50Us && m.P50Us <= m.P99Us && m.P99Us <= m.P999Us && m.P999Us <= m.MaxUs) {
 				t.Errorf("parallel %d, %s: %+v", parallel, name, m)
 			}
 		}
