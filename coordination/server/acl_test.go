@@ -13,6 +13,7 @@ import (
 
 	"keeper/coordination/jute"
 	"keeper/coordination/zkproto"
+	"keeper/internal/cutproxy"
 )
 
 // Tests of docs/zookeeper-protocol.md §7: permissions per operation, the schemes, auth and
@@ -158,7 +159,7 @@ func TestDigestAuth(t *testing.T) {
 // reconnect: the server keeps no auth across connections (docs/zookeeper-protocol.md §7.5).
 func TestAuthSurvivesReconnect(t *testing.T) {
 	s := startServer(t)
-	px := newProxy(t, s.Addr().String())
+	px := cutproxy.New(t, s.Addr().String())
 	c, _ := dialZK(t, 10*time.Second, px.Addr(), px.Addr())
 	if err := c.AddAuth("digest", []byte("user:pass")); err != nil {
 		t.Fatal(err)

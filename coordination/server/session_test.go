@@ -12,6 +12,7 @@ import (
 
 	"keeper/coordination/jute"
 	"keeper/coordination/zkproto"
+	"keeper/internal/cutproxy"
 )
 
 // Tests of sessions (docs/zookeeper-protocol.md §1.2–§1.6, §6.3): handshake, timeouts,
@@ -146,7 +147,7 @@ func TestSessionExpiry(t *testing.T) {
 	observer := zkOpen(t, s)
 	mustCreate(t, observer, "/locks", nil, 0, openACL)
 
-	px := newProxy(t, s.Addr().String())
+	px := cutproxy.New(t, s.Addr().String())
 	victimStates := &sessionStates{}
 	victim, _, err := zk.Connect([]string{px.Addr(), px.Addr()}, 500*time.Millisecond, zk.WithLogger(quietLogger{}),
 		zk.WithLogInfo(false), zk.WithEventCallback(victimStates.record))
@@ -228,7 +229,7 @@ func TestExpiryOfSilentSession(t *testing.T) {
 // reconnects to the same session, keeping its ephemerals.
 func TestReconnectSameSession(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv target) {
-		px := newProxy(t, srv.Addr)
+		px := cutproxy.New(t, srv.Addr)
 		c, _ := dialZK(t, 10*time.Second, px.Addr(), px.Addr())
 		sid := c.SessionID()
 		mustCreate(t, c, "/mine", nil, zk.FlagEphemeral, openACL)

@@ -12,6 +12,7 @@ import (
 	"keeper/coordination/jute"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/internal/cutproxy"
 )
 
 // Tests of docs/zookeeper-protocol.md §3: which watches fire on which change, one-shot against
@@ -466,7 +467,7 @@ func TestWatchesRestoredAfterReconnect(t *testing.T) {
 	for _, p := range []string{"/w", "/kids", "/del", "/quiet"} {
 		mustCreate(t, writer, p, nil, 0, openACL)
 	}
-	px := newProxy(t, s.Addr().String())
+	px := cutproxy.New(t, s.Addr().String())
 	watcher, _ := dialZK(t, 10*time.Second, px.Addr(), px.Addr())
 	sid := watcher.SessionID()
 	_, _, dataCh, err := watcher.GetW("/w")

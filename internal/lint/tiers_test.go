@@ -58,6 +58,7 @@ var tierTable = []tierEntry{
 	// Tests' in-memory network (net.Pipe listeners and dials) that a
 	// testing/synctest bubble can wait on.
 	{pkg: "internal/memnet", tier: 3},
+	{pkg: "internal/cutproxy", tier: 3},
 	// Tier 4, verification and the binary.
 	{pkg: "verify", tier: 4, subpackages: true}, // sim, chaos, compat
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},

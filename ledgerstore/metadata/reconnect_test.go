@@ -6,6 +6,7 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
+	"keeper/internal/cutproxy"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/ledger"
 	"keeper/ledgerstore/metadata/metadatatest"
@@ -17,9 +18,9 @@ import (
 // again), and both watches report what changed while it was away.
 func TestWatchesSurviveReconnect(t *testing.T) {
 	addr := metadatatest.KeeperAddr(t)
-	px := newCutProxy(t, addr)
+	px := cutproxy.New(t, addr)
 	ctx := testContext(t)
-	s, sess := dialStore(t, px.addr(), testhost.Scale(10*time.Second))
+	s, sess := dialStore(t, px.Addr(), testhost.Scale(10*time.Second))
 	if _, _, err := s.Create(ctx, 1, sampleMetadata()); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestWatchesSurviveReconnect(t *testing.T) {
 	next(t, bookies)
 	id := sess.zk.SessionID()
 
-	px.cut()
+	px.Cut()
 	other := dial(t, addr)
 	if _, _, err := other.Create(ctx, "/ledgers/available/b1:3181", nil,
 		zkclient.CreateOptions{Flags: zkproto.FlagEphemeral}); err != nil {
@@ -37,7 +38,7 @@ func TestWatchesSurviveReconnect(t *testing.T) {
 	if _, err := newTestStore(t, other, Config{}).Write(ctx, 1, sampleMetadata(), 0); err != nil {
 		t.Fatal(err)
 	}
-	px.restore()
+	px.Restore()
 
 	if got, ok := next(t, bookies); !ok || !got.Equal(Registry{Writable: []ledger.BookieID{"b1:3181"}}) {
 		t.Fatalf("bookies after the reconnect: %+v (open %v)", got, ok)

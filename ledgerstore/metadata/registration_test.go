@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 
 	"keeper/coordination/zkclient"
 	"keeper/coordination/zkproto"
+	"keeper/internal/cutproxy"
 	"keeper/internal/testhost"
 	"keeper/ledgerstore/bkproto"
 	"keeper/ledgerstore/ledger"
@@ -265,9 +263,9 @@ func TestRegistrationRetriesFailedMove(t *testing.T) {
 // registration is made again, in the mode it had.
 func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	addr := metadatatest.Keeper(t, metadatatest.FastTicks()).Addr().String()
-	px := newCutProxy(t, addr)
+	px := cutproxy.New(t, addr)
 	ctx := testContext(t)
-	s, sess := dialStore(t, px.addr(), 400*time.Millisecond)
+	s, sess := dialStore(t, px.Addr(), 400*time.Millisecond)
 	r, err := s.NewRegistration(RegistrationConfig{ID: "b4:3181", ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -280,9 +278,9 @@ func TestRegistrationSurvivesSessionExpiry(t *testing.T) {
 	path := r.Path()
 	first := waitZnode(t, observer, path, "the registration", func(owner int64) bool { return owner > 0 })
 
-	px.cut()
+	px.Cut()
 	waitZnode(t, observer, path, "the expiry", func(owner int64) bool { return owner == -1 })
-	px.restore()
+	px.Restore()
 	second := waitZnode(t, observer, path, "the registration on the new session",
 		func(owner int64) bool { return owner > 0 })
 	if second == first || second != sess.zk.SessionID() {
@@ -307,104 +305,4 @@ func TestDialRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no session") {
 		t.Fatalf("Dial of a closed port: %v", err)
 	}
-}
-
-// cutProxy forwards TCP connections to a server until cut; while cut it
-// drops the forwarded connections and holds new ones unanswered, so a
-// client's reconnect waits until restore.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	isCut  bool
-	held   []net.Conn
-	active []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.isCut {
-			p.held = append(p.held, c)
-			p.mu.Unlock()
-			continue
-		}
-		p.mu.Unlock()
-		p.forward(c)
-	}
-}
-
-func (p *cutProxy) forward(c net.Conn) {
-	s, err := net.DialTimeout("tcp", p.target, waitTimeout)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.active = append(p.active, c, s)
-	p.mu.Unlock()
-	p.wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer p.wg.Done()
-		_, _ = io.Copy(dst, src)
-		dst.Close()
-		src.Close()
-	}
-	go pipe(s, c)
-	go pipe(c, s)
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	p.isCut = true
-	active := p.active
-	p.active = nil
-	p.mu.Unlock()
-	for _, c := range active {
-		c.Close()
-	}
-}
-
-func (p *cutProxy) restore() {
-	p.mu.Lock()
-	p.isCut = false
-	held := p.held
-	p.held = nil
-	p.mu.Unlock()
-	for _, c := range held {
-		p.forward(c)
-	}
-}
-
-func (p *cutProxy) close() {
-	p.ln.Close()
-	p.cut()
-	p.mu.Lock()
-	for _, c := range p.held {
-		c.Close()
-	}
-	p.held = nil
-	p.mu.Unlock()
-	p.wg.Wait()
 }
