@@ -39,19 +39,40 @@ type prep struct {
 	ids       []zkproto.ID
 	zxid      zxid.ID
 	timeMs    int64
-	local     map[string]*change
-	order     []*change
+	// order holds the changes in the order they were made; local indexes
+	// them by path once there are more than localScanMax (a multi), and is
+	// nil before: a single write makes one or two changes, which a scan
+	// finds sooner than a map that would be allocated for every write.
+	local map[string]*change
+	order []*change
 	// reconfigZxid is set when the txn is a reconfiguration.
 	reconfigZxid zxid.ID
 }
 
 func (s *Server) newPrep(sessionID int64, ids []zkproto.ID, z zxid.ID, timeMs int64) *prep {
-	return &prep{s: s, sessionID: sessionID, ids: ids, zxid: z, timeMs: timeMs,
-		local: make(map[string]*change)}
+	return &prep{s: s, sessionID: sessionID, ids: ids, zxid: z, timeMs: timeMs}
+}
+
+// localScanMax is how many changes prep finds by scanning before it
+// indexes them by path.
+const localScanMax = 8
+
+// change returns the newest change this txn made to path, if any.
+func (p *prep) change(path string) (*change, bool) {
+	if p.local != nil {
+		ch, ok := p.local[path]
+		return ch, ok
+	}
+	for i := len(p.order) - 1; i >= 0; i-- {
+		if p.order[i].path == path {
+			return p.order[i], true
+		}
+	}
+	return nil, false
 }
 
 func (p *prep) get(path string) (record, bool) {
-	if ch, ok := p.local[path]; ok {
+	if ch, ok := p.change(path); ok {
 		return ch.rec, ch.rec.exists
 	}
 	return p.s.view.get(path)
@@ -59,13 +80,21 @@ func (p *prep) get(path string) (record, bool) {
 
 func (p *prep) put(path string, r record) {
 	ch := &change{zxid: p.zxid, path: path, rec: r}
-	p.local[path] = ch
 	p.order = append(p.order, ch)
+	switch {
+	case p.local != nil:
+		p.local[path] = ch
+	case len(p.order) > localScanMax:
+		p.local = make(map[string]*change, 2*len(p.order))
+		for _, c := range p.order {
+			p.local[c.path] = c // in order: the newest change to a path wins
+		}
+	}
 }
 
 // reset forgets the changes collected so far (a multi that failed).
 func (p *prep) reset() {
-	clear(p.local)
+	p.local = nil
 	p.order = nil
 }
 
