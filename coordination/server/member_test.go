@@ -91,8 +91,6 @@ func (r *memberRig) open(snapCount, stepNodes int) {
 	})
 }
 
-// settle drives the member and writes what it hands to disk until it
-// hands nothing more.
 // elect ticks a lone voter until it elects itself, within a few ticks.
 func (r *memberRig) elect() {
 	r.t.Helper()
@@ -107,6 +105,8 @@ func (r *memberRig) elect() {
 	r.t.Fatalf("the lone voter is not serving (%v)", r.core.Mode())
 }
 
+// settle drives the member and writes what it hands to disk until it
+// hands nothing more.
 func (r *memberRig) settle() {
 	r.t.Helper()
 	r.m.Drive()
