@@ -84,9 +84,18 @@ func fixup(acls []zkproto.ACL, authIDs []zkproto.ID, saslProvider bool) ([]zkpro
 
 func invalidACL() error { return &zkproto.Error{Code: zkproto.CodeInvalidACL} }
 
-// dedupe returns acls without exact repeats, in first-seen order. Lists
-// are short (a handful of entries), so the quadratic scan is cheapest.
+// dedupe returns acls without exact repeats, in first-seen order: acls
+// itself when it has none (the usual case; fixup only reads the result).
+// Lists are short (a handful of entries), so the quadratic scan is
+// cheapest.
 func dedupe(acls []zkproto.ACL) []zkproto.ACL {
+	repeats := false
+	for i := 1; i < len(acls) && !repeats; i++ {
+		repeats = slices.Contains(acls[:i], acls[i])
+	}
+	if !repeats {
+		return acls
+	}
 	out := make([]zkproto.ACL, 0, len(acls))
 	for _, a := range acls {
 		if !slices.Contains(out, a) {

@@ -50,8 +50,11 @@ type Change struct {
 // The tree keeps the record's Data slices: the caller must not modify them
 // afterwards (records from txn.Unmarshal own their bytes). ACL lists are
 // copied.
-func (t *Tree) Apply(tx *txn.Txn) (Result, []Change) {
-	var changes []Change
+func (t *Tree) Apply(tx *txn.Txn) (Result, []Change) { return t.ApplyAppend(tx, nil) }
+
+// ApplyAppend is Apply appending the changes to changes, so that a caller
+// applying txn after txn can reuse one buffer for them.
+func (t *Tree) ApplyAppend(tx *txn.Txn, changes []Change) (Result, []Change) {
 	res := t.apply(tx.Header, tx.Record, &changes)
 	if tx.Header.Zxid > t.lastZxid {
 		t.lastZxid = tx.Header.Zxid

@@ -11,7 +11,7 @@ import (
 // The notifications it triggers are queued before its reply, and the reply
 // before anything the connection's later requests produce.
 func (s *Server) Apply(t *txn.Txn, now Now) {
-	res, changes := s.tree.Apply(t)
+	res, changes := s.tree.ApplyAppend(t, s.changes)
 	s.view.applied(t.Header.Zxid)
 	if t.Header.Zxid > s.lastProposed {
 		s.lastProposed = t.Header.Zxid // a txn another server prepared
@@ -46,11 +46,19 @@ func (s *Server) Apply(t *txn.Txn, now Now) {
 	}
 	s.metrics.applied(t, now)
 	s.notify(changes)
+	clear(changes) // keep no paths or ACL lists alive
+	if cap(changes) <= maxKeptChanges {
+		s.changes = changes[:0]
+	}
 	s.complete(t, res, now)
 	if len(s.held) > 0 {
 		s.releaseCaughtUp(now)
 	}
 }
+
+// maxKeptChanges bounds the buffer Apply keeps between txns: a large
+// multi's is let go.
+const maxKeptChanges = 64
 
 // notify queues a notification for every connection watching a change.
 // As in Apache ZooKeeper 3.8.4 and 3.9.2 (CVE-2024-23944), a connection
@@ -64,7 +72,7 @@ func (s *Server) notify(changes []datatree.Change) {
 			if !ok || !s.auth.Check(ch.ACL, zkproto.PermRead, c.ids) {
 				continue
 			}
-			frame := eventFrame(ch.Type, ch.Path)
+			frame := s.eventFrame(ch.Type, ch.Path)
 			s.emit(c, frame)
 			s.metrics.response(frame, true)
 		}
@@ -73,8 +81,8 @@ func (s *Server) notify(changes []datatree.Change) {
 
 // eventFrame encodes a notification. Its zxid is -1, as Apache ZooKeeper
 // 3.4–3.8 send; no client reads it (docs/zookeeper-protocol.md §3.3).
-func eventFrame(typ zkproto.EventType, path string) []byte {
-	return replyFrame(zkproto.XidNotification, -1, zkproto.CodeOK,
+func (s *Server) eventFrame(typ zkproto.EventType, path string) []byte {
+	return s.replyFrame(zkproto.XidNotification, -1, zkproto.CodeOK,
 		&zkproto.WatcherEvent{Type: typ, State: zkproto.StateSyncConnected, Path: path})
 }
 

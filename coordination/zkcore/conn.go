@@ -230,37 +230,50 @@ func (s *Server) markDirty(c *conn) {
 
 // finish completes e with a reply frame built from header and body.
 func (s *Server) finish(e *entry, zx zxid.ID, code zkproto.Code, body jute.Record) {
-	e.reply = replyFrame(e.xid, zx, code, body)
+	e.reply = s.replyFrame(e.xid, zx, code, body)
 	e.done = true
 	e.executed = true
 }
 
-// replyCap is a reply frame's first buffer: a reply header with a stat,
-// or with a stat and about 100 bytes of data, fits without growing.
-const replyCap = 256
-
-// replyCapFor sizes a reply's buffer: a getData reply of a large node is
-// allocated once at its size, not grown (and copied) a dozen times.
-func replyCapFor(code zkproto.Code, body jute.Record) int {
-	if r, ok := body.(*zkproto.GetDataResponse); ok && code == zkproto.CodeOK {
-		const statBytes = 68 // a Stat on the wire
-		return max(replyCap, 4+16+4+len(r.Data)+statBytes)
-	}
-	return replyCap
-}
+// maxScratchBytes bounds the encoding buffer replyFrame keeps between
+// replies.
+const maxScratchBytes = 64 << 10
 
 // replyFrame encodes a length-prefixed reply. The body is present only when
-// code is OK (docs/zookeeper-protocol.md §1.4).
-func replyFrame(xid int32, zx zxid.ID, code zkproto.Code, body jute.Record) []byte {
-	e := jute.Encoder{B: make([]byte, 4, replyCapFor(code, body))}
+// code is OK (docs/zookeeper-protocol.md §1.4). The frame is allocated at
+// its exact size: most replies are a header and a stat or a path, and
+// every byte allocated per request brings the next collection closer. A
+// getData reply is encoded straight into a buffer of its size (its data
+// may be large); every other reply is encoded into the server's scratch
+// buffer first and copied out.
+func (s *Server) replyFrame(xid int32, zx zxid.ID, code zkproto.Code, body jute.Record) []byte {
+	if r, ok := body.(*zkproto.GetDataResponse); ok && code == zkproto.CodeOK {
+		const statBytes = 68 // a Stat on the wire
+		e := jute.Encoder{B: make([]byte, 4, 4+16+4+len(r.Data)+statBytes)}
+		encodeReply(&e, xid, zx, code, body)
+		return e.B
+	}
+	e := jute.Encoder{B: s.scratch[:0]}
+	e.B = append(e.B, 0, 0, 0, 0)
+	encodeReply(&e, xid, zx, code, body)
+	frame := make([]byte, len(e.B))
+	copy(frame, e.B)
+	if cap(e.B) <= maxScratchBytes {
+		s.scratch = e.B[:0]
+	}
+	return frame
+}
+
+// encodeReply encodes a reply after the 4 bytes e.B already holds for
+// its length, and fills them in.
+func encodeReply(e *jute.Encoder, xid int32, zx zxid.ID, code zkproto.Code, body jute.Record) {
 	e.Int(xid)
 	e.Long(int64(zx))
 	e.Int(int32(code))
 	if code == zkproto.CodeOK && body != nil {
-		body.Encode(&e)
+		body.Encode(e)
 	}
 	putLength(e.B)
-	return e.B
 }
 
 // putLength writes len(b)-4 into the first four bytes of b.

@@ -79,7 +79,8 @@ func (p *prep) get(path string) (record, bool) {
 }
 
 func (p *prep) put(path string, r record) {
-	ch := &change{zxid: p.zxid, path: path, rec: r}
+	ch := p.s.view.newChange()
+	*ch = change{zxid: p.zxid, path: path, rec: r}
 	p.order = append(p.order, ch)
 	switch {
 	case p.local != nil:

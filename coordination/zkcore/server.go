@@ -234,6 +234,12 @@ type Server struct {
 	heldBytes   int              // output emitted and not reported written (Written)
 	blocked     []ConnID         // connections waiting for output to drain, in order
 
+	// changes is Apply's buffer for the changes of the txn it applies,
+	// reused from txn to txn (emptied, so that it keeps nothing alive).
+	changes []datatree.Change
+	// scratch is replyFrame's encoding buffer, reused.
+	scratch []byte
+
 	lastProposed zxid.ID // the zxid of the last prepared txn
 	proposals    []*txn.Txn
 	// reconfigPending is the zxid of a reconfiguration this leader

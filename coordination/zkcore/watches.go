@@ -13,16 +13,16 @@ func (s *Server) setWatches(c *conn, relativeZxid int64, data, exist, child, per
 		n := s.tree.Node(path)
 		switch {
 		case n == nil:
-			s.emit(c, eventFrame(zkproto.EventNodeDeleted, path))
+			s.emit(c, s.eventFrame(zkproto.EventNodeDeleted, path))
 		case n.Persisted().Mzxid > relativeZxid:
-			s.emit(c, eventFrame(zkproto.EventNodeDataChanged, path))
+			s.emit(c, s.eventFrame(zkproto.EventNodeDataChanged, path))
 		default:
 			s.watches.AddData(path, c.id)
 		}
 	}
 	for _, path := range exist {
 		if s.tree.Node(path) != nil {
-			s.emit(c, eventFrame(zkproto.EventNodeCreated, path))
+			s.emit(c, s.eventFrame(zkproto.EventNodeCreated, path))
 		} else {
 			s.watches.AddData(path, c.id)
 		}
@@ -31,9 +31,9 @@ func (s *Server) setWatches(c *conn, relativeZxid int64, data, exist, child, per
 		n := s.tree.Node(path)
 		switch {
 		case n == nil:
-			s.emit(c, eventFrame(zkproto.EventNodeDeleted, path))
+			s.emit(c, s.eventFrame(zkproto.EventNodeDeleted, path))
 		case n.Persisted().Pzxid > relativeZxid:
-			s.emit(c, eventFrame(zkproto.EventNodeChildrenChanged, path))
+			s.emit(c, s.eventFrame(zkproto.EventNodeChildrenChanged, path))
 		default:
 			s.watches.AddChild(path, c.id)
 		}
