@@ -55,6 +55,7 @@ func (t *Tree) Apply(tx *txn.Txn) (Result, []Change) { return t.ApplyAppend(tx, 
 // ApplyAppend is Apply appending the changes to changes, so that a caller
 // applying txn after txn can reuse one buffer for them.
 func (t *Tree) ApplyAppend(tx *txn.Txn, changes []Change) (Result, []Change) {
+	defer t.unlockChange(t.lockChange())
 	res := t.apply(tx.Header, tx.Record, &changes)
 	if tx.Header.Zxid > t.lastZxid {
 		t.lastZxid = tx.Header.Zxid

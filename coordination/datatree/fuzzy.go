@@ -7,6 +7,7 @@ import (
 
 	"keeper/coordination/jute"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zxid"
 )
 
 // FuzzyBody writes a snapshot body a few nodes at a time while the tree
@@ -41,6 +42,12 @@ type FuzzyBody struct {
 	startRef int64  // the highest reference allocated at the start
 	late     bool   // a node written uses a reference above startRef
 	inOrder  bool   // children in name order (StartFuzzyBodyInOrder)
+
+	// A concurrent walk (StartFuzzyBodyConcurrent) yields to the owner's
+	// changes, and records where the tree stood when it completed.
+	concurrent bool
+	endZxid    zxid.ID
+	endDigest  int64
 }
 
 // fuzzyFrame is one level of the walk: an iterator over the children of
@@ -120,11 +127,18 @@ func (f *FuzzyBody) Abort() {
 // Step writes up to maxNodes more nodes and reports whether the walk is
 // complete. It must be called by the tree's owner, never concurrently with
 // Apply.
-func (f *FuzzyBody) Step(t *Tree, maxNodes int) bool {
+func (f *FuzzyBody) Step(t *Tree, maxNodes int) bool { return f.step(t, maxNodes) }
+
+// step is Step; in a concurrent walk it also ends when the owner waits to
+// change the tree.
+func (f *FuzzyBody) step(t *Tree, maxNodes int) bool {
 	if f.e.B == nil && f.chunk > 0 {
 		f.e.B = make([]byte, 0, f.chunk+f.chunk/8)
 	}
 	for n := 0; n < maxNodes && len(f.stack) > 0; {
+		if f.concurrent && t.walk.wanted.Load() {
+			break
+		}
 		top := &f.stack[len(f.stack)-1]
 		name, node, ok := top.next()
 		if !ok {

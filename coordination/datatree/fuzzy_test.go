@@ -170,3 +170,92 @@ func TestFuzzyBodyLateACL(t *testing.T) {
 		t.Fatal("a late body after the leading ACL section was read without error")
 	}
 }
+
+// A walk stepped by another goroutine while the owner applies txns, one
+// at a time and in held batches, converges like a walk stepped between
+// txns; the digest it records at its end is the tree's at the zxid it
+// records; and once it ends, the owner changes the tree without the lock.
+// Run with -race, it also checks that the walk and the changes never
+// touch the tree at the same time.
+func TestFuzzyBodyConcurrentConverges(t *testing.T) {
+	for seed := range uint64(20) {
+		g := newGen(seed)
+		g.sequence(250)
+		rng := rand.New(rand.NewPCG(seed, 3))
+		f := g.tree.StartFuzzyBodyConcurrent()
+		type walked struct{ nodes []byte }
+		done := make(chan walked)
+		go func() {
+			var nodes []byte
+			for !f.StepConcurrent(g.tree, 1+int(seed%7)) {
+				nodes = append(nodes, f.Take()...)
+			}
+			done <- walked{append(nodes, f.Take()...)}
+		}()
+		var later []*txn.Txn
+		var w walked
+	apply:
+		for {
+			select {
+			case w = <-done:
+				break apply
+			default:
+			}
+			if len(later) > 5000 {
+				w = <-done
+				break
+			}
+			if rng.IntN(3) == 0 {
+				g.tree.HoldWrites()
+				later = append(later, g.sequence(1+rng.IntN(6))...)
+				g.tree.ReleaseWrites()
+			} else {
+				later = append(later, g.sequence(1)...)
+			}
+		}
+		if g.tree.walk.active.Load() {
+			t.Fatalf("seed %d: the tree still guards its changes after the walk", seed)
+		}
+		body := append(append(f.ACLSection(), w.nodes...), EndMarker()...)
+		tree, err := ReadBody(bytes.NewReader(body), 0)
+		if err != nil {
+			t.Fatalf("seed %d: read fuzzy body: %v", seed, err)
+		}
+		endZxid, endDigest := f.End()
+		replayed := false
+		for _, tx := range later {
+			if !replayed && tx.Header.Zxid > endZxid {
+				if got := tree.Digest(); got != endDigest {
+					t.Fatalf("seed %d: digest at the walk's end zxid %v: %x, recorded %x", seed, endZxid, got, endDigest)
+				}
+				replayed = true
+			}
+			tree.Apply(tx)
+		}
+		if !replayed && tree.Digest() != endDigest {
+			t.Fatalf("seed %d: digest at the walk's end zxid %v: %x, recorded %x", seed, endZxid, tree.Digest(), endDigest)
+		}
+		if d := diffTrees(tree, g.tree); d != "" {
+			t.Fatalf("seed %d: after replaying %d txns:\n%s", seed, len(later), d)
+		}
+	}
+}
+
+// A concurrent walk aborted half way is done, and the tree no longer
+// guards its changes.
+func TestFuzzyBodyConcurrentAbort(t *testing.T) {
+	g := newGen(9)
+	g.sequence(200)
+	f := g.tree.StartFuzzyBodyConcurrent()
+	if !g.tree.walk.active.Load() {
+		t.Fatal("a concurrent walk does not guard the tree's changes")
+	}
+	f.StepConcurrent(g.tree, 10)
+	f.AbortConcurrent(g.tree)
+	if g.tree.walk.active.Load() {
+		t.Fatal("the tree still guards its changes after the walk was aborted")
+	}
+	if !f.Step(g.tree, 10) {
+		t.Fatal("an aborted walk is not done")
+	}
+}

@@ -159,6 +159,7 @@ func (t *Tree) setData(path string, data []byte, version int32, h txn.Header, ch
 // fires (a member serves no client while it loads or syncs). The node is
 // below /zookeeper/, so the digest does not change.
 func (t *Tree) SetEnsembleConfig(data []byte, version int64, nowMs int64) {
+	defer t.unlockChange(t.lockChange())
 	n := t.nodes[ConfigPath]
 	if n == nil {
 		// A snapshot of a ZooKeeper before 3.5 has none; ZooKeeper adds

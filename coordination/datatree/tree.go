@@ -24,7 +24,9 @@ const (
 //
 // A Tree is not safe for concurrent use: one goroutine, or the simulator,
 // owns it. WriteBody reads the whole tree, so the owner must not Apply
-// while a body is being written.
+// while a body is being written. The one exception is a snapshot's walk
+// begun with StartFuzzyBodyConcurrent, which another goroutine may step
+// while the owner applies txns (walk.go).
 type Tree struct {
 	nodes      map[string]*Node // by path; the root is stored under "/"
 	acl        aclCache
@@ -40,6 +42,7 @@ type Tree struct {
 	quotaDrift int64
 	lastZxid   zxid.ID
 	dg         digester
+	walk       walkGuard // a snapshot walk on another goroutine (walk.go)
 }
 
 // newEmpty returns a tree with no nodes at all, for ReadBody to fill.
@@ -251,4 +254,7 @@ func (t *Tree) LastZxid() zxid.ID { return t.lastZxid }
 
 // SetLastZxid records z as the highest zxid applied. Snapshot loaders call
 // it with the snapshot's zxid, which the body itself does not carry.
-func (t *Tree) SetLastZxid(z zxid.ID) { t.lastZxid = z }
+func (t *Tree) SetLastZxid(z zxid.ID) {
+	defer t.unlockChange(t.lockChange())
+	t.lastZxid = z
+}

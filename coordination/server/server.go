@@ -245,6 +245,9 @@ type Server struct {
 	// walkInOrder makes snapshot walks visit children in name order
 	// (datatree.StartFuzzyBodyInOrder): set in a Member.
 	walkInOrder bool
+	// walkOffLoop makes a walker goroutine step snapshot walks beside the
+	// loop (set with the snapshot goroutines; a Member's loop steps them).
+	walkOffLoop bool
 	// storageMu is held by autopurge and by a learner's TRUNC or snapshot
 	// install, which must not race over which snapshots and logs stay: a
 	// purge counting snapshots a truncation is about to remove could delete
@@ -629,9 +632,12 @@ func (s *Server) sendToClient(snd zkcore.Send) {
 // snapshot when one is due (ZooKeeper's snapCount rule).
 func (s *Server) applyDurable(batch []*txn.Txn) {
 	now := s.now()
+	tree := s.core.Tree()
+	tree.HoldWrites() // a walk beside the loop waits for the batch, not the batch for it
 	for _, t := range batch {
 		s.core.Apply(t, now)
 	}
+	tree.ReleaseWrites()
 	s.sinceSnapshot += len(batch)
 	if s.snapshot == nil && s.trigger.Due(s.sinceSnapshot, 0) {
 		s.startSnapshot()

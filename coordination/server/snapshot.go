@@ -26,12 +26,20 @@ const defaultSnapshotChunks = 8
 // loop's snapDone.
 func (s *Server) snapshotGoroutines() {
 	s.snapshotChunks = defaultSnapshotChunks
+	s.walkOffLoop = true
 	s.spawnWriter = func(job *snapshotJob) {
 		s.snapWriters.Add(1)
 		go func() {
 			defer s.snapWriters.Done()
 			s.writeSnapshot(job)
 		}()
+		if job.offLoop {
+			s.snapWriters.Add(1)
+			go func() {
+				defer s.snapWriters.Done()
+				s.walkSnapshot(job, job.tree)
+			}()
+		}
 	}
 	s.snapshotWritten = func(res snapshotResult) {
 		select {
@@ -41,8 +49,10 @@ func (s *Server) snapshotGoroutines() {
 	}
 }
 
-// snapshotJob is a fuzzy snapshot in progress. The loop walks the tree a
-// step at a time between requests and hands the encoded nodes to a writer
+// snapshotJob is a fuzzy snapshot in progress. A walker goroutine walks
+// the tree a step at a time beside the loop, which goes on applying txns
+// (datatree.StartFuzzyBodyConcurrent; in a Member the loop itself steps
+// the walk between requests), and hands the encoded nodes to a writer
 // goroutine. Writes never stop for it (docs/zookeeper-protocol.md §9.4). The writer streams the
 // nodes into the snapshot file after the ACL lists cached when the walk
 // started; if a node written uses a list cached later (the body is Late),
@@ -64,6 +74,12 @@ type snapshotJob struct {
 	late       bool
 	digest     *snap.Digest
 	aborted    atomic.Bool
+
+	// offLoop: the walker goroutine steps the walk of tree, and stops
+	// when the loop sets stopWalk.
+	offLoop  bool
+	tree     *datatree.Tree
+	stopWalk atomic.Bool
 }
 
 // errLateACL is how a streamed snapshot that met an ACL list newer than
@@ -87,12 +103,14 @@ func (s *Server) startSnapshot() {
 	s.sinceSnapshot = 0
 	tree := s.core.Tree()
 	job := &snapshotJob{
-		began:  time.Now(),
-		zxid:   s.core.LastZxid(),
-		body:   s.startWalk(tree),
-		staged: s.stageNextSnapshot,
-		chunks: make(chan []byte, s.snapshotChunks),
-		free:   make(chan []byte, s.snapshotChunks+1),
+		began:   time.Now(),
+		zxid:    s.core.LastZxid(),
+		body:    s.startWalk(tree),
+		staged:  s.stageNextSnapshot,
+		chunks:  make(chan []byte, s.snapshotChunks),
+		free:    make(chan []byte, s.snapshotChunks+1),
+		offLoop: s.walkOffLoop,
+		tree:    tree,
 	}
 	job.leading = job.body.LeadingACLSection()
 	s.stageNextSnapshot = false
@@ -107,13 +125,51 @@ func (s *Server) startSnapshot() {
 	s.spawnWriter(job)
 }
 
-// startWalk begins the walk of a snapshot, in name order in a Member
-// (whose runs must replay exactly), else in the tree's own order.
+// startWalk begins the walk of a snapshot: in name order in a Member
+// (whose runs must replay exactly), else in the tree's own order, by a
+// walker goroutine where the server has one.
 func (s *Server) startWalk(tree *datatree.Tree) *datatree.FuzzyBody {
-	if s.walkInOrder {
+	switch {
+	case s.walkInOrder:
 		return tree.StartFuzzyBodyInOrder()
+	case s.walkOffLoop:
+		return tree.StartFuzzyBodyConcurrent()
 	}
 	return tree.StartFuzzyBody()
+}
+
+// walkSnapshot is the walker goroutine of a job walked off the loop: it
+// steps the walk while the loop applies txns, hands each step's nodes to
+// the writer (waiting while the writer has no room), and at the end
+// records what stepSnapshot records on the loop, with the digest and zxid
+// the tree had when the walk completed. It stops early when the loop
+// aborts the job.
+func (s *Server) walkSnapshot(job *snapshotJob, tree *datatree.Tree) {
+	for {
+		if job.stopWalk.Load() {
+			job.body.AbortConcurrent(tree)
+			job.aborted.Store(true)
+			close(job.chunks)
+			return
+		}
+		select {
+		case b := <-job.free:
+			job.body.Reuse(b)
+		default:
+		}
+		done := job.body.StepConcurrent(tree, s.cfg.Storage.SnapshotStepNodes)
+		if chunk := job.body.Take(); len(chunk) > 0 {
+			job.chunks <- chunk // the writer drains chunks until they close
+		}
+		if done {
+			job.aclSection = job.body.ACLSection()
+			job.late = job.body.Late()
+			z, digest := job.body.End()
+			job.digest = &snap.Digest{Zxid: z, Version: datatree.DigestVersion, TreeDigest: digest}
+			close(job.chunks)
+			return
+		}
+	}
 }
 
 // snapshotStep returns a channel that is ready when the loop should walk the
@@ -129,7 +185,7 @@ func (s *Server) snapshotStep() <-chan struct{} {
 // writer has room for the next step's nodes.
 func (s *Server) snapshotStepReady() bool {
 	job := s.snapshot
-	return job != nil && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks)
+	return job != nil && !job.offLoop && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -163,6 +219,10 @@ var errSnapshotAborted = errors.New("server: snapshot aborted")
 // writer still reports (errSnapshotAborted). A job whose walk is done is
 // left to finish.
 func (s *Server) abortSnapshot() {
+	if job := s.snapshot; job != nil && job.offLoop {
+		job.stopWalk.Store(true) // the walker ends the walk, unless it ended already
+		return
+	}
 	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() {
 		job.body.Abort()
 		job.aborted.Store(true)
