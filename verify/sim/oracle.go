@@ -60,7 +60,7 @@ func (o *oracle) init() {
 func (o *oracle) logged(c *Cluster, id zab.PeerID, e zab.Entry) {
 	old, ok := o.txns[e.Zxid]
 	if !ok {
-		o.txns[e.Zxid] = loggedTxn{data: e.Data, server: id}
+		o.txns[e.Zxid] = loggedTxn{data: bytes.Clone(e.Data), server: id}
 		return
 	}
 	if !bytes.Equal(old.data, e.Data) {
@@ -68,7 +68,7 @@ func (o *oracle) logged(c *Cluster, id zab.PeerID, e zab.Entry) {
 			// A standalone server has no epochs: after a crash lost a
 			// txn it logged but never applied (nor answered), it gives
 			// the zxid to its next write, as ZooKeeper's does.
-			o.txns[e.Zxid] = loggedTxn{data: e.Data, server: id}
+			o.txns[e.Zxid] = loggedTxn{data: bytes.Clone(e.Data), server: id}
 			return
 		}
 		c.violate("zab", "zxid %s logged with different txns by server %d (%s) and server %d (%s)",
