@@ -373,21 +373,8 @@ func (p *Peer) Finish(rd zab.Ready, ps Persisted, now zkcore.Now) error {
 	}
 	p.ackedTimed(rd.Entries, now)
 	p.committedTimed(now) // a commit the node learned outside Step
-	syncs := rd.SyncsDone
-	for i, e := range rd.Committed {
-		for len(syncs) > 0 && syncs[0] == i {
-			p.zk.SyncDone(now)
-			syncs = syncs[1:]
-		}
-		t, err := txn.Unmarshal(e.Data, p.maxBuf)
-		if err != nil {
-			return p.fail(fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err))
-		}
-		p.appliedTimed(t, now)
-		p.zk.Apply(t, now)
-	}
-	for range syncs {
-		p.zk.SyncDone(now)
+	if err := p.applyCommitted(&rd, now); err != nil {
+		return p.fail(err)
 	}
 	if c := rd.Config; c != nil && c.Active.Version > p.zk.EnsembleConfigVersion() && !committedIn(rd.Committed, c.Active.Version) {
 		// Activated without its txn in this batch (a stamp, a sync, a
@@ -574,4 +561,30 @@ func decodeTouches(b []byte) ([]zkcore.SessionTouch, error) {
 		out = append(out, zkcore.SessionTouch{ID: d.Long(), TimeoutMs: d.Int()})
 	}
 	return out, d.Err()
+}
+
+// applyCommitted applies the batch's committed txns in order, answering
+// the syncs that wait between them. A snapshot walk beside the loop
+// waits for the batch (datatree.Tree.HoldWrites), not each txn for it.
+func (p *Peer) applyCommitted(rd *zab.Ready, now zkcore.Now) error {
+	tree := p.zk.Tree()
+	tree.HoldWrites()
+	defer tree.ReleaseWrites()
+	syncs := rd.SyncsDone
+	for i, e := range rd.Committed {
+		for len(syncs) > 0 && syncs[0] == i {
+			p.zk.SyncDone(now)
+			syncs = syncs[1:]
+		}
+		t, err := txn.Unmarshal(e.Data, p.maxBuf)
+		if err != nil {
+			return fmt.Errorf("committed txn %s does not decode: %w", e.Zxid, err)
+		}
+		p.appliedTimed(t, now)
+		p.zk.Apply(t, now)
+	}
+	for range syncs {
+		p.zk.SyncDone(now)
+	}
+	return nil
 }
