@@ -119,16 +119,20 @@ func (q *queue) waitMarked(done <-chan struct{}) (batch []zab.Message, markerWai
 		default:
 		}
 		q.mu.Lock()
-		batch, q.items, q.spare = q.items, q.spare, nil
-		q.bytes = 0
-		markerWait = -1
-		if q.marker >= 0 && len(batch) > 0 {
-			markerWait, q.marker = time.Since(q.markedAt), -1
-		}
-		q.mu.Unlock()
-		if len(batch) > 0 {
+		if len(q.items) > 0 {
+			// Only a batch with messages is taken: taking an empty one
+			// would drop the storage recycle gave back, and every push
+			// after would allocate anew.
+			batch, q.items, q.spare = q.items, q.spare, nil
+			q.bytes = 0
+			markerWait = -1
+			if q.marker >= 0 {
+				markerWait, q.marker = time.Since(q.markedAt), -1
+			}
+			q.mu.Unlock()
 			return batch, markerWait, true
 		}
+		q.mu.Unlock()
 		select {
 		case <-q.ready:
 		case <-done:

@@ -2,6 +2,7 @@ package quorumnet
 
 import (
 	"testing"
+	"testing/synctest"
 
 	"keeper/coordination/zab"
 )
@@ -41,4 +42,33 @@ func TestQueueSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Batches given back are the storage of later ones (two alternate: the
+// one given back becomes the queue's when the next batch is taken), also
+// when the consumer finds the queue empty in between: it then waits, and
+// must not take the empty storage away with it.
+func TestQueueReusesRecycledBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		done := make(chan struct{})
+		defer close(done)
+		q := newQueue(16)
+		q.push(zab.Message{Type: zab.MsgAck})
+		q.push(zab.Message{Type: zab.MsgAck})
+		first, _ := q.wait(done)
+		q.recycle(first)
+		q.push(zab.Message{Type: zab.MsgCommit})
+		second, _ := q.wait(done) // the queue's storage is now first's
+		q.recycle(second)
+		got := make(chan []zab.Message)
+		go func() {
+			b, _ := q.wait(done)
+			got <- b
+		}()
+		synctest.Wait() // the consumer found the queue empty and waits
+		q.push(zab.Message{Type: zab.MsgCommit})
+		if third := <-got; &third[0] != &first[0] {
+			t.Fatal("a wait on an empty queue lost the recycled storage")
+		}
+	})
 }
