@@ -152,24 +152,47 @@ func (s *Server) walkSnapshot(job *snapshotJob, tree *datatree.Tree) {
 			close(job.chunks)
 			return
 		}
-		select {
-		case b := <-job.free:
-			job.body.Reuse(b)
-		default:
-		}
-		done := job.body.StepConcurrent(tree, s.cfg.Storage.SnapshotStepNodes)
-		if chunk := job.body.Take(); len(chunk) > 0 {
-			job.chunks <- chunk // the writer drains chunks until they close
-		}
-		if done {
-			job.aclSection = job.body.ACLSection()
-			job.late = job.body.Late()
-			z, digest := job.body.End()
-			job.digest = &snap.Digest{Zxid: z, Version: datatree.DigestVersion, TreeDigest: digest}
-			close(job.chunks)
+		if job.step(tree, s.cfg.Storage.SnapshotStepNodes) {
 			return
 		}
 	}
+}
+
+// step walks up to nodes more nodes of tree, on the walker goroutine when
+// the job is walked off the loop, else on the loop; hands them to the
+// writer (the walk reusing a buffer the writer is done with); and when
+// the walk is complete records its ACL section and the tree's digest
+// and zxid at its end, and closes chunks. It reports whether the walk is
+// complete.
+func (job *snapshotJob) step(tree *datatree.Tree, nodes int) bool {
+	select {
+	case b := <-job.free:
+		job.body.Reuse(b)
+	default:
+	}
+	var done bool
+	if job.offLoop {
+		done = job.body.StepConcurrent(tree, nodes)
+	} else {
+		done = job.body.Step(tree, nodes)
+	}
+	if chunk := job.body.Take(); len(chunk) > 0 {
+		job.chunks <- chunk // off the loop, this waits while the writer has no room
+	}
+	if done {
+		job.aclSection = job.body.ACLSection()
+		job.late = job.body.Late()
+		var z zxid.ID
+		var digest int64
+		if job.offLoop {
+			z, digest = job.body.End() // read with the last step, under the walk's lock
+		} else {
+			z, digest = tree.LastZxid(), tree.Digest() // on the loop, which alone changes the tree
+		}
+		job.digest = &snap.Digest{Zxid: z, Version: datatree.DigestVersion, TreeDigest: digest}
+		close(job.chunks)
+	}
+	return done
 }
 
 // snapshotStep returns a channel that is ready when the loop should walk the
@@ -193,23 +216,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // stepSnapshot walks part of the tree. When the walk ends it records the
 // tree digest and the zxid it belongs to: the last txn applied now.
 func (s *Server) stepSnapshot() {
-	job := s.snapshot
-	tree := s.core.Tree()
-	select {
-	case b := <-job.free:
-		job.body.Reuse(b)
-	default:
-	}
-	done := job.body.Step(tree, s.cfg.Storage.SnapshotStepNodes)
-	if chunk := job.body.Take(); len(chunk) > 0 {
-		job.chunks <- chunk
-	}
-	if done {
-		job.aclSection = job.body.ACLSection()
-		job.late = job.body.Late()
-		job.digest = &snap.Digest{Zxid: s.core.LastZxid(), Version: datatree.DigestVersion, TreeDigest: tree.Digest()}
-		close(job.chunks)
-	}
+	s.snapshot.step(s.core.Tree(), s.cfg.Storage.SnapshotStepNodes)
 }
 
 // errSnapshotAborted is how the writer of an aborted job reports.
