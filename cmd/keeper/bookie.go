@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"keeper/internal/gctune"
 	"keeper/ledgerstore/bookie"
 	"keeper/ledgerstore/bookie/entrystore"
 )
@@ -81,6 +82,7 @@ not exist it is created, as 'bookkeeper shell metaformat' would.`,
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
+			defer gctune.Start()()
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			var arErr error

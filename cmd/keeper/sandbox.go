@@ -15,6 +15,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zoocfg"
+	"keeper/internal/gctune"
 	"keeper/ledgerstore/bookie"
 )
 
@@ -46,6 +47,7 @@ on it refuses to start.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
+			defer gctune.Start()()
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"keeper/coordination/server"
 	"keeper/coordination/zoocfg"
+	"keeper/internal/gctune"
 )
 
 func newServerCmd() *cobra.Command {
@@ -40,6 +41,7 @@ explains SASL.`,
 			if err := zoocfg.CheckServerEnv(os.Getenv); err != nil {
 				return err
 			}
+			defer gctune.Start()()
 			logger := newLogger()
 			zc, err := loadZooConfig(args, logger)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"keeper/coordination/zab"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zxid"
+	"keeper/internal/gctune"
 	"keeper/internal/vfs"
 )
 
@@ -263,6 +264,7 @@ func relaxGC(budget int64) (restore func()) {
 	gcRelax.Lock()
 	defer gcRelax.Unlock()
 	if gcRelax.loads == 0 {
+		gcRelax.resumeTuner = gctune.Pause()
 		gcRelax.percent = debug.SetGCPercent(-1)
 		gcRelax.limit = debug.SetMemoryLimit(-1)
 		held := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
@@ -280,6 +282,7 @@ func relaxGC(budget int64) (restore func()) {
 		if gcRelax.loads--; gcRelax.loads == 0 {
 			debug.SetMemoryLimit(gcRelax.limit)
 			debug.SetGCPercent(gcRelax.percent)
+			gcRelax.resumeTuner()
 		}
 	}
 }
@@ -310,9 +313,10 @@ func loadBytes(fs vfs.FS, snapDir, logDir string) int64 {
 // gcRelax is the collector's settings from before the loads in progress.
 var gcRelax struct {
 	sync.Mutex
-	loads   int
-	percent int
-	limit   int64
+	loads       int
+	percent     int
+	limit       int64
+	resumeTuner func() // gctune's, paused while a load runs
 }
 
 // loadBudget is the memory a load may allocate before the collector runs:

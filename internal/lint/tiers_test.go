@@ -59,6 +59,8 @@ var tierTable = []tierEntry{
 	// testing/synctest bubble can wait on.
 	{pkg: "internal/memnet", tier: 3},
 	{pkg: "internal/cutproxy", tier: 3},
+	// The garbage collector's heap goal for the server commands: process-wide.
+	{pkg: "internal/gctune", tier: 3},
 	// Tier 4, verification and the binary.
 	{pkg: "verify", tier: 4, subpackages: true}, // sim, chaos, compat
 	{pkg: "cmd/keeper", tier: 4, subpackages: true}, {pkg: "internal/lint", tier: 4},
