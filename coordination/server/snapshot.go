@@ -69,10 +69,14 @@ type snapshotJob struct {
 	chunks   chan []byte
 	free     chan []byte // chunks the writer is done with, for the walk to reuse
 
-	// Set by the loop before it closes chunks; read by the writer after.
+	// Set by whoever walks (the loop, or the walker goroutine of a job
+	// walked off the loop) before it closes chunks; read by the writer
+	// after. walked tells the loop the walk is complete without reading
+	// them while the walker may write them.
 	aclSection []byte
 	late       bool
 	digest     *snap.Digest
+	walked     atomic.Bool
 	aborted    atomic.Bool
 
 	// offLoop: the walker goroutine steps the walk of tree, and stops
@@ -190,6 +194,7 @@ func (job *snapshotJob) step(tree *datatree.Tree, nodes int) bool {
 			z, digest = tree.LastZxid(), tree.Digest() // on the loop, which alone changes the tree
 		}
 		job.digest = &snap.Digest{Zxid: z, Version: datatree.DigestVersion, TreeDigest: digest}
+		job.walked.Store(true)
 		close(job.chunks)
 	}
 	return done

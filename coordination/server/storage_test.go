@@ -825,16 +825,26 @@ func TestAbortedSnapshotLetsServingGoOn(t *testing.T) {
 	var aborted zxid.ID
 	round := 0
 	eventually(t, waitTimeout, func() bool {
+		var job *snapshotJob
 		s.Inspect(func(*zkcore.Server) {
-			if job := s.snapshot; job != nil && job.aclSection == nil {
-				aborted = job.zxid
+			if job = s.snapshot; job != nil && !job.walked.Load() {
 				s.abortSnapshot()
 				s.abortSnapshot() // twice is harmless
+			} else {
+				job = nil
 			}
 		})
-		if aborted == 0 {
+		if job == nil {
 			round++
 			writeSequentially(t, admin, fmt.Sprintf("more%d", round), 5)
+			return false
+		}
+		waitSnapshotIdle(t, s)
+		// A walker goroutine may complete the walk before it sees the
+		// abort; that job is written, as a complete walk should be. Try
+		// the next one.
+		if job.aborted.Load() {
+			aborted = job.zxid
 		}
 		return aborted != 0
 	}, "a snapshot walk in progress")
