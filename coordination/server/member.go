@@ -202,7 +202,7 @@ func (m *Member) StepSnapshot() { m.s.stepSnapshot() }
 // (finished or aborted) and its writer has not run.
 func (m *Member) SnapshotWriterReady() bool {
 	job := m.writer
-	return job != nil && (job.aclSection != nil || job.aborted.Load())
+	return job != nil && (job.walked.Load() || job.aborted.Load())
 }
 
 // WriteSnapshot runs the writer of the job whose walk ended: it writes

@@ -71,8 +71,8 @@ type snapshotJob struct {
 
 	// Set by whoever walks (the loop, or the walker goroutine of a job
 	// walked off the loop) before it closes chunks; read by the writer
-	// after. walked tells the loop the walk is complete without reading
-	// them while the walker may write them.
+	// after. walked says the walk is complete, to the loop too, which
+	// must not read them while a walker goroutine may write them.
 	aclSection []byte
 	late       bool
 	digest     *snap.Digest
@@ -213,7 +213,7 @@ func (s *Server) snapshotStep() <-chan struct{} {
 // writer has room for the next step's nodes.
 func (s *Server) snapshotStepReady() bool {
 	job := s.snapshot
-	return job != nil && !job.offLoop && job.aclSection == nil && !job.aborted.Load() && len(job.chunks) < cap(job.chunks)
+	return job != nil && !job.offLoop && !job.walked.Load() && !job.aborted.Load() && len(job.chunks) < cap(job.chunks)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -235,7 +235,7 @@ func (s *Server) abortSnapshot() {
 		job.stopWalk.Store(true) // the walker ends the walk, unless it ended already
 		return
 	}
-	if job := s.snapshot; job != nil && job.aclSection == nil && !job.aborted.Load() {
+	if job := s.snapshot; job != nil && !job.walked.Load() && !job.aborted.Load() {
 		job.body.Abort()
 		job.aborted.Store(true)
 		close(job.chunks)
