@@ -213,7 +213,7 @@ func TestFuzzyBodyConcurrentConverges(t *testing.T) {
 				later = append(later, g.sequence(1)...)
 			}
 		}
-		if g.tree.walk.active.Load() {
+		if g.tree.walk.active.Load() != 0 {
 			t.Fatalf("seed %d: the tree still guards its changes after the walk", seed)
 		}
 		body := append(append(f.ACLSection(), w.nodes...), EndMarker()...)
@@ -247,15 +247,43 @@ func TestFuzzyBodyConcurrentAbort(t *testing.T) {
 	g := newGen(9)
 	g.sequence(200)
 	f := g.tree.StartFuzzyBodyConcurrent()
-	if !g.tree.walk.active.Load() {
+	if g.tree.walk.active.Load() != 1 {
 		t.Fatal("a concurrent walk does not guard the tree's changes")
 	}
 	f.StepConcurrent(g.tree, 10)
 	f.AbortConcurrent(g.tree)
-	if g.tree.walk.active.Load() {
+	if g.tree.walk.active.Load() != 0 {
 		t.Fatal("the tree still guards its changes after the walk was aborted")
 	}
 	if !f.Step(g.tree, 10) {
 		t.Fatal("an aborted walk is not done")
+	}
+}
+
+// TestFuzzyBodyConcurrentWalksOverlap: a walk that ends while a later one
+// still reads the tree (a failed snapshot's walker finishing after the
+// next snapshot began) leaves the later one's guard in place; the tree
+// stops guarding its changes only when no walk is left.
+func TestFuzzyBodyConcurrentWalksOverlap(t *testing.T) {
+	for _, endFirst := range []string{"complete", "abort"} {
+		g := newGen(11)
+		g.sequence(200)
+		first := g.tree.StartFuzzyBodyConcurrent()
+		second := g.tree.StartFuzzyBodyConcurrent()
+		if endFirst == "abort" {
+			first.AbortConcurrent(g.tree)
+		} else {
+			for !first.StepConcurrent(g.tree, 50) {
+			}
+		}
+		if !g.tree.lockChange() {
+			t.Fatalf("%s: the first walk's end left the second one's reads unguarded", endFirst)
+		}
+		g.tree.unlockChange(true)
+		for !second.StepConcurrent(g.tree, 50) {
+		}
+		if g.tree.lockChange() {
+			t.Fatalf("%s: the tree still guards its changes after both walks ended", endFirst)
+		}
 	}
 }

@@ -7,17 +7,19 @@ import (
 	"keeper/coordination/zxid"
 )
 
-// walkGuard lets one goroutine walk the tree for a snapshot
+// walkGuard lets other goroutines walk the tree for a snapshot
 // (StartFuzzyBodyConcurrent) while the tree's owner goes on changing it.
-// The walk reads under mu shared, a step at a time; the owner's changes
-// take mu exclusively, but only while such a walk is active, so a tree
-// without one pays an atomic load per change. A step yields as soon as
+// A walk reads under mu shared, a step at a time; the owner's changes
+// take mu exclusively, but only while some such walk is active, so a tree
+// without one pays an atomic load per change. Walks are counted, not
+// flagged: a walk that ends late (its snapshot's writer failed, and the
+// next snapshot began) must not end the guard of the walk after it. A step yields as soon as
 // the owner waits (wanted), so a change waits for about one node's
 // encoding, not a whole step. The owner's reads never take mu: it is the
 // only writer, and reads do not conflict with reads.
 type walkGuard struct {
 	mu     sync.RWMutex
-	active atomic.Bool // a concurrent walk may read the tree
+	active atomic.Int32 // concurrent walks that may read the tree
 	wanted atomic.Bool // the owner waits for mu: the walk's step ends
 	held   bool        // the owner holds mu (HoldWrites); owner only
 }
@@ -47,7 +49,7 @@ func (g *walkGuard) lockForOwner() {
 // walk's lock if a concurrent walk is active and the owner does not hold
 // it already, and reports whether it did (unlockChange then releases it).
 func (t *Tree) lockChange() bool {
-	if t.walk.held || !t.walk.active.Load() {
+	if t.walk.held || t.walk.active.Load() == 0 {
 		return false
 	}
 	t.walk.lockForOwner()
@@ -65,7 +67,7 @@ func (t *Tree) unlockChange(locked bool) {
 // concurrent walk then waits for the batch, rather than the owner waiting
 // for the walk at each txn. Without a concurrent walk it does nothing.
 func (t *Tree) HoldWrites() {
-	if !t.walk.held && t.walk.active.Load() {
+	if !t.walk.held && t.walk.active.Load() > 0 {
 		t.walk.lockForOwner()
 		t.walk.held = true
 	}
@@ -88,7 +90,7 @@ func (t *Tree) ReleaseWrites() {
 func (t *Tree) StartFuzzyBodyConcurrent() *FuzzyBody {
 	f := t.startFuzzyBody(false)
 	f.concurrent = true
-	t.walk.active.Store(true)
+	t.walk.active.Add(1)
 	return f
 }
 
@@ -105,7 +107,7 @@ func (f *FuzzyBody) StepConcurrent(t *Tree, maxNodes int) bool {
 	}
 	t.walk.mu.RUnlock()
 	if done {
-		t.walk.active.Store(false)
+		t.walk.active.Add(-1)
 	}
 	return done
 }
@@ -116,7 +118,7 @@ func (f *FuzzyBody) AbortConcurrent(t *Tree) {
 	t.walk.mu.RLock()
 	f.Abort()
 	t.walk.mu.RUnlock()
-	t.walk.active.Store(false)
+	t.walk.active.Add(-1)
 }
 
 // End returns the last zxid applied to the tree and its digest when a

@@ -286,6 +286,38 @@ func TestSnapshotFailureKeepsWriting(t *testing.T) {
 	checkAcked(t, s, acks)
 }
 
+// TestSnapshotCreateFailureEndsTheWalk: when the snapshot file cannot even
+// be created, nobody reads the walk's nodes; the writer must still end the
+// walk before the loop hears of the failure. Otherwise the walker, a node
+// per step, fills the job's chunks and waits forever (Close with it), while
+// the loop starts the next snapshot's walk of the same tree beside it
+// (a data race under -race: the loop changed the tree unguarded).
+func TestSnapshotCreateFailureEndsTheWalk(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := errorfs.Wrap(mem)
+	var logs logBuffer
+	s := mustStartDurable(t, durableConfig(efs, logTo(&logs), func(c *Config) {
+		c.Storage.SnapCount = 20
+		c.Storage.SnapshotStepNodes = 1 // many more steps than the job has chunks
+	}))
+	efs.Add(errorfs.Rule{Ops: errorfs.OpCreate, PathContains: "snapshot", Err: syscall.ENOSPC})
+	acks := writeSequentially(t, zkOpen(t, s), "n", 200)
+	if err := writesFailed(s); err != nil {
+		t.Fatalf("a failed snapshot stopped writes: %v", err)
+	}
+	eventually(t, waitTimeout, func() bool { return strings.Count(logs.String(), "snapshot failed") >= 2 },
+		"two failed snapshots to be logged")
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(waitTimeout):
+		t.Fatal("Close still waits for a failed snapshot's walker")
+	}
+	s = mustStartDurable(t, durableConfig(mem.CrashClone(nil)))
+	checkAcked(t, s, acks)
+}
+
 // ---------------------------------------------------------------------------
 // File surgery.
 

@@ -261,8 +261,18 @@ func (s *Server) writeSnapshot(job *snapshotJob) {
 		_ = fs.Remove(staging)
 	} else {
 		res.name, res.err = snap.WriteFrom(fs, dir, job.zxid, job.sessions, &streamedBody{job: job}, nil, snap.Options{})
-		if job.aborted.Load() {
-			res.err = errSnapshotAborted
+		if res.err != nil {
+			// WriteFrom can fail before it reads the body (the file's
+			// create): stop a walker goroutine's walk, and wait for the
+			// walk to end before the loop hears, as it may then start the
+			// next snapshot's walk of the same tree. A walk on the loop has
+			// ended already (a Member) or goes on to its end.
+			loopStopped := job.stopWalk.Swap(true)
+			for range job.chunks {
+			}
+			if loopStopped || (!job.offLoop && job.aborted.Load()) {
+				res.err = errSnapshotAborted
+			}
 		}
 	}
 	if res.err == nil {
