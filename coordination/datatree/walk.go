@@ -20,8 +20,8 @@ import (
 type walkGuard struct {
 	mu     sync.RWMutex
 	active atomic.Int32 // concurrent walks that may read the tree
-	wanted atomic.Bool // the owner waits for mu: the walk's step ends
-	held   bool        // the owner holds mu (HoldWrites); owner only
+	wanted atomic.Bool  // the owner waits for mu: the walk's step ends
+	held   bool         // the owner holds mu (HoldWrites); owner only
 }
 
 // ownerSpins is how many times the owner tries for the lock before it
