@@ -46,6 +46,7 @@ type FuzzyBody struct {
 	// A concurrent walk (StartFuzzyBodyConcurrent) yields to the owner's
 	// changes, and records where the tree stood when it completed.
 	concurrent bool
+	guarding   bool // counted in the tree's walkGuard until it ends (walker only)
 	endZxid    zxid.ID
 	endDigest  int64
 }

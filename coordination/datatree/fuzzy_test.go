@@ -282,6 +282,12 @@ func TestFuzzyBodyConcurrentWalksOverlap(t *testing.T) {
 		g.tree.unlockChange(true)
 		for !second.StepConcurrent(g.tree, 50) {
 		}
+		second.StepConcurrent(g.tree, 50) // a walk ends its guard once, however often it is told
+		second.AbortConcurrent(g.tree)
+		first.AbortConcurrent(g.tree)
+		if n := g.tree.walk.active.Load(); n != 0 {
+			t.Fatalf("%s: %d walks still counted after both ended", endFirst, n)
+		}
 		if g.tree.lockChange() {
 			t.Fatalf("%s: the tree still guards its changes after both walks ended", endFirst)
 		}

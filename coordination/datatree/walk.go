@@ -89,7 +89,7 @@ func (t *Tree) ReleaseWrites() {
 // the tree waits for the walk's current node.
 func (t *Tree) StartFuzzyBodyConcurrent() *FuzzyBody {
 	f := t.startFuzzyBody(false)
-	f.concurrent = true
+	f.concurrent, f.guarding = true, true
 	t.walk.active.Add(1)
 	return f
 }
@@ -107,9 +107,17 @@ func (f *FuzzyBody) StepConcurrent(t *Tree, maxNodes int) bool {
 	}
 	t.walk.mu.RUnlock()
 	if done {
-		t.walk.active.Add(-1)
+		f.unguard(t)
 	}
 	return done
+}
+
+// unguard ends the walk's part in the tree's guard, once.
+func (f *FuzzyBody) unguard(t *Tree) {
+	if f.guarding {
+		f.guarding = false
+		t.walk.active.Add(-1)
+	}
 }
 
 // AbortConcurrent is Abort for a concurrent walk, called by the walking
@@ -118,7 +126,7 @@ func (f *FuzzyBody) AbortConcurrent(t *Tree) {
 	t.walk.mu.RLock()
 	f.Abort()
 	t.walk.mu.RUnlock()
-	t.walk.active.Add(-1)
+	f.unguard(t)
 }
 
 // End returns the last zxid applied to the tree and its digest when a
