@@ -69,6 +69,7 @@ func ConfigFromZoo(zc *zoocfg.Config, logger *slog.Logger) Config {
 			DataDir:           zc.DataDir,
 			DataLogDir:        zc.TxnLogDir(),
 			PreAllocSizeBytes: zc.PreAllocSizeKB * 1024,
+			NoSync:            !zc.ForceSync,
 			SnapCount:         zc.SnapCount,
 			SnapRetainCount:   zc.AutopurgeSnapRetainCount,
 			PurgeInterval:     zc.AutopurgePurgeInterval,

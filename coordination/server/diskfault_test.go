@@ -23,6 +23,7 @@ import (
 	"keeper/coordination/txnlog"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
+	"keeper/coordination/zoocfg"
 	"keeper/internal/vfs"
 	"keeper/internal/vfs/errorfs"
 )
@@ -645,4 +646,50 @@ func TestWithoutUnknown(t *testing.T) {
 	if d := diffImages(served, got); !strings.Contains(d, "unexpected /w/c") {
 		t.Fatalf("diff %q, want /w/c unexpected", d)
 	}
+}
+
+// TestForceSyncOff: zoo.cfg's forceSync=no (also as zookeeper.forceSync)
+// reaches the log, whose batches are then written without a sync before
+// their writes are answered; the txns are in the file for a restart.
+func TestForceSyncOff(t *testing.T) {
+	for _, tt := range []struct {
+		cfg    string
+		noSync bool
+	}{
+		{"", false},
+		{"forceSync=yes\n", false},
+		{"forceSync=no\n", true},
+		{"zookeeper.forceSync=no\n", true},
+	} {
+		zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/zk\n" + tt.cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ConfigFromZoo(zc, nil).Storage.NoSync; got != tt.noSync {
+			t.Errorf("%q: NoSync %v, want %v", tt.cfg, got, tt.noSync)
+		}
+	}
+	mem := vfs.NewMem()
+	efs := errorfs.Wrap(mem)
+	var logs logBuffer
+	s := mustStartDurable(t, durableConfig(efs, logTo(&logs), func(c *Config) { c.Storage.NoSync = true }))
+	if !strings.Contains(logs.String(), "forceSync=no") {
+		t.Errorf("no warning that writes are not synced; log:\n%s", logs.String())
+	}
+	c := zkOpen(t, s)
+	if _, err := c.Create("/first", nil, 0, openACL); err != nil { // the log's first file, synced with its directory
+		t.Fatal(err)
+	}
+	syncs := efs.Count(errorfs.OpAnySync)
+	acks := writeSequentially(t, c, "n", 50)
+	if n := efs.Count(errorfs.OpAnySync) - syncs; n != 0 {
+		t.Errorf("%d syncs for 50 writes with forceSync=no", n)
+	}
+	before := inspectImage(t, s)
+	s.Close()
+	s = mustStartDurable(t, durableConfig(mem))
+	if d := diffImages(before, inspectImage(t, s)); d != "" {
+		t.Fatalf("tree after restart differs:\n%s", d)
+	}
+	checkAcked(t, s, acks)
 }

@@ -341,6 +341,9 @@ func (s *Server) Start() (err error) {
 	s.start = time.Now()
 	s.started = s.start
 	_, s.startMono = s.readClock()
+	if s.cfg.Storage.enabled() && s.cfg.Storage.NoSync {
+		s.log.Warn("forceSync=no: writes are acknowledged before the transaction log is synced to disk; a crash of the machine can lose them")
+	}
 	switch {
 	case s.cfg.Quorum != nil:
 		if err := s.startQuorum(); err != nil {

@@ -32,6 +32,12 @@ type StorageConfig struct {
 	DataDir, DataLogDir string
 	// PreAllocSizeBytes is the log's preallocation step; 0 is 64 MiB.
 	PreAllocSizeBytes int64
+	// NoSync is zoo.cfg's forceSync=no (zookeeper.forceSync): the log's
+	// batches are written to the file but not synced before their writes
+	// are acknowledged (txnlog.Config.NoSync), so a machine crash can lose
+	// acknowledged writes. Snapshots, log rolls and the epoch files are
+	// still synced.
+	NoSync bool
 	// SnapCount is ZooKeeper's snapCount: about this many txns (randomised
 	// between half and all of it) pass between snapshots.
 	SnapCount int
@@ -91,7 +97,7 @@ func recoverState(cfg *StorageConfig, core *zkcore.Server, maxRecord int, now zk
 }
 
 func txnlogConfig(cfg *StorageConfig, maxRecord int, logger *slog.Logger) txnlog.Config {
-	return txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, Logger: logger}
+	return txnlog.Config{PreAllocSizeBytes: cfg.PreAllocSizeBytes, MaxRecordBytes: maxRecord, NoSync: cfg.NoSync, Logger: logger}
 }
 
 // loadOptions says what kind of load loadState does.

@@ -29,6 +29,11 @@ type Config struct {
 	// MaxRecordBytes bounds one payload, on append and on read (and every
 	// buffer inside it when it is decoded). 0 means DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// NoSync is ZooKeeper's forceSync=no: Sync writes the appended txns
+	// to the file but does not wait for the disk (no fdatasync), so a
+	// crash of the machine, not only of the process, can lose txns
+	// already acknowledged. Roll, Truncate and Close still sync.
+	NoSync bool
 	// Logger receives a warning when Open repairs a torn tail or removes
 	// an empty log file. nil discards.
 	Logger *slog.Logger

@@ -176,8 +176,26 @@ func (l *Log) preallocate() error {
 // durable: fdatasync, or fsync when the file's size changed since the last
 // sync, and then, for a new file, fsync of the directory. A write may be
 // acknowledged once the Sync after its Append returns nil. This is the
-// group-commit point: one Sync covers any number of Appends.
+// group-commit point: one Sync covers any number of Appends. With
+// Config.NoSync it only writes them to the file.
 func (l *Log) Sync() error {
+	if !l.cfg.NoSync {
+		return l.sync()
+	}
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.cur == nil {
+		return nil
+	}
+	if err := l.cur.Flush(); err != nil {
+		return l.poison(err)
+	}
+	return nil
+}
+
+// sync is Sync without Config.NoSync's exception.
+func (l *Log) sync() error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -194,7 +212,7 @@ func (l *Log) Sync() error {
 // file. ZooKeeper rolls the log when it starts a snapshot. Syncing here
 // keeps a rule the reader relies on: every file but the last is complete.
 func (l *Log) Roll() error {
-	if err := l.Sync(); err != nil {
+	if err := l.sync(); err != nil {
 		return err
 	}
 	return l.closeFile()
@@ -226,7 +244,7 @@ func (l *Log) BytesSinceRoll() int64 {
 // after syncing what was appended. LastZxid becomes the last zxid left.
 // The next Append starts a new file. Zab's TRUNC uses it.
 func (l *Log) Truncate(z zxid.ID) error {
-	if err := l.Sync(); err != nil {
+	if err := l.sync(); err != nil {
 		return err
 	}
 	if err := l.closeFile(); err != nil {
@@ -249,7 +267,7 @@ func (l *Log) Close() error {
 	if l.closed {
 		return ErrClosed
 	}
-	err := l.Sync()
+	err := l.sync()
 	if l.cur != nil {
 		if closeErr := l.cur.Close(); err == nil {
 			err = closeErr

@@ -336,3 +336,40 @@ func TestPreallocationWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSync is forceSync=no: Sync writes the txns into the file, where a
+// reader (and a restarted process) finds them, without syncing it; Roll
+// and Close still sync, so every file but the last stays complete on disk.
+func TestNoSync(t *testing.T) {
+	m := vfs.NewMem()
+	efs := errorfs.Wrap(m)
+	cfg := testConfig
+	cfg.NoSync = true
+	l, err := txnlog.Open(efs, "/d", cfg)
+	mustOK(t, err)
+	syncs := efs.Count(errorfs.OpAnySync)
+	appendSync(t, l, 1, 10)
+	if n := efs.Count(errorfs.OpAnySync) - syncs; n != 0 {
+		t.Fatalf("Sync with NoSync synced %d times", n)
+	}
+	zs, err := readZxids(t, m, "/d", 1)
+	mustOK(t, err)
+	if len(zs) != 10 || zs[9] != 10 {
+		t.Fatalf("after Sync a reader finds %v, want txns 1 to 10", zs)
+	}
+	if zs, _ := readZxids(t, m.CrashClone(nil), "/d", 1); len(zs) != 0 {
+		t.Fatalf("txns %v survived a machine crash unsynced: the test's crash keeps what it should not", zs)
+	}
+	mustOK(t, l.Roll())
+	if efs.Count(errorfs.OpAnySync) == syncs {
+		t.Fatal("Roll did not sync with NoSync")
+	}
+	if zs, _ := readZxids(t, m.CrashClone(nil), "/d", 1); len(zs) != 10 {
+		t.Fatalf("after Roll a crash leaves %v, want txns 1 to 10", zs)
+	}
+	appendSync(t, l, 11, 12)
+	mustOK(t, l.Close())
+	if zs, _ := readZxids(t, m.CrashClone(nil), "/d", 1); len(zs) != 12 {
+		t.Fatalf("after Close a crash leaves %v, want txns 1 to 12", zs)
+	}
+}
