@@ -13,10 +13,10 @@ import (
 // take mu exclusively, but only while some such walk is active, so a tree
 // without one pays an atomic load per change. Walks are counted, not
 // flagged: a walk that ends late (its snapshot's writer failed, and the
-// next snapshot began) must not end the guard of the walk after it. A step yields as soon as
-// the owner waits (wanted), so a change waits for about one node's
-// encoding, not a whole step. The owner's reads never take mu: it is the
-// only writer, and reads do not conflict with reads.
+// next snapshot began) must not end the guard of the walk after it. A
+// step yields as soon as the owner waits (wanted), so a change waits for
+// about one node's encoding, not a whole step. The owner's reads never
+// take mu: it is the only writer, and reads do not conflict with reads.
 type walkGuard struct {
 	mu     sync.RWMutex
 	active atomic.Int32 // concurrent walks that may read the tree
