@@ -178,31 +178,25 @@ func (l *Log) preallocate() error {
 // acknowledged once the Sync after its Append returns nil. This is the
 // group-commit point: one Sync covers any number of Appends. With
 // Config.NoSync it only writes them to the file.
-func (l *Log) Sync() error {
-	if !l.cfg.NoSync {
-		return l.sync()
-	}
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if l.cur == nil {
-		return nil
-	}
-	if err := l.cur.Flush(); err != nil {
-		return l.poison(err)
-	}
-	return nil
-}
+func (l *Log) Sync() error { return l.syncFile(l.cfg.NoSync) }
 
 // sync is Sync without Config.NoSync's exception.
-func (l *Log) sync() error {
+func (l *Log) sync() error { return l.syncFile(false) }
+
+// syncFile syncs the current file, or with flushOnly only writes the
+// buffered txns to it.
+func (l *Log) syncFile(flushOnly bool) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
 	if l.cur == nil {
 		return nil
 	}
-	if err := l.cur.Sync(); err != nil {
+	finish := l.cur.Sync
+	if flushOnly {
+		finish = l.cur.Flush
+	}
+	if err := finish(); err != nil {
 		return l.poison(err)
 	}
 	return nil
