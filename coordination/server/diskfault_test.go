@@ -23,7 +23,6 @@ import (
 	"keeper/coordination/txnlog"
 	"keeper/coordination/zkcore"
 	"keeper/coordination/zkproto"
-	"keeper/coordination/zoocfg"
 	"keeper/internal/vfs"
 	"keeper/internal/vfs/errorfs"
 )
@@ -648,27 +647,11 @@ func TestWithoutUnknown(t *testing.T) {
 	}
 }
 
-// TestForceSyncOff: zoo.cfg's forceSync=no (also as zookeeper.forceSync)
-// reaches the log, whose batches are then written without a sync before
-// their writes are answered; the txns are in the file for a restart.
+// TestForceSyncOff: with zoo.cfg's forceSync=no (StorageConfig.NoSync;
+// TestConfigFromZooStorage maps the key) the log's batches are written
+// without a sync before their writes are answered; the txns are in the
+// file for a restart.
 func TestForceSyncOff(t *testing.T) {
-	for _, tt := range []struct {
-		cfg    string
-		noSync bool
-	}{
-		{"", false},
-		{"forceSync=yes\n", false},
-		{"forceSync=no\n", true},
-		{"zookeeper.forceSync=no\n", true},
-	} {
-		zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/zk\n" + tt.cfg))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ConfigFromZoo(zc, nil).Storage.NoSync; got != tt.noSync {
-			t.Errorf("%q: NoSync %v, want %v", tt.cfg, got, tt.noSync)
-		}
-	}
 	mem := vfs.NewMem()
 	efs := errorfs.Wrap(mem)
 	var logs logBuffer

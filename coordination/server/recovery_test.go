@@ -410,22 +410,28 @@ func slicesEqual(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-func TestConfigFromZooTrustEmpty(t *testing.T) {
+// TestConfigFromZooStorage: the zoo.cfg keys that decide how the data is
+// kept reach StorageConfig, under both spellings.
+func TestConfigFromZooStorage(t *testing.T) {
 	for _, tt := range []struct {
-		cfg  string
-		want bool
+		cfg                string
+		trustEmpty, noSync bool
 	}{
-		{"", false},
-		{"snapshot.trust.empty=true\n", true},
-		{"snapshot.trust.empty=false\n", false},
-		{"zookeeper.snapshot.trust.empty=true\n", true},
+		{"", false, false},
+		{"snapshot.trust.empty=true\n", true, false},
+		{"snapshot.trust.empty=false\n", false, false},
+		{"zookeeper.snapshot.trust.empty=true\n", true, false},
+		{"forceSync=yes\n", false, false},
+		{"forceSync=no\n", false, true},
+		{"zookeeper.forceSync=no\n", false, true},
 	} {
 		zc, _, err := zoocfg.Parse(strings.NewReader("dataDir=/tmp/zk\n" + tt.cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ConfigFromZoo(zc, nil).Storage.TrustEmptySnapshot; got != tt.want {
-			t.Errorf("%q: TrustEmptySnapshot %v, want %v", tt.cfg, got, tt.want)
+		st := ConfigFromZoo(zc, nil).Storage
+		if st.TrustEmptySnapshot != tt.trustEmpty || st.NoSync != tt.noSync {
+			t.Errorf("%q: TrustEmptySnapshot %v, NoSync %v; want %v, %v", tt.cfg, st.TrustEmptySnapshot, st.NoSync, tt.trustEmpty, tt.noSync)
 		}
 	}
 }
