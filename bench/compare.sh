@@ -15,11 +15,15 @@
 #     the load tool's ceiling against `keeper bench null` in the same
 #     rotation; then watch fan-out: WATCHERS sessions watch one znode, a
 #     writer sets it, time from the set to the last notification;
-#  3. resources, standalone: time from process start to the first served
+#  3. without the disk: both ensembles again with forceSync=no on every
+#     member, 1×1 set and create only: the write path without the three
+#     members' fdatasyncs, which share this machine's one disk and
+#     dominate the ensemble's 1×1 writes (BENCHMARKS.md);
+#  4. resources, standalone: time from process start to the first served
 #     read with an empty data directory; resident memory (VmRSS, VmHWM)
 #     after creating ZNODES znodes of 100 B; time from process start to the
 #     first served read of that tree after a restart; snapshot size;
-#  4. failover (not in the default PARTS; ~15 min): bench/failover.sh, with
+#  5. failover (not in the default PARTS; ~15 min): bench/failover.sh, with
 #     tickTime 2000: the write gap after a leader SIGKILL under load (kazoo,
 #     go-zookeeper and keeper's client) and the expiry of dead clients'
 #     sessions attached to the leader and to a follower; its own table
@@ -32,7 +36,7 @@
 #
 # Environment: PAIRS (3), WARMUP (1s, unrecorded load before each
 # measurement), PRIME (5s), ZNODES (1000000), WATCHERS (1000), ROUNDS (10
-# watch rounds), PARTS ("standalone ensemble resources"), OUT (where the
+# watch rounds), PARTS ("standalone ensemble nosync resources"), OUT (where the
 # results go; default a fresh directory under $TMPDIR), ZK_JVMFLAGS and
 # ZK_CLASSPATH (bench/lib.sh), KEEP_WORK=1 keeps the servers' directories.
 #
@@ -54,7 +58,7 @@ else
 fi
 PAIRS=${PAIRS:-3}
 WATCHERS=${WATCHERS:-1000}
-PARTS=${PARTS:-standalone ensemble resources}
+PARTS=${PARTS:-standalone ensemble nosync resources}
 OPS=${OPS:-get exists set create mixed}
 SHAPES=${SHAPES:-1x1 16x16}
 
@@ -130,6 +134,7 @@ compare() {
 			done
 		done
 	done
+	[ "${FANOUT:-1}" = 1 ] || return 0
 	for pair in $(seq "$PAIRS"); do
 		fanout "$setup" keeper "$ka" "$kp"
 		fanout "$setup" zookeeper "$za" "$zp"
@@ -177,21 +182,36 @@ standalone() {
 	stop_server "$npid"
 }
 
-ensemble() {
+# ensembles SETUP [LINE...] runs compare SETUP on a 3-server keeper
+# ensemble and a ZooKeeper one, both with the extra zoo.cfg LINEs.
+ensembles() {
+	local setup=$1
+	shift
 	read -r -a P <<<"$(free_ports 18)"
-	ensemble_setup keeper 0
-	ensemble_setup zk 9
+	ensemble_setup keeper 0 "$@"
+	ensemble_setup zk 9 "$@"
 	ensemble_start keeper
 	ensemble_start zk
 	local kl zl
 	kl=$(ensemble_leader keeper)
 	zl=$(ensemble_leader zk)
-	echo "bench: ensemble leaders: keeper member $kl, zookeeper member $zl" >&2
-	compare ensemble "$(ensemble_servers keeper)" "$(ensemble_pids keeper)" "$(ensemble_servers zk)" "$(ensemble_pids zk)"
+	echo "bench: $setup leaders: keeper member $kl, zookeeper member $zl" >&2
+	compare "$setup" "$(ensemble_servers keeper)" "$(ensemble_pids keeper)" "$(ensemble_servers zk)" "$(ensemble_pids zk)"
 	local pid
 	for pid in $(ensemble_pids keeper | tr , ' ') $(ensemble_pids zk | tr , ' '); do
 		stop_server "$pid"
 	done
+}
+
+ensemble() { ensembles ensemble; }
+
+# nosync: the ensembles again with forceSync=no on every member (both
+# servers then write their logs without fdatasync), 1×1 writes only: the
+# write path without the disk, to set beside the ensemble's 1×1 rows,
+# which the three members' fdatasyncs on one disk dominate.
+nosync() {
+	local OPS="set create" SHAPES=1x1 FANOUT=0
+	ensembles nosync forceSync=no
 }
 
 # start_server WHO NAME CFG starts keeper or zookeeper.
@@ -288,9 +308,9 @@ run_part() {
 }
 for part in $PARTS; do
 	case $part in
-	standalone | ensemble | resources | failover) ;;
+	standalone | ensemble | nosync | resources | failover) ;;
 	*)
-		echo "bench: unknown part $part (want standalone, ensemble, resources or failover)" >&2
+		echo "bench: unknown part $part (want standalone, ensemble, nosync, resources or failover)" >&2
 		exit 2
 		;;
 	esac

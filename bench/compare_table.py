@@ -125,6 +125,26 @@ def load_tables(res, setup):
     ])
 
 
+def nosync_table(res):
+    """The ensemble's 1×1 writes with forceSync=no on every member, beside
+    the same writes synced: how much of each server's p50 is its path and
+    how much the three members' fdatasyncs on the one disk."""
+    rows = []
+    for op in ("set", "create"):
+        k50, z50 = res.med("nosync", "keeper", op, "1x1", "p50_us"), res.med("nosync", "zookeeper", op, "1x1", "p50_us")
+        if k50 is None and z50 is None:
+            continue
+        k99, z99 = res.med("nosync", "keeper", op, "1x1", "p99_us"), res.med("nosync", "zookeeper", op, "1x1", "p99_us")
+        ks, zs = res.med("ensemble", "keeper", op, "1x1", "p50_us"), res.med("ensemble", "zookeeper", op, "1x1", "p50_us")
+        rows.append([op, fmt(k50), fmt(z50), fratio(ratio(k50, z50)), fmt(k99), fmt(z99), fratio(ratio(k99, z99)),
+                     fmt(None if None in (ks, k50) else ks - k50), fmt(None if None in (zs, z50) else zs - z50)])
+    if not rows:
+        return ""
+    return ("### ensemble without the disk: forceSync=no on every member, 1 client × 1 in flight (µs)\n\n" +
+            table(["op", "keeper p50", "ZK p50", "k/ZK", "keeper p99", "ZK p99", "k/ZK",
+                   "keeper: synced p50 − this", "ZK: synced p50 − this"], rows))
+
+
 def watch_table(res):
     rows = []
     for setup in SETUPS:
@@ -273,7 +293,7 @@ def main():
     for setup in SETUPS:
         if any(k[0] == setup for k in res.groups):
             parts.append(load_tables(res, setup))
-    parts += [watch_table(res), resources_table(res), targets(res), failures(res)]
+    parts += [nosync_table(res), watch_table(res), resources_table(res), targets(res), failures(res)]
     print("\n\n".join(p for p in parts if p))
 
 

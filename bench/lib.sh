@@ -178,12 +178,14 @@ wait_serving() {
 
 declare -A CLIENT PID
 
-# ensemble_setup WHO BASE writes the configs of members 1-3 of ensemble WHO
-# under $W/WHO1..3, taking 9 ports from P[BASE] on (client, quorum and
-# election port of each member). Sessions may last up to 30 s: the default
-# cap of 20 ticks (2 s) would turn a slow stretch into ConnectionLoss.
+# ensemble_setup WHO BASE [LINE...] writes the configs of members 1-3 of
+# ensemble WHO under $W/WHO1..3, taking 9 ports from P[BASE] on (client,
+# quorum and election port of each member), with the extra zoo.cfg LINEs.
+# Sessions may last up to 30 s: the default cap of 20 ticks (2 s) would
+# turn a slow stretch into ConnectionLoss.
 ensemble_setup() {
 	local who=$1 base=$2 id j
+	shift 2
 	for id in 1 2 3; do
 		local d="$W/$who$id"
 		CLIENT[$who$id]=${P[$((base + 3 * (id - 1)))]}
@@ -192,7 +194,7 @@ ensemble_setup() {
 			servers+=("server.$j=127.0.0.1:${P[$((base + 3 * (j - 1) + 1))]}:${P[$((base + 3 * (j - 1) + 2))]}")
 		done
 		CFG_TICK=$TICK write_cfg "$d/zoo.cfg" "$d/data" "${CLIENT[$who$id]}" \
-			"initLimit=$INIT" "syncLimit=$SYNC" "maxSessionTimeout=30000" "${servers[@]}"
+			"initLimit=$INIT" "syncLimit=$SYNC" "maxSessionTimeout=30000" "${servers[@]}" "$@"
 		echo "$id" >"$d/data/myid"
 	done
 }
