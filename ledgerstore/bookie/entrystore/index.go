@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 
 	"github.com/cockroachdb/pebble/v2"
 	pvfs "github.com/cockroachdb/pebble/v2/vfs"
@@ -157,13 +158,20 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error("pebble error", "msg", fmt.Sprintf(format, args...))
 }
 
-// Fatalf is called by pebble for states it cannot continue from; it must
-// not return.
+// Fatalf is called by pebble for states it cannot continue from (a
+// write or sync of its files failing, its directory gone); it must not
+// return. The process stops at once, as a crash would, and says why. It
+// does not panic: the panic would unwind through pebble's own deferred
+// unlocks and end in an unrelated fatal error ("unlock of unlocked
+// mutex") that hides this one.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	p.l.Error("pebble fatal", "msg", msg)
-	panic("entrystore: pebble: " + msg)
+	p.l.Error("the entry index (pebble) cannot continue; stopping the process", "msg", msg)
+	exit(1)
 }
+
+// exit is os.Exit; a variable so that a test can see the call.
+var exit = os.Exit
 
 func (p pebbleLogger) backgroundError(err error) {
 	p.l.Error("pebble background error", "err", err)
