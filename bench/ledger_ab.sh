@@ -16,6 +16,11 @@
 # --cpu-pid are measured alike: the sandbox's from /proc/<pid>/stat around
 # the run (the bookies and the coordination server; the run's ledger
 # creation and deletion are in it too), the client's from bash's `time`.
+# An argument null:BINARY runs BINARY's sandbox without bookies and `keeper
+# bench null-bookie` in their place (bookies that only write and fdatasync
+# each add), named null-BINARY: the floor of the ledger client, the network
+# and the disk, measured by the same runs; its server CPU is the sandbox's
+# and the null bookies' together.
 # Each run is one JSON line in $OUT/results.jsonl (OUT defaults to a fresh
 # directory under $TMPDIR); the last lines printed are medians per binary.
 set -euo pipefail
@@ -28,25 +33,35 @@ QUORUM=${QUORUM:-3/2/2}
 SIZE=${SIZE:-1024}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/ledger-ab.XXXXXX")}
 QA=${QUORUM##*/}
-FLOOR_BIN=${FLOOR_BIN:-${bins[-1]}}
+FLOOR_BIN=${FLOOR_BIN:-${bins[-1]#null:}}
 ZKPORT=${ZKPORT:-32181}
 BKPORT=${BKPORT:-33181}
 mkdir -p "$OUT"
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; } # utime+stime, 10 ms each
+server_ticks() { echo $(($(ticks "$sandbox_pid") + ${null_pid:+$(ticks "$null_pid") +} 0)); }
 
-sandbox_pid=""
-cleanup() { [ -n "$sandbox_pid" ] && kill -INT "$sandbox_pid" 2>/dev/null && wait "$sandbox_pid" || true; }
+sandbox_pid="" null_pid=""
+stop() { [ -n "$1" ] && kill -INT "$1" 2>/dev/null && wait "$1" || true; }
+cleanup() { stop "$null_pid"; stop "$sandbox_pid"; }
 trap cleanup EXIT
 
 for p in $(seq 1 "$PAIRS"); do
 	for bin in "${bins[@]}"; do
-		name=$(basename "$bin")
+		null=""
+		case $bin in null:*) bin=${bin#null:} null=1 ;; esac
+		name=${null:+null-}$(basename "$bin")
 		d=$(mktemp -d "$OUT/run.XXXXXX")
 		"$bin" sandbox --port "$ZKPORT" --bookie-port "$BKPORT" --admin-port -1 --data-dir "$d/data" \
-			--log-level warn >"$d/sandbox.out" 2>&1 &
+			${null:+--bookies 0} --log-level warn >"$d/sandbox.out" 2>&1 &
 		sandbox_pid=$!
 		for _ in $(seq 1 300); do grep -q "is running" "$d/sandbox.out" && break; sleep 0.1; done
 		grep -q "is running" "$d/sandbox.out" || { cat "$d/sandbox.out" >&2; exit 1; }
+		if [ -n "$null" ]; then
+			"$bin" bench null-bookie --zk "127.0.0.1:$ZKPORT" --port "$BKPORT" --dir "$d/data/null" >"$d/null.out" 2>&1 &
+			null_pid=$!
+			for _ in $(seq 1 300); do [ "$(wc -l <"$d/null.out")" -ge 3 ] && break; sleep 0.1; done
+			[ "$(wc -l <"$d/null.out")" -ge 3 ] || { cat "$d/null.out" >&2; exit 1; }
+		fi
 		fs=$("$bin" bench fsync --dir "$d/data" --duration 3s 2>/dev/null)
 		echo "{\"pair\":$p,\"bin\":\"$name\",\"fsync\":$fs}" >>"$OUT/results.jsonl"
 		if [ "$QA" -gt 1 ] && "$FLOOR_BIN" bench fsync --help 2>/dev/null | grep -q -- --parallel; then
@@ -57,16 +72,16 @@ for p in $(seq 1 "$PAIRS"); do
 			--inflight 16 --duration 2s --warmup 0s >/dev/null 2>&1
 		for shape in $SHAPES; do
 			L=${shape%x*} I=${shape#*x}
-			c0=$(ticks "$sandbox_pid")
+			c0=$(server_ticks)
 			TIMEFORMAT='%U %S'
 			t=$({ time "$bin" bench ledger --zk "127.0.0.1:$ZKPORT" --quorums "$QUORUM" --sizes "$SIZE" \
 				--ledgers "$L" --inflight "$I" --duration "$DUR" --warmup 0s >"$d/run.json" 2>/dev/null; } 2>&1)
-			c1=$(ticks "$sandbox_pid")
+			c1=$(server_ticks)
 			echo "{\"pair\":$p,\"bin\":\"$name\",\"shape\":\"$shape\",\"server_cpu_ticks\":$((c1 - c0)),\"client_user_s\":${t% *},\"client_sys_s\":${t#* },\"res\":$(cat "$d/run.json")}" >>"$OUT/results.jsonl"
 		done
-		kill -INT "$sandbox_pid"
-		wait "$sandbox_pid" || true
-		sandbox_pid=""
+		stop "$null_pid"
+		stop "$sandbox_pid"
+		sandbox_pid="" null_pid=""
 		rm -rf "$d"
 	done
 done
