@@ -37,17 +37,24 @@ func startNullBookie(t *testing.T) (*NullBookie, string) {
 	return b, path
 }
 
-// TestNullBookieAnswers: adds are answered EOK once their bodies are in
-// the file; every other request, well formed or not, gets a status.
-func TestNullBookieAnswers(t *testing.T) {
-	b, path := startNullBookie(t)
+// dialNullBookie connects to b; the context bounds the test's calls.
+func dialNullBookie(t *testing.T, b *NullBookie) (*bookierpc.Client, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	c, err := bookierpc.Dial(ctx, b.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
+	return c, ctx
+}
+
+// TestNullBookieAnswers: adds are answered EOK once their bodies are in
+// the file; every other request, well formed or not, gets a status.
+func TestNullBookieAnswers(t *testing.T) {
+	b, path := startNullBookie(t)
+	c, ctx := dialNullBookie(t, b)
 	key := make([]byte, bkproto.MasterKeyBytes)
 	first, second := nullEntry(7, 0, []byte("first")), nullEntry(7, 1, []byte("second"))
 	for _, tc := range []struct {
@@ -83,13 +90,7 @@ func TestNullBookieAnswers(t *testing.T) {
 // with its own entry, and all their bodies are written.
 func TestNullBookiePipelinedAdds(t *testing.T) {
 	b, path := startNullBookie(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := bookierpc.Dial(ctx, b.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, ctx := dialNullBookie(t, b)
 	const adds = 200
 	chans := make([]<-chan bookierpc.Result, adds)
 	size := int64(0)
@@ -130,13 +131,7 @@ func TestNullBookieClosesOnGarbage(t *testing.T) {
 	if n, err := nc.Read(make([]byte, 64)); err != io.EOF {
 		t.Fatalf("read %d bytes, %v: want the connection closed", n, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := bookierpc.Dial(ctx, b.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, ctx := dialNullBookie(t, b)
 	if err := c.Add(ctx, 1, 0, make([]byte, bkproto.MasterKeyBytes), nullEntry(1, 0, []byte("still here")), false); err != nil {
 		t.Fatal(err)
 	}

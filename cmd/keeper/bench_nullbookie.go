@@ -74,7 +74,7 @@ func runBenchNullBookie(ctx context.Context, cfg benchNullBookieConfig, out io.W
 		return fmt.Errorf("bench null-bookie: %w", err)
 	}
 	defer sess.Close()
-	store, err := openLedgersTree(ctx, sess, cfg.Root)
+	store, err := sess.OpenTree(ctx, metadata.Config{Root: cfg.Root})
 	if err != nil {
 		return fmt.Errorf("bench null-bookie: %w", err)
 	}
@@ -117,31 +117,4 @@ func runBenchNullBookie(ctx context.Context, cfg benchNullBookieConfig, out io.W
 	}
 	<-ctx.Done()
 	return nil
-}
-
-// openLedgersTree opens the ledgers tree at root with the layout it
-// names, creating the tree as a bookie does if it is missing.
-func openLedgersTree(ctx context.Context, sess *metadata.Session, root string) (*metadata.Store, error) {
-	cfg := metadata.Config{Root: root}
-	probe, err := sess.NewStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	layout, found, err := probe.StoredLayout(ctx)
-	probe.Close()
-	if err != nil {
-		return nil, err
-	}
-	if found {
-		cfg.Layout = layout
-	}
-	store, err := sess.NewStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := store.Init(ctx); err != nil {
-		store.Close()
-		return nil, err
-	}
-	return store, nil
 }

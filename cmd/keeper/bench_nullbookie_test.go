@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +13,6 @@ import (
 	"keeper/ledgerstore/ledgerclient/ledgertest"
 	"keeper/ledgerstore/metadata"
 )
-
-// lockedBuffer is a bytes.Buffer that a command writes to while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestBenchNullBookie runs `keeper bench null-bookie` against a
 // coordination server without bookies, and `keeper bench ledger` against
@@ -44,7 +24,7 @@ func TestBenchNullBookie(t *testing.T) {
 	defer cancel()
 	nctx, stopNull := context.WithCancel(ctx)
 	defer stopNull()
-	var addrs lockedBuffer
+	var addrs syncBuffer
 	null := newRootCmd()
 	null.SetArgs([]string{"bench", "null-bookie", "--zk", cl.ZKAddr(), "--port", "0", "--dir", t.TempDir(), "--log-level", "warn"})
 	null.SetOut(&addrs)

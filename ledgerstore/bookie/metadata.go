@@ -29,23 +29,7 @@ func (b *Bookie) openMetadata(ctx context.Context) error {
 		return fmt.Errorf("bookie: %w", err)
 	}
 	b.mdSession = sess
-	cfg := metadata.Config{Root: b.cfg.LedgersRoot, Logger: b.log}
-	probe, err := sess.NewStore(cfg)
-	if err != nil {
-		return fmt.Errorf("bookie: %w", err)
-	}
-	layout, found, err := probe.StoredLayout(ctx)
-	probe.Close()
-	if err != nil {
-		return fmt.Errorf("bookie: %w", err)
-	}
-	if found {
-		cfg.Layout = layout
-	}
-	if b.md, err = sess.NewStore(cfg); err != nil {
-		return fmt.Errorf("bookie: %w", err)
-	}
-	if err := b.md.Init(ctx); err != nil {
+	if b.md, err = sess.OpenTree(ctx, metadata.Config{Root: b.cfg.LedgersRoot, Logger: b.log}); err != nil {
 		return fmt.Errorf("bookie: %w", err)
 	}
 	instanceID, err := b.md.InstanceID(ctx)

@@ -104,6 +104,34 @@ func (s *Session) NewStore(cfg Config) (*Store, error) {
 	return newStore(s.zk, cfg)
 }
 
+// OpenTree returns a store over the session with the layout the tree's
+// LAYOUT names (cfg.Layout if it has none yet), after Init has made sure
+// the tree exists: what a bookie does before it registers. Close the
+// store before the session.
+func (s *Session) OpenTree(ctx context.Context, cfg Config) (*Store, error) {
+	probe, err := s.NewStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	layout, found, err := probe.StoredLayout(ctx)
+	probe.Close()
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		cfg.Layout = layout
+	}
+	store, err := s.NewStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Init(ctx); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
 // SessionTimeout returns the session timeout asked for.
 func (s *Session) SessionTimeout() time.Duration { return s.zk.SessionTimeout() }
 
