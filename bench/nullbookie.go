@@ -19,6 +19,10 @@ import (
 // up every add a client pipelined, and they are synced together.
 const nullBookieBufferBytes = 64 << 10
 
+// nullBookieMaxBatchBytes bounds what a connection reads before it writes,
+// syncs and answers, however fast the client keeps sending.
+const nullBookieMaxBatchBytes = 1 << 20
+
 // NullBookie answers BookKeeper's v3 ADD_ENTRY after appending the add's
 // body to one file and fdatasyncing it; every other request is answered
 // EBADREQ. The adds of a connection that arrive in one read are written
@@ -137,7 +141,7 @@ func (b *NullBookie) serve(nc net.Conn) {
 		if err != nil {
 			return
 		}
-		if r.Buffered() > 0 {
+		if r.Buffered() > 0 && len(bodies)+len(out) < nullBookieMaxBatchBytes {
 			continue // more requests already here: they share the write and the sync
 		}
 		if len(adds) > 0 {
