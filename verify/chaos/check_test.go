@@ -3,6 +3,7 @@ package chaos
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"keeper/coordination/jute"
 	"keeper/coordination/txn"
@@ -217,5 +218,45 @@ func TestCommittedProblems(t *testing.T) {
 	})
 	if err != nil || len(c.Problems) != 1 {
 		t.Fatalf("an ephemeral of an unknown session: err %v, problems %v", err, c.Problems)
+	}
+}
+
+// TestPrematureExpiry: an expiry counts as premature only if it came
+// sooner after the client last heard from its session than a cut-off
+// follower answering pings (slack) and an idle client's ping interval (a
+// third of the timeout) explain.
+func TestPrematureExpiry(t *testing.T) {
+	const slack = 1200 * time.Millisecond // syncLimit 10 of 100 ms ticks, and two ticks
+	for _, tc := range []struct {
+		name          string
+		heardToExpiry time.Duration
+		want          []string
+	}{
+		{"after the timeout", 2100 * time.Millisecond, nil},
+		// CI's case: heard 1.1 s into a cut from a follower, last touch
+		// at the leader 0.6 s before the cut.
+		{"within slack and a ping interval", 316 * time.Millisecond, nil},
+		{"sooner than any cut explains", 100 * time.Millisecond, []string{"sessions"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const heardMs = 16_640
+			c, err := committedFrom([]*txn.Txn{
+				tx(1, 0, zkproto.OpCreateSession, &txn.CreateSession{TimeoutMs: 2000}),
+				{Header: txn.Header{ClientID: testSession, Zxid: z(2), Time: heardMs + tc.heardToExpiry.Milliseconds(),
+					Type: zkproto.OpCloseSession}, Record: &txn.CloseSession{}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := NewHistory()
+			h.start = time.UnixMilli(0)
+			h.sessions = append(h.sessions, &SessionRec{Client: "c1", ID: testSession, Timeout: 2 * time.Second,
+				LastHeard: heardMs * int64(time.Millisecond)})
+			r := NewReport(0)
+			CheckSessions(h, c, r, slack)
+			if got := checks(r); !slices.Equal(got, tc.want) {
+				t.Fatalf("violations %v, want %v\n%s", got, tc.want, r.Details())
+			}
+		})
 	}
 }
