@@ -111,7 +111,7 @@ func (s *NullServer) accept() {
 // serve handles one connection until it ends; errors just end it.
 func (s *NullServer) serve(nc net.Conn) {
 	br := bufio.NewReaderSize(nc, nullBufferBytes)
-	if done := s.handshake(nc, br); done {
+	if done := nullHandshake(nc, br, &s.session); done {
 		return
 	}
 	buf := make([]byte, 0, nullBufferBytes)
@@ -134,9 +134,9 @@ func (s *NullServer) serve(nc net.Conn) {
 	}
 }
 
-// handshake answers a four-letter word or the ConnectRequest; done means
-// the connection is finished.
-func (s *NullServer) handshake(nc net.Conn, br *bufio.Reader) (done bool) {
+// nullHandshake answers a four-letter word or the ConnectRequest, with the
+// next of session's ids; done means the connection is finished.
+func nullHandshake(nc net.Conn, br *bufio.Reader, session *atomic.Int64) (done bool) {
 	first4, err := br.Peek(zkproto.FrameLengthLen)
 	if err != nil {
 		return true
@@ -157,7 +157,7 @@ func (s *NullServer) handshake(nc net.Conn, br *bufio.Reader) (done bool) {
 	}
 	resp := zkproto.ConnectResponse{
 		TimeoutMs:   req.TimeoutMs,
-		SessionID:   s.session.Add(1),
+		SessionID:   session.Add(1),
 		Passwd:      make([]byte, zkproto.PasswdLen),
 		HasReadOnly: req.HasReadOnly,
 	}

@@ -26,7 +26,7 @@ func newBenchCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchZKCmd(), newBenchNullCmd(), newBenchFsyncCmd())
 	cmd.AddCommand(newBenchBookieCmd())
-	cmd.AddCommand(newBenchLedgerCmd(), newBenchNullBookieCmd())
+	cmd.AddCommand(newBenchLedgerCmd(), newBenchNullBookieCmd(), newBenchNullEnsembleCmd())
 	return cmd
 }
 
