@@ -13,7 +13,9 @@
 #     alternately (k z k z ...: PAIRS pairs each), with each server's CPU
 #     time per request (an ensemble's summed over its members); standalone,
 #     the load tool's ceiling against `keeper bench null` in the same
-#     rotation; then watch fan-out: WATCHERS sessions watch one znode, a
+#     rotation, and for the ensembles the floor under a write against
+#     `keeper bench null-ensemble` (three members that only forward, log
+#     with fdatasync and commit); then watch fan-out: WATCHERS sessions watch one znode, a
 #     writer sets it, time from the set to the last notification;
 #  3. without the disk: both ensembles again with forceSync=no on every
 #     member, 1×1 set and create only: the write path without the three
@@ -183,7 +185,8 @@ standalone() {
 }
 
 # ensembles SETUP [LINE...] runs compare SETUP on a 3-server keeper
-# ensemble and a ZooKeeper one, both with the extra zoo.cfg LINEs.
+# ensemble and a ZooKeeper one, both with the extra zoo.cfg LINEs; with
+# NULL_ENSEMBLE=1, `keeper bench null-ensemble` third in each rotation.
 ensembles() {
 	local setup=$1
 	shift
@@ -192,18 +195,27 @@ ensembles() {
 	ensemble_setup zk 9 "$@"
 	ensemble_start keeper
 	ensemble_start zk
-	local kl zl
+	local kl zl npid="" NULL_ADDRS=""
+	if [ "${NULL_ENSEMBLE:-0}" = 1 ]; then
+		start_null_ensemble "$setup-null"
+		npid=$STARTED_PID
+	fi
 	kl=$(ensemble_leader keeper)
 	zl=$(ensemble_leader zk)
 	echo "bench: $setup leaders: keeper member $kl, zookeeper member $zl" >&2
-	compare "$setup" "$(ensemble_servers keeper)" "$(ensemble_pids keeper)" "$(ensemble_servers zk)" "$(ensemble_pids zk)"
+	compare "$setup" "$(ensemble_servers keeper)" "$(ensemble_pids keeper)" "$(ensemble_servers zk)" "$(ensemble_pids zk)" \
+		"$NULL_ADDRS" "$npid"
 	local pid
-	for pid in $(ensemble_pids keeper | tr , ' ') $(ensemble_pids zk | tr , ' '); do
+	for pid in $(ensemble_pids keeper | tr , ' ') $(ensemble_pids zk | tr , ' ') $npid; do
 		stop_server "$pid"
 	done
 }
 
-ensemble() { ensembles ensemble; }
+# ensemble: the ensembles, and the null ensemble (three members in one
+# process that only forward, log with fdatasync and commit each write,
+# the second leading): the floor of the hops and the disk under the
+# ensemble's writes.
+ensemble() { NULL_ENSEMBLE=1 ensembles ensemble; }
 
 # nosync: the ensembles again with forceSync=no on every member (both
 # servers then write their logs without fdatasync), 1×1 writes only: the

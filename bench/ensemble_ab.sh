@@ -19,12 +19,20 @@
 # is in the results. Each run is one JSON line in $OUT/results.jsonl, with
 # the 1-minute load average when it ended; the last lines printed are
 # medians per binary and their ratios to the first binary's.
+# An argument null:BINARY runs `BINARY bench null-ensemble` in place of an
+# ensemble, named null-BINARY: three members that only forward, log with
+# fdatasync and commit each write (the second leads), the floor of the
+# hops and the disk, measured by the same runs.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 OLD_BINARY NEW_BINARY [MORE...]" >&2; exit 2; }
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 bins=()
-for b in "$@"; do bins+=("$(cd "$(dirname "$b")" && pwd)/$(basename "$b")"); done
+for b in "$@"; do
+	pre=""
+	case $b in null:*) pre=null: b=${b#null:} ;; esac
+	bins+=("$pre$(cd "$(dirname "$b")" && pwd)/$(basename "$b")")
+done
 PAIRS=${PAIRS:-3}
 DUR=${DUR:-8s}
 WARMUP=${WARMUP:-2s}
@@ -41,33 +49,52 @@ for i in $(seq 0 8); do P+=($((BASE + i))); done
 
 for p in $(seq 1 "$PAIRS"); do
 	for bin in "${bins[@]}"; do
+		null=""
+		case $bin in null:*) bin=${bin#null:} null=1 ;; esac
 		KEEPER=$bin
-		name=$(basename "$bin")
-		rm -rf "$W/keeper"?
-		ensemble_setup keeper 0
-		for id in 1 2 3; do
-			args=()
-			[ "$PROFILE" = 1 ] && args=(--cpu-profile "$OUT/$name-$p-m$id.pprof")
-			start_keeper "keeper$id" "$W/keeper$id/zoo.cfg" --log-level warn "${args[@]}"
-			PID[keeper$id]=$STARTED_PID
-		done
-		lead=$(ensemble_leader keeper)
-		fs=$("$bin" bench fsync --dir "$W/keeper1/data" --duration 2s 2>/dev/null)
+		name=${null:+null-}$(basename "$bin")
+		rm -rf "$W/keeper"? "$W/null"
+		if [ -n "$null" ]; then
+			"$bin" bench null-ensemble --dir "$W/null" >"$W/null.addrs" 2>"$W/null.log" &
+			PID[null]=$!
+			for _ in $(seq 1 100); do [ -s "$W/null.addrs" ] && break; sleep 0.1; done
+			[ -s "$W/null.addrs" ] || { cat "$W/null.log" >&2; exit 1; }
+			servers=$(cat "$W/null.addrs") pids=${PID[null]} lead=2 datadir=$W/null
+		else
+			ensemble_setup keeper 0
+			for id in 1 2 3; do
+				args=()
+				[ "$PROFILE" = 1 ] && args=(--cpu-profile "$OUT/$name-$p-m$id.pprof")
+				start_keeper "keeper$id" "$W/keeper$id/zoo.cfg" --log-level warn "${args[@]}"
+				PID[keeper$id]=$STARTED_PID
+			done
+			lead=$(ensemble_leader keeper)
+			servers=$(ensemble_servers keeper) pids=$(ensemble_pids keeper) datadir=$W/keeper1/data
+		fi
+		fs=$("$bin" bench fsync --dir "$datadir" --duration 2s 2>/dev/null)
 		echo "{\"pair\":$p,\"bin\":\"$name\",\"leader\":$lead,\"fsync\":$fs}" >>"$OUT/results.jsonl"
 		for run in $RUNS; do
 			op=${run%:*} shape=${run#*:}
-			"$bin" bench zk --servers "$(ensemble_servers keeper)" --cpu-pid "$(ensemble_pids keeper)" --op "$op" \
+			"$bin" bench zk --servers "$servers" --cpu-pid "$pids" --op "$op" \
 				--clients "${shape%x*}" --inflight "${shape#*x}" --size 100 --warmup "$WARMUP" --duration "$DUR" \
 				>"$W/run.json"
 			load=$(cut -d' ' -f1 /proc/loadavg)
 			echo "{\"pair\":$p,\"bin\":\"$name\",\"leader\":$lead,\"run\":\"$run\",\"load1\":$load,\"res\":$(grep '^{' "$W/run.json" | tail -n 1)}" >>"$OUT/results.jsonl"
 			tail -n 1 "$OUT/results.jsonl" >&2
 		done
-		for id in 1 2 3; do stop_server "${PID[keeper$id]}"; done
+		if [ -n "$null" ]; then
+			stop_server "${PID[null]}"
+		else
+			for id in 1 2 3; do stop_server "${PID[keeper$id]}"; done
+		fi
 	done
 done
 
-python3 - "$OUT/results.jsonl" "${bins[@]##*/}" <<'EOF'
+names=()
+for b in "${bins[@]}"; do
+	case $b in null:*) names+=("null-$(basename "${b#null:}")") ;; *) names+=("$(basename "$b")") ;; esac
+done
+python3 - "$OUT/results.jsonl" "${names[@]}" <<'EOF'
 import json, statistics as st, sys
 from collections import defaultdict
 order = sys.argv[2:]

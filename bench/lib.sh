@@ -9,10 +9,12 @@
 #   fourletter PORT WORD   a four-letter word's reply ("" if down)
 #   write_cfg FILE DATADIR PORT [LINE...]
 #                          a zoo.cfg both servers read
-#   start_keeper NAME CFG [ARG...], start_zk NAME CFG, start_null NAME
+#   start_keeper NAME CFG [ARG...], start_zk NAME CFG, start_null NAME,
+#   start_null_ensemble NAME
 #                          start a server in the background, log in $W/NAME.log;
 #                          its pid is left in $STARTED_PID (the null server's
-#                          address in $NULL_ADDR)
+#                          address in $NULL_ADDR, the null ensemble's three
+#                          in $NULL_ADDRS, comma-separated)
 #   stop_server PID        SIGTERM, then SIGKILL after 60 s; waits for exit
 #   wait_serving ADDR [PID [PATH]]
 #                          wait until ADDR serves a read (of PATH, default /)
@@ -153,6 +155,21 @@ start_null() {
 		sleep 0.05
 	done
 	echo "bench: the null server did not start" >&2
+	exit 1
+}
+
+# start_null_ensemble NAME starts `keeper bench null-ensemble` with its
+# logs under $W/NAME and sets NULL_ADDRS.
+start_null_ensemble() {
+	local name=$1 i
+	"$KEEPER" bench null-ensemble --dir "$W/$name" >"$W/$name.addr" 2>"$W/$name.log" &
+	STARTED_PID=$!
+	for i in $(seq 200); do
+		NULL_ADDRS=$(head -n 1 "$W/$name.addr")
+		[ -n "$NULL_ADDRS" ] && return
+		sleep 0.05
+	done
+	echo "bench: the null ensemble did not start" >&2
 	exit 1
 }
 
