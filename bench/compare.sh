@@ -195,26 +195,24 @@ ensembles() {
 	ensemble_setup zk 9 "$@"
 	ensemble_start keeper
 	ensemble_start zk
-	local kl zl npid="" NULL_ADDRS=""
+	local kl zl NULL_ADDRS="" NULL_PIDS=""
 	if [ "${NULL_ENSEMBLE:-0}" = 1 ]; then
 		start_null_ensemble "$setup-null"
-		npid=$STARTED_PID
 	fi
 	kl=$(ensemble_leader keeper)
 	zl=$(ensemble_leader zk)
 	echo "bench: $setup leaders: keeper member $kl, zookeeper member $zl" >&2
 	compare "$setup" "$(ensemble_servers keeper)" "$(ensemble_pids keeper)" "$(ensemble_servers zk)" "$(ensemble_pids zk)" \
-		"$NULL_ADDRS" "$npid"
+		"$NULL_ADDRS" "$NULL_PIDS"
 	local pid
-	for pid in $(ensemble_pids keeper | tr , ' ') $(ensemble_pids zk | tr , ' ') $npid; do
+	for pid in $(ensemble_pids keeper | tr , ' ') $(ensemble_pids zk | tr , ' ') $(echo "$NULL_PIDS" | tr , ' '); do
 		stop_server "$pid"
 	done
 }
 
-# ensemble: the ensembles, and the null ensemble (three members in one
-# process that only forward, log with fdatasync and commit each write,
-# the second leading): the floor of the hops and the disk under the
-# ensemble's writes.
+# ensemble: the ensembles, and the null ensemble (three processes that only
+# forward, log with fdatasync and commit each write, the second leading):
+# the floor of the hops and the disk under the ensemble's writes.
 ensemble() { NULL_ENSEMBLE=1 ensembles ensemble; }
 
 # nosync: the ensembles again with forceSync=no on every member (both

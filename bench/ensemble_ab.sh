@@ -20,9 +20,9 @@
 # the 1-minute load average when it ended; the last lines printed are
 # medians per binary and their ratios to the first binary's.
 # An argument null:BINARY runs `BINARY bench null-ensemble` in place of an
-# ensemble, named null-BINARY: three members that only forward, log with
-# fdatasync and commit each write (the second leads), the floor of the
-# hops and the disk, measured by the same runs.
+# ensemble, named null-BINARY: three processes (NULL_PROCS=1: one) that
+# only forward, log with fdatasync and commit each write (the second
+# leads), the floor of the hops and the disk, measured by the same runs.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 OLD_BINARY NEW_BINARY [MORE...]" >&2; exit 2; }
 # shellcheck source=bench/lib.sh
@@ -53,13 +53,10 @@ for p in $(seq 1 "$PAIRS"); do
 		case $bin in null:*) bin=${bin#null:} null=1 ;; esac
 		KEEPER=$bin
 		name=${null:+null-}$(basename "$bin")
-		rm -rf "$W/keeper"? "$W/null"
+		rm -rf "$W/keeper"? "$W/null" "$W/null.addr"*
 		if [ -n "$null" ]; then
-			"$bin" bench null-ensemble --dir "$W/null" >"$W/null.addrs" 2>"$W/null.log" &
-			PID[null]=$!
-			for _ in $(seq 1 100); do [ -s "$W/null.addrs" ] && break; sleep 0.1; done
-			[ -s "$W/null.addrs" ] || { cat "$W/null.log" >&2; exit 1; }
-			servers=$(cat "$W/null.addrs") pids=${PID[null]} lead=2 datadir=$W/null
+			start_null_ensemble null
+			servers=$NULL_ADDRS pids=$NULL_PIDS lead=2 datadir=$W/null
 		else
 			ensemble_setup keeper 0
 			for id in 1 2 3; do
@@ -83,7 +80,7 @@ for p in $(seq 1 "$PAIRS"); do
 			tail -n 1 "$OUT/results.jsonl" >&2
 		done
 		if [ -n "$null" ]; then
-			stop_server "${PID[null]}"
+			for pid in ${pids//,/ }; do stop_server "$pid"; done
 		else
 			for id in 1 2 3; do stop_server "${PID[keeper$id]}"; done
 		fi

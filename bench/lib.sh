@@ -14,7 +14,7 @@
 #                          start a server in the background, log in $W/NAME.log;
 #                          its pid is left in $STARTED_PID (the null server's
 #                          address in $NULL_ADDR, the null ensemble's three
-#                          in $NULL_ADDRS, comma-separated)
+#                          in $NULL_ADDRS and its pids in $NULL_PIDS)
 #   stop_server PID        SIGTERM, then SIGKILL after 60 s; waits for exit
 #   wait_serving ADDR [PID [PATH]]
 #                          wait until ADDR serves a read (of PATH, default /)
@@ -158,19 +158,36 @@ start_null() {
 	exit 1
 }
 
-# start_null_ensemble NAME starts `keeper bench null-ensemble` with its
-# logs under $W/NAME and sets NULL_ADDRS.
+# start_null_ensemble NAME starts `keeper bench null-ensemble` as three
+# processes, one member each, as the ensembles run (NULL_PROCS=1: one
+# process), logs under $W/NAME, and sets NULL_ADDRS (the members' client
+# addresses, the leader's second) and NULL_PIDS, both comma-separated.
 start_null_ensemble() {
-	local name=$1 i
-	"$KEEPER" bench null-ensemble --dir "$W/$name" >"$W/$name.addr" 2>"$W/$name.log" &
-	STARTED_PID=$!
-	for i in $(seq 200); do
-		NULL_ADDRS=$(head -n 1 "$W/$name.addr")
-		[ -n "$NULL_ADDRS" ] && return
-		sleep 0.05
+	local name=$1 id i peer addrs=() pids=()
+	mkdir -p "$W/$name"
+	if [ "${NULL_PROCS:-3}" = 1 ]; then
+		"$KEEPER" bench null-ensemble --dir "$W/$name" >"$W/$name.addr" 2>"$W/$name.log" &
+		pids=($!)
+		set -- ""
+	else
+		peer=127.0.0.1:$(free_ports 1)
+		for id in 2 1 3; do
+			"$KEEPER" bench null-ensemble --dir "$W/$name" --members "$id" --peer-addr "$peer" \
+				>"$W/$name.addr$id" 2>"$W/$name.log$id" &
+			pids[id]=$!
+		done
+		set -- 1 2 3
+	fi
+	for id in "$@"; do
+		for i in $(seq 1200); do
+			[ -s "$W/$name.addr$id" ] && break
+			sleep 0.05
+		done
+		[ -s "$W/$name.addr$id" ] || { echo "bench: the null ensemble did not start:" >&2; cat "$W/$name.log"* >&2; exit 1; }
+		addrs+=("$(head -n 1 "$W/$name.addr$id")")
 	done
-	echo "bench: the null ensemble did not start" >&2
-	exit 1
+	NULL_ADDRS=$(IFS=,; echo "${addrs[*]}")
+	NULL_PIDS=$(IFS=,; echo "${pids[*]}")
 }
 
 # stop_server PID stops a server started here and waits until it is gone.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"keeper/coordination/jute"
 	"keeper/coordination/zkproto"
@@ -64,18 +65,20 @@ const nullMsgHeaderLen = 4 + 1 + 1 + 8 + 8
 // benchmarks' single client is.
 const nullLeader = 1
 
-// NullEnsemble is three members in one process that speak the ZooKeeper
-// client protocol as NullServer does (every reply empty and successful,
-// nothing stored, no watches), except that a write is answered only after
-// it has been replicated as a Zab write is: forwarded to the leader,
-// proposed to both followers, appended with fdatasync to a log file by
-// every member, committed by the leader with two syncs of three, and the
-// commit seen by the client's member. Members talk over loopback TCP, as
-// separate servers would. It is a floor for benchmarks, not an ensemble:
-// nothing is recovered, elected or checked.
+// NullEnsemble is the members of a null ensemble that run in this
+// process: all three, or one each in three processes, as the ensembles
+// it is measured beside run. They speak the ZooKeeper client protocol as
+// NullServer does (every reply empty and successful, nothing stored, no
+// watches), except that a write is answered only after it has been
+// replicated as a Zab write is: forwarded to the leader, proposed to both
+// followers, appended with fdatasync to a log file by every member,
+// committed by the leader with two syncs of three, and the commit seen by
+// the client's member. Members talk over TCP even in one process. It is a
+// floor for benchmarks, not an ensemble: nothing is recovered, elected or
+// checked, and a lost member link stops it.
 type NullEnsemble struct {
-	members [3]*nullMember
-	session atomic.Int64 // the last session id handed out
+	members [3]*nullMember // nil where the member runs in another process
+	session atomic.Int64   // the last session id handed out
 	quit    chan struct{}
 	failed  chan struct{} // closed at the first failure
 	wg      sync.WaitGroup
@@ -84,6 +87,25 @@ type NullEnsemble struct {
 	conns  map[net.Conn]struct{} // every connection: clients' and members'
 	closed bool                  // mu guards conns and closed
 	err    error                 // the first failure of a log or a member link
+}
+
+// NullEnsembleConfig says where a null ensemble's members run.
+type NullEnsembleConfig struct {
+	// Host is the address the clients' listeners take free ports on.
+	Host string
+	// Dir holds the members' log files, member<N>.log (created; a file
+	// that exists refuses the start).
+	Dir string
+	// Members are the members (1, 2 or 3; 2 leads) that run in this
+	// process; none means all three.
+	Members []int
+	// PeerAddr is where the leader listens for its followers' links and
+	// where they dial it; empty (only when every member is here) takes a
+	// free port on Host.
+	PeerAddr string
+	// LinkTimeout bounds how long a follower retries its dial and the
+	// leader waits for its followers (default 60 s).
+	LinkTimeout time.Duration
 }
 
 // nullMember is one member: its client listener, its log and the pending
@@ -136,79 +158,154 @@ type nullEvent struct {
 
 var closedNullDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// StartNullEnsemble starts the three members with their logs in dir
-// (created; the log files must not exist), clients' listeners on host with
-// free ports. Addrs lists the members' client addresses, the leader's
-// second.
-func StartNullEnsemble(host, dir string) (*NullEnsemble, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: null ensemble: %w", err)
+// StartNullEnsemble starts the configured members. A follower dials the
+// leader until it answers; the leader returns once both followers are
+// linked.
+func StartNullEnsemble(cfg NullEnsembleConfig) (*NullEnsemble, error) {
+	local := cfg.Members
+	if len(local) == 0 {
+		local = []int{1, 2, 3}
+	}
+	if cfg.LinkTimeout <= 0 {
+		cfg.LinkTimeout = 60 * time.Second
 	}
 	e := &NullEnsemble{quit: make(chan struct{}), failed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
-	e.session.Store(0x4e454e53 << 24) // "NENS", so its sessions are recognisable
 	fail := func(err error) (*NullEnsemble, error) {
 		e.Close()
 		return nil, fmt.Errorf("bench: null ensemble: %w", err)
 	}
-	for i := range e.members {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return fail(err)
+	}
+	for _, id := range local {
+		if id < 1 || id > 3 || e.members[id-1] != nil {
+			return fail(fmt.Errorf("members %v: each is 1, 2 or 3, once", local))
+		}
+		i := id - 1
+		// Sessions are numbered apart per member, so that members in
+		// separate processes never hand out the same id.
+		e.session.Store(0x4e454e53<<24 | int64(id)<<20)
 		m := &nullMember{e: e, index: i, sem: make(chan struct{}, nullEnsembleMaxInflight), pending: map[uint64]*nullSlot{}}
 		e.members[i] = m
-		l, err := openNullLog(filepath.Join(dir, fmt.Sprintf("member%d.log", i+1)))
+		l, err := openNullLog(filepath.Join(cfg.Dir, fmt.Sprintf("member%d.log", id)))
 		if err != nil {
 			return fail(err)
 		}
 		m.log = l
-		if m.ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+		if m.ln, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, "0")); err != nil {
 			return fail(err)
 		}
 	}
 	lead := e.members[nullLeader]
-	lead.events = make(chan nullEvent, 16*nullEnsembleMaxInflight)
-	peerLn, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return fail(err)
-	}
-	defer peerLn.Close()
-	for i, m := range e.members {
-		if i == nullLeader {
-			continue
+	var peerLn *net.TCPListener
+	switch {
+	case lead != nil:
+		addr := cfg.PeerAddr
+		if addr == "" {
+			addr = net.JoinHostPort(cfg.Host, "0")
 		}
-		if m.link, err = net.Dial("tcp", peerLn.Addr().String()); err != nil {
-			return fail(err)
-		}
-		e.track(m.link)
-		if _, err := m.link.Write([]byte{byte(i)}); err != nil {
-			return fail(err)
-		}
-		nc, err := peerLn.Accept()
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fail(err)
 		}
-		e.track(nc)
-		var id [1]byte
-		if _, err := nc.Read(id[:]); err != nil || int(id[0]) != i {
-			return fail(fmt.Errorf("member link %d: %v", i, err))
+		peerLn = ln.(*net.TCPListener)
+		defer peerLn.Close()
+		cfg.PeerAddr = peerLn.Addr().String()
+		lead.events = make(chan nullEvent, 16*nullEnsembleMaxInflight)
+	case cfg.PeerAddr == "":
+		return fail(errors.New("the followers need the leader's address"))
+	}
+	deadline := time.Now().Add(cfg.LinkTimeout)
+	for _, m := range e.members {
+		if m == nil || m.index == nullLeader {
+			continue
 		}
-		noDelay(m.link)
-		noDelay(nc)
-		lead.peers[i] = bufio.NewWriterSize(nc, nullBufferBytes)
-		e.wg.Go(func() { lead.readFollower(i, bufio.NewReaderSize(nc, nullBufferBytes)) })
-		e.wg.Go(func() { m.readLeader(bufio.NewReaderSize(m.link, nullBufferBytes)) })
+		if err := m.dialLeader(cfg.PeerAddr, deadline); err != nil {
+			return fail(err)
+		}
+	}
+	if lead != nil {
+		if err := lead.acceptFollowers(peerLn, deadline); err != nil {
+			return fail(err)
+		}
 	}
 	for _, m := range e.members {
+		if m == nil {
+			continue
+		}
 		m.log.synced = m.logSynced
 		e.wg.Go(func() { m.log.run(e) })
 		e.wg.Go(m.accept)
 	}
-	e.wg.Go(lead.loop)
+	if lead != nil {
+		e.wg.Go(lead.loop)
+	}
 	return e, nil
 }
 
-// Addrs returns the members' client addresses; the second is the leader's.
+// dialLeader links a follower to the leader, retrying until deadline
+// while the leader is not up yet.
+func (m *nullMember) dialLeader(addr string, deadline time.Time) error {
+	for {
+		nc, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+		if err == nil {
+			if !m.e.track(nc) {
+				return net.ErrClosed
+			}
+			noDelay(nc)
+			if _, err := nc.Write([]byte{byte(m.index)}); err != nil {
+				return err
+			}
+			m.link = nc
+			m.e.wg.Go(func() { m.readLeader(bufio.NewReaderSize(nc, nullBufferBytes)) })
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("member %d: the leader at %s: %w", m.index+1, addr, err)
+		}
+		time.Sleep(50 * time.Millisecond) // a process start, not a condition in a test
+	}
+}
+
+// acceptFollowers takes the two followers' links, each introduced by its
+// member index.
+func (m *nullMember) acceptFollowers(ln *net.TCPListener, deadline time.Time) error {
+	if err := ln.SetDeadline(deadline); err != nil {
+		return err
+	}
+	for m.peers[0] == nil || m.peers[2] == nil {
+		nc, err := ln.Accept()
+		if err != nil {
+			return fmt.Errorf("leader: waiting for its followers: %w", err)
+		}
+		if !m.e.track(nc) {
+			return net.ErrClosed
+		}
+		_ = nc.SetReadDeadline(deadline)
+		var id [1]byte
+		if _, err := io.ReadFull(nc, id[:]); err != nil {
+			return fmt.Errorf("leader: a follower's link: %w", err)
+		}
+		_ = nc.SetReadDeadline(time.Time{})
+		i := int(id[0])
+		if i == nullLeader || i > 2 || m.peers[i] != nil {
+			return fmt.Errorf("leader: a link introduced as member %d", i+1)
+		}
+		noDelay(nc)
+		m.peers[i] = bufio.NewWriterSize(nc, nullBufferBytes)
+		m.e.wg.Go(func() { m.readFollower(i, bufio.NewReaderSize(nc, nullBufferBytes)) })
+	}
+	return nil
+}
+
+// Addrs returns the client addresses of the members in this process, in
+// member order (with all three, the second is the leader's).
 func (e *NullEnsemble) Addrs() []string {
-	out := make([]string, len(e.members))
-	for i, m := range e.members {
-		out[i] = m.ln.Addr().String()
+	var out []string
+	for _, m := range e.members {
+		if m != nil {
+			out = append(out, m.ln.Addr().String())
+		}
 	}
 	return out
 }
@@ -280,7 +377,7 @@ func (e *NullEnsemble) fail(err error) {
 	}
 	e.mu.Unlock()
 	for _, m := range e.members {
-		if m.link != nil {
+		if m != nil && m.link != nil {
 			m.link.Close()
 		}
 	}

@@ -23,7 +23,7 @@ import (
 // startNullEnsemble runs a NullEnsemble for the test, its logs in dir.
 func startNullEnsemble(t testing.TB, dir string) *NullEnsemble {
 	t.Helper()
-	e, err := StartNullEnsemble("127.0.0.1", dir)
+	e, err := StartNullEnsemble(NullEnsembleConfig{Host: "127.0.0.1", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestNullEnsembleBadClient(t *testing.T) {
 // in flight, and a log file that exists refuses a start.
 func TestNullEnsembleClose(t *testing.T) {
 	dir := t.TempDir()
-	e, err := StartNullEnsemble("127.0.0.1", dir)
+	e, err := StartNullEnsemble(NullEnsembleConfig{Host: "127.0.0.1", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +210,63 @@ func TestNullEnsembleClose(t *testing.T) {
 		t.Fatalf("after Close: %v", c.Err())
 	}
 	wg.Wait()
-	if _, err := StartNullEnsemble("127.0.0.1", dir); err == nil {
+	if _, err := StartNullEnsemble(NullEnsembleConfig{Host: "127.0.0.1", Dir: dir}); err == nil {
 		t.Fatal("a second ensemble started on the first one's log files")
+	}
+}
+
+// TestNullEnsembleApart runs the members as separate processes would: one
+// NullEnsemble each, the followers started before the leader and dialing
+// it until it is up. Writes through each are answered; a member that is
+// not 1, 2 or 3, or twice, is refused, as is a follower with no leader's
+// address.
+func TestNullEnsembleApart(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := ln.Addr().String()
+	ln.Close() // a free port for the leader, taken again below
+	type started struct {
+		e   *NullEnsemble
+		err error
+	}
+	results := make([]chan started, 3)
+	for _, id := range []int{1, 3, 2} {
+		results[id-1] = make(chan started, 1)
+		go func() {
+			e, err := StartNullEnsemble(NullEnsembleConfig{Host: "127.0.0.1", Dir: dir, Members: []int{id}, PeerAddr: peer,
+				LinkTimeout: testhost.Scale(20 * time.Second)})
+			results[id-1] <- started{e, err}
+		}()
+	}
+	var addrs []string
+	for id, ch := range results {
+		r := <-ch
+		if r.err != nil {
+			t.Fatalf("member %d: %v", id+1, r.err)
+		}
+		t.Cleanup(func() { r.e.Close() })
+		addrs = append(addrs, r.e.Addrs()...)
+	}
+	if len(addrs) != 3 {
+		t.Fatalf("addresses %v", addrs)
+	}
+	res, err := Run(t.Context(), Config{Servers: addrs, Op: OpCreate, Clients: 3, Inflight: 4, SizeBytes: 100,
+		Duration: testhost.Scale(300 * time.Millisecond)})
+	if err != nil || res.Errors != 0 || res.Ops == 0 {
+		t.Fatalf("create through three processes' members: %d ops, %d errors, %v", res.Ops, res.Errors, err)
+	}
+	for _, cfg := range []NullEnsembleConfig{
+		{Host: "127.0.0.1", Dir: t.TempDir(), Members: []int{4}},
+		{Host: "127.0.0.1", Dir: t.TempDir(), Members: []int{1, 1}},
+		{Host: "127.0.0.1", Dir: t.TempDir(), Members: []int{3}},
+	} {
+		if e, err := StartNullEnsemble(cfg); err == nil {
+			e.Close()
+			t.Errorf("members %v, leader at %q: started", cfg.Members, cfg.PeerAddr)
+		}
 	}
 }
 
