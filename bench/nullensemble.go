@@ -256,7 +256,9 @@ func (m *nullMember) dialLeader(addr string, deadline time.Time) error {
 			if _, err := nc.Write([]byte{byte(m.index)}); err != nil {
 				return err
 			}
-			m.link = nc
+			m.e.mu.Lock()
+			m.link = nc // fail reads it under mu
+			m.e.mu.Unlock()
 			m.e.wg.Go(func() { m.readLeader(bufio.NewReaderSize(nc, nullBufferBytes)) })
 			return nil
 		}
@@ -371,11 +373,11 @@ func (e *NullEnsemble) untrack(nc net.Conn) {
 // every member's links close, so nothing more commits.
 func (e *NullEnsemble) fail(err error) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.err == nil && !e.closed {
 		e.err = err
 		close(e.failed)
 	}
-	e.mu.Unlock()
 	for _, m := range e.members {
 		if m != nil && m.link != nil {
 			m.link.Close()
