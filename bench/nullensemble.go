@@ -484,25 +484,30 @@ func (m *nullMember) writeReplies(nc net.Conn, slots chan *nullSlot) {
 	}
 }
 
-// submit hands a client's write to the leader: its own loop's, or over the
-// follower's link.
+// submit hands a client's write to the leader.
 func (m *nullMember) submit(frame []byte, s *nullSlot) {
 	tag := m.nextTag.Add(1)
 	m.mu.Lock()
 	m.pending[tag] = s
 	m.mu.Unlock()
+	m.toLeader(nullEvent{kind: nullMsgForward, member: m.index, tag: tag, payload: frame})
+}
+
+// toLeader delivers a forward or an ack: to the loop at the leader, over
+// the link at a follower (tag and seq are the message's a).
+func (m *nullMember) toLeader(ev nullEvent) {
 	if m.index == nullLeader {
 		select {
-		case m.events <- nullEvent{kind: nullMsgForward, member: m.index, tag: tag, payload: frame}:
+		case m.events <- ev:
 		case <-m.e.quit:
 		}
 		return
 	}
 	m.linkMu.Lock()
-	_, err := m.link.Write(appendNullMsg(nil, nullMsgForward, m.index, tag, 0, frame))
+	_, err := m.link.Write(appendNullMsg(nil, ev.kind, m.index, ev.tag|ev.seq, 0, ev.payload))
 	m.linkMu.Unlock()
 	if err != nil {
-		m.e.fail(fmt.Errorf("member %d: forward: %w", m.index+1, err))
+		m.e.fail(fmt.Errorf("member %d: to the leader: %w", m.index+1, err))
 	}
 }
 
@@ -520,19 +525,7 @@ func (m *nullMember) release(tags ...uint64) {
 
 // logSynced is called by the member's log after each sync.
 func (m *nullMember) logSynced(seq uint64) {
-	if m.index == nullLeader {
-		select {
-		case m.events <- nullEvent{kind: nullMsgAck, member: m.index, seq: seq}:
-		case <-m.e.quit:
-		}
-		return
-	}
-	m.linkMu.Lock()
-	_, err := m.link.Write(appendNullMsg(nil, nullMsgAck, m.index, seq, 0, nil))
-	m.linkMu.Unlock()
-	if err != nil {
-		m.e.fail(fmt.Errorf("member %d: ack: %w", m.index+1, err))
-	}
+	m.toLeader(nullEvent{kind: nullMsgAck, member: m.index, seq: seq})
 }
 
 // readLeader handles a follower's messages from the leader: proposals go
