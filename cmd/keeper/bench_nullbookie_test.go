@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,24 +21,7 @@ func TestBenchNullBookie(t *testing.T) {
 	cl := ledgertest.Start(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(60*time.Second))
 	defer cancel()
-	nctx, stopNull := context.WithCancel(ctx)
-	defer stopNull()
-	var addrs syncBuffer
-	null := newRootCmd()
-	null.SetArgs([]string{"bench", "null-bookie", "--zk", cl.ZKAddr(), "--port", "0", "--dir", t.TempDir(), "--log-level", "warn"})
-	null.SetOut(&addrs)
-	null.SetErr(io.Discard)
-	done := make(chan error, 1)
-	go func() { done <- null.ExecuteContext(nctx) }()
-	for strings.Count(addrs.String(), "\n") < 3 {
-		select {
-		case err := <-done:
-			t.Fatalf("bench null-bookie ended: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("no null bookies after %v: %q", testhost.Scale(60*time.Second), addrs.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	_, stopNull := startCommand(t, ctx, 3, "bench", "null-bookie", "--zk", cl.ZKAddr(), "--port", "0", "--dir", t.TempDir(), "--log-level", "warn")
 
 	var out bytes.Buffer
 	root := newRootCmd()
@@ -56,8 +38,7 @@ func TestBenchNullBookie(t *testing.T) {
 		t.Fatalf("bench ledger against null bookies: %q (%v)", out.String(), err)
 	}
 
-	stopNull()
-	if err := <-done; err != nil {
+	if err := stopNull(); err != nil {
 		t.Fatalf("bench null-bookie: %v", err)
 	}
 	sess, err := metadata.Dial(ctx, metadata.DialConfig{Servers: []string{cl.ZKAddr()}})

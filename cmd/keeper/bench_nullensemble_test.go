@@ -19,24 +19,7 @@ import (
 func TestBenchNullEnsemble(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testhost.Scale(60*time.Second))
 	defer cancel()
-	nctx, stopNull := context.WithCancel(ctx)
-	defer stopNull()
-	var addrs syncBuffer
-	null := newRootCmd()
-	null.SetArgs([]string{"bench", "null-ensemble", "--dir", t.TempDir(), "--log-level", "warn"})
-	null.SetOut(&addrs)
-	null.SetErr(io.Discard)
-	done := make(chan error, 1)
-	go func() { done <- null.ExecuteContext(nctx) }()
-	for !strings.Contains(addrs.String(), "\n") {
-		select {
-		case err := <-done:
-			t.Fatalf("bench null-ensemble ended: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("no addresses after %v: %q", testhost.Scale(60*time.Second), addrs.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	addrs, stopNull := startCommand(t, ctx, 1, "bench", "null-ensemble", "--dir", t.TempDir(), "--log-level", "warn")
 	servers := strings.TrimSpace(addrs.String())
 	if n := len(strings.Split(servers, ",")); n != 3 {
 		t.Fatalf("addresses %q: %d, want 3", servers, n)
@@ -56,8 +39,7 @@ func TestBenchNullEnsemble(t *testing.T) {
 		t.Fatalf("bench zk against the null ensemble: %q (%v)", out.String(), err)
 	}
 
-	stopNull()
-	if err := <-done; err != nil {
+	if err := stopNull(); err != nil {
 		t.Fatalf("bench null-ensemble: %v", err)
 	}
 }
