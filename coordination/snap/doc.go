@@ -63,8 +63,10 @@
 // may contain effects of txns newer than its name, and it records the
 // digest it sees after serialising, with that zxid. Read checks the digest
 // against the loaded tree only when the record's zxid equals the snapshot's
-// (as in keeper's own snapshots, taken from a view that does not change);
-// for a newer zxid the caller checks after replaying the log to it.
+// (no txn applied during the walk); for a newer zxid the caller checks after
+// replaying the log to it. keeper's snapshots are fuzzy the same way: the
+// server walks its tree while it applies txns (coordination/server's
+// snapshotJob).
 //
 // # Errors
 //
