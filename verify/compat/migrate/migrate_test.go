@@ -127,6 +127,19 @@ func zkLastZxid(t *testing.T, s *zkreal.Server) zxid.ID {
 // txns) with that txn's zxid; found is false if there is no digest.
 func lastLogged(t *testing.T, dataDir string) (last, digestZxid zxid.ID, digest int64, found bool) {
 	t.Helper()
+	eachLogged(t, dataDir, func(tx *txn.Txn) {
+		last = tx.Header.Zxid
+		if tx.Digest != nil && tx.Digest.Version == txn.DigestVersion {
+			digestZxid, digest, found = tx.Header.Zxid, tx.Digest.TreeDigest, true
+		}
+	})
+	return last, digestZxid, digest, found
+}
+
+// eachLogged calls fn with every txn of dataDir's log, in order, up to its
+// end or a torn tail.
+func eachLogged(t *testing.T, dataDir string, fn func(*txn.Txn)) {
+	t.Helper()
 	it, err := txnlog.Read(vfs.Default, dataDir, 0, txnlog.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -135,15 +148,12 @@ func lastLogged(t *testing.T, dataDir string) (last, digestZxid zxid.ID, digest 
 	for {
 		tx, err := it.Next()
 		if errors.Is(err, io.EOF) || errors.Is(err, txnlog.ErrTorn) {
-			return last, digestZxid, digest, found
+			return
 		}
 		if err != nil {
 			t.Fatalf("reading the log of %s: %v", dataDir, err)
 		}
-		last = tx.Header.Zxid
-		if tx.Digest != nil && tx.Digest.Version == txn.DigestVersion {
-			digestZxid, digest, found = tx.Header.Zxid, tx.Digest.TreeDigest, true
-		}
+		fn(tx)
 	}
 }
 
@@ -293,23 +303,11 @@ func fuzzyCloses(t *testing.T, dataDir, zkLog string) func(line string) bool {
 	from, _ := strconv.ParseUint(m1[1], 16, 64)
 	to, _ := strconv.ParseUint(m2[1], 16, 64)
 	closed := map[uint64]bool{}
-	it, err := txnlog.Read(vfs.Default, dataDir, 0, txnlog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	for {
-		tx, err := it.Next()
-		if errors.Is(err, io.EOF) || errors.Is(err, txnlog.ErrTorn) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading the log of %s: %v", dataDir, err)
-		}
+	eachLogged(t, dataDir, func(tx *txn.Txn) {
 		if z := uint64(tx.Header.Zxid); tx.Header.Type == zkproto.OpCloseSession && z > from && z <= to {
 			closed[uint64(tx.Header.ClientID)] = true
 		}
-	}
+	})
 	return func(line string) bool {
 		m := ephemeralGone.FindStringSubmatch(line)
 		if m == nil {
