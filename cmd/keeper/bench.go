@@ -24,7 +24,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure a ZooKeeper server, the load tool's own ceiling, or the disk",
 	}
-	cmd.AddCommand(newBenchZKCmd(), newBenchNullCmd(), newBenchFsyncCmd())
+	cmd.AddCommand(newBenchZKCmd(), newBenchNullCmd(), newBenchFsyncCmd(), newBenchStallsCmd())
 	cmd.AddCommand(newBenchBookieCmd())
 	cmd.AddCommand(newBenchLedgerCmd(), newBenchNullBookieCmd(), newBenchNullEnsembleCmd())
 	return cmd
@@ -190,6 +190,41 @@ one JSON line.`,
 	f.DurationVar(&cfg.Duration, "duration", bench.DefaultFsyncDuration, "how long each mode runs")
 	f.Int64Var(&cfg.PreallocBytes, "prealloc", bench.DefaultPreallocBytes, "size of the overwrite mode's file")
 	f.IntVar(&cfg.Parallel, "parallel", 1, "writers, each on its own file, that sync together")
+	return cmd
+}
+
+func newBenchStallsCmd() *cobra.Command {
+	var cfg bench.StallsConfig
+	cmd := &cobra.Command{
+		Use:   "stalls",
+		Short: "Find out whether the machine stops when it both computes and syncs",
+		Long: `Run, each for --duration, --spinners threads that only read the clock, then
+--writers writers that each write 128 bytes and fdatasync their own file in
+--dir --rate times a second, then both at once, and count the pauses of at
+least --gap that the spinners saw and the syncs that took that long. A
+virtual machine whose host caps its CPU time per period stops whole once a
+period's use passes the cap: stalls in the third phase alone, at a fixed
+interval (100 ms for Linux's CPU bandwidth control), are that cap, and every
+server on the machine meets them once its load passes it. Prints one JSON
+line (docs/benchmarking.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			res, err := bench.Stalls(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			return printLine(cmd.OutOrStdout(), res.MarshalLine)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "dir", ".", "directory on the disk the writers use")
+	f.IntVar(&cfg.Spinners, "spinners", bench.DefaultStallsSpinners, "threads that only read the clock (one per CPU keeps them all busy)")
+	f.IntVar(&cfg.Writers, "writers", bench.DefaultStallsWriters, "writers, each syncing its own file")
+	f.IntVar(&cfg.Rate, "rate", bench.DefaultStallsRate, "write+fdatasync per second per writer")
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultStallsDuration, "how long each phase runs")
+	f.DurationVar(&cfg.Gap, "gap", bench.DefaultStallsGap, "shortest pause counted as a stall")
 	return cmd
 }
 

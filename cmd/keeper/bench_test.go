@@ -146,3 +146,24 @@ func TestBenchFsync(t *testing.T) {
 		t.Errorf("result %v", m)
 	}
 }
+
+func TestBenchStalls(t *testing.T) {
+	out, err := runKeeper(t, t.Context(), "bench", "stalls", "--dir", t.TempDir(), "--spinners", "1", "--writers", "1",
+		"--rate", "100", "--duration", "50ms", "--gap", "2ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodeLine(t, out)
+	if m["spinners"] != 1.0 || m["writers"] != 1.0 || m["rate_per_writer"] != 100.0 || m["gap_us"] != 2000.0 {
+		t.Errorf("result %v", m)
+	}
+	for _, phase := range []string{"sync", "both"} {
+		if r, ok := m[phase].(map[string]any); !ok || r["syncs"].(float64) <= 0 || r["sync_p50_us"].(float64) <= 0 {
+			t.Errorf("%s: %v", phase, m[phase])
+		}
+	}
+	if _, err := runKeeper(t, t.Context(), "bench", "stalls", "--dir", t.TempDir(), "--rate", "-5"); err == nil ||
+		!strings.Contains(err.Error(), "rate -5 out of range") {
+		t.Errorf("bad rate: %v", err)
+	}
+}
