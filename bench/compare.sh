@@ -6,7 +6,10 @@
 #   QUICK=1 bash bench/compare.sh      (smoke run: ~2 s per measurement,
 #                                       100,000 znodes for the resources)
 #
-#  1. the disk: write+fdatasync of 4 KiB, appending and preallocated;
+#  1. the disk: write+fdatasync of 4 KiB, appending and preallocated; and
+#     whether the machine stops whole when it both computes and syncs
+#     (`keeper bench stalls`: a host's CPU cap, which every 1×1 p99 here
+#     meets once its load crosses it);
 #  2. standalone, then 3-server ensembles on loopback: get, exists, set
 #     (100 B), create (unique paths, 100 B) and mixed (90% gets) at 1 client
 #     x 1 in flight (latency) and 16 x 16 (throughput), keeper and ZooKeeper
@@ -303,6 +306,7 @@ failover() {
 machine | tee "$OUT/machine.txt" >&2
 echo "bench: the disk" >&2
 record disk disk "$("$KEEPER" bench fsync --dir "$W" --size 4096 --duration "$FSYNC_DUR")"
+record machine stalls "$("$KEEPER" bench stalls --dir "$W" --duration "$FSYNC_DUR")"
 # run_part PART runs one part in a subshell that stops the servers it
 # started if it fails, so that the other parts and the table still run.
 run_part() {

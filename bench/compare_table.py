@@ -228,7 +228,18 @@ def disk_table(res):
         rows.append([mode, fmt(res.med("disk", "disk", None, None, f"{mode}.p50_us")),
                      fmt(res.med("disk", "disk", None, None, f"{mode}.p99_us")),
                      fmt(res.med("disk", "disk", None, None, f"{mode}.ops_per_sec"))])
-    return "### the disk: 4 KiB write + fdatasync\n\n" + table(["mode", "p50 µs", "p99 µs", "ops/s"], rows)
+    out = "### the disk: 4 KiB write + fdatasync\n\n" + table(["mode", "p50 µs", "p99 µs", "ops/s"], rows)
+    m = lambda field: res.med("machine", "stalls", None, None, field)
+    if m("both.stalls_per_sec") is not None:
+        # keeper bench stalls: stops of the whole machine, seen by every
+        # spinner at once (BENCHMARKS.md, "The 100 ms stalls are the whole
+        # machine stopping").
+        out += ("\n\nwhole-machine stops (`keeper bench stalls`: 2 spinning threads, 3 writers × 1,000 "
+                f"fdatasync/s): spinners alone {fmt(m('spin.stalls_per_sec'))}/s, writers alone "
+                f"sync p99 {fmt(m('sync.sync_p99_us'))} µs, both "
+                f"{fmt(m('both.stalls_per_sec'))}/s, {fmt(m('both.stalled_ms_per_sec'))} ms stopped a second, "
+                f"median interval {fmt(m('both.stall_interval_p50_ms'))} ms (sync p99 {fmt(m('both.sync_p99_us'))} µs)")
+    return out
 
 
 def targets(res):
