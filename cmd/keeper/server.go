@@ -47,6 +47,7 @@ explains SASL.`,
 			if err != nil {
 				return err
 			}
+			defer shareHostProcessors(zc, logger)()
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
