@@ -234,8 +234,8 @@ def disk_table(res):
         # keeper bench stalls: stops of the whole machine, seen by every
         # spinner at once (BENCHMARKS.md, "The 100 ms stalls are the whole
         # machine stopping").
-        out += ("\n\nwhole-machine stops (`keeper bench stalls`: 2 spinning threads, 3 writers × 1,000 "
-                f"fdatasync/s): spinners alone {fmt(m('spin.stalls_per_sec'))}/s, writers alone "
+        out += (f"\n\nwhole-machine stops (`keeper bench stalls`: {fmt(m('spinners'))} spinning threads, "
+                f"{fmt(m('writers'))} writers × {fmt(m('rate_per_writer'))} fdatasync/s): spinners alone {fmt(m('spin.stalls_per_sec'))}/s, writers alone "
                 f"sync p99 {fmt(m('sync.sync_p99_us'))} µs, both "
                 f"{fmt(m('both.stalls_per_sec'))}/s, {fmt(m('both.stalled_ms_per_sec'))} ms stopped a second, "
                 f"median interval {fmt(m('both.stall_interval_p50_ms'))} ms (sync p99 {fmt(m('both.sync_p99_us'))} µs)")

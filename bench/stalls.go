@@ -22,7 +22,6 @@ import (
 
 // Defaults for zero StallsConfig fields.
 const (
-	DefaultStallsSpinners = 2
 	DefaultStallsWriters  = 3
 	DefaultStallsRate     = 1000
 	DefaultStallsDuration = 4 * time.Second
@@ -43,7 +42,8 @@ const (
 type StallsConfig struct {
 	// Dir is where the writers' files go (removed afterwards).
 	Dir string
-	// Spinners are threads that do nothing but read the clock.
+	// Spinners are threads that do nothing but read the clock (default
+	// one per CPU, at most 64).
 	Spinners int
 	// Writers each write and fdatasync their own file Rate times a
 	// second.
@@ -74,7 +74,7 @@ func (c StallsConfig) Validate() error {
 
 func (c StallsConfig) withDefaults() StallsConfig {
 	if c.Spinners == 0 {
-		c.Spinners = DefaultStallsSpinners
+		c.Spinners = min(runtime.NumCPU(), 64)
 	}
 	if c.Writers == 0 {
 		c.Writers = DefaultStallsWriters
@@ -174,6 +174,23 @@ func stallsPhase(ctx context.Context, cfg StallsConfig, spin, write bool) (Stall
 		}
 		mu.Unlock()
 	}
+	// The writers' files are made before the phase's clock starts: on a
+	// loaded machine preallocating them can take longer than a phase.
+	var files []*os.File
+	if write {
+		for range cfg.Writers {
+			f, err := os.CreateTemp(cfg.Dir, "keeper-stalls-*.tmp")
+			if err != nil {
+				return StallsPhase{}, fmt.Errorf("bench: stalls: %w", err)
+			}
+			defer os.Remove(f.Name())
+			defer f.Close()
+			if err := preallocate(f, stallsFileBytes); err != nil {
+				return StallsPhase{}, fmt.Errorf("bench: stalls: preallocate %s: %w", f.Name(), err)
+			}
+			files = append(files, f)
+		}
+	}
 	h := NewHistogram()
 	start := time.Now()
 	end := start.Add(cfg.Duration)
@@ -198,16 +215,7 @@ func stallsPhase(ctx context.Context, cfg StallsConfig, spin, write bool) (Stall
 	}
 	var syncs int64
 	if write {
-		for range cfg.Writers {
-			f, err := os.CreateTemp(cfg.Dir, "keeper-stalls-*.tmp")
-			if err != nil {
-				return StallsPhase{}, fmt.Errorf("bench: stalls: %w", err)
-			}
-			defer os.Remove(f.Name())
-			defer f.Close()
-			if err := preallocate(f, stallsFileBytes); err != nil {
-				return StallsPhase{}, fmt.Errorf("bench: stalls: preallocate %s: %w", f.Name(), err)
-			}
+		for _, f := range files {
 			wg.Go(func() {
 				block := make([]byte, stallsWriteBytes)
 				every := time.Second / time.Duration(cfg.Rate)
@@ -219,7 +227,7 @@ func stallsPhase(ctx context.Context, cfg StallsConfig, spin, write bool) (Stall
 					}
 					next = next.Add(every)
 					t := time.Now()
-					if t.After(end) {
+					if n > 0 && t.After(end) { // every writer syncs once at least
 						break
 					}
 					_, err := f.WriteAt(block, off)

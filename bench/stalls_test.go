@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -80,6 +81,10 @@ func TestStalls(t *testing.T) {
 		t.Fatalf("%q %v", line, err)
 	}
 	t.Logf("%s", bytes.TrimSpace(line))
+	if d := (StallsConfig{Dir: "."}).withDefaults(); d.Spinners != min(runtime.NumCPU(), 64) || d.Writers != 3 ||
+		d.Rate != 1000 || d.Duration != 4*time.Second || d.Gap != 4*time.Millisecond {
+		t.Errorf("defaults %+v, want a spinner per CPU", d)
+	}
 	for _, bad := range []StallsConfig{{}, {Dir: ".", Spinners: -1}, {Dir: ".", Writers: 65}, {Dir: ".", Rate: -1},
 		{Dir: ".", Gap: -time.Millisecond}} {
 		if err := bad.Validate(); err == nil {

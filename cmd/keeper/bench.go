@@ -201,7 +201,9 @@ func newBenchStallsCmd() *cobra.Command {
 		Long: `Run, each for --duration, --spinners threads that only read the clock, then
 --writers writers that each write 128 bytes and fdatasync their own file in
 --dir --rate times a second, then both at once, and count the pauses of at
-least --gap that the spinners saw and the syncs that took that long. A
+least --gap that every spinner saw at once (the whole machine stopped, where
+a thread taking one CPU pauses one spinner) and the syncs that took that
+long. A
 virtual machine whose host caps its CPU time per period stops whole once a
 period's use passes the cap: stalls in the third phase alone, at a fixed
 interval (100 ms for Linux's CPU bandwidth control), are that cap, and every
@@ -220,7 +222,7 @@ line (docs/benchmarking.md).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Dir, "dir", ".", "directory on the disk the writers use")
-	f.IntVar(&cfg.Spinners, "spinners", bench.DefaultStallsSpinners, "threads that only read the clock (one per CPU keeps them all busy)")
+	f.IntVar(&cfg.Spinners, "spinners", 0, "threads that only read the clock (default one per CPU, which keeps them all busy)")
 	f.IntVar(&cfg.Writers, "writers", bench.DefaultStallsWriters, "writers, each syncing its own file")
 	f.IntVar(&cfg.Rate, "rate", bench.DefaultStallsRate, "write+fdatasync per second per writer")
 	f.DurationVar(&cfg.Duration, "duration", bench.DefaultStallsDuration, "how long each phase runs")
