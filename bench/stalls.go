@@ -213,21 +213,25 @@ func stallsPhase(ctx context.Context, cfg StallsConfig, spin, write bool) (Stall
 			})
 		}
 	}
-	var syncs int64
 	if write {
 		for _, f := range files {
 			wg.Go(func() {
 				block := make([]byte, stallsWriteBytes)
 				every := time.Second / time.Duration(cfg.Rate)
 				next := time.Now()
-				var n int64
+				own := NewHistogram() // merged into h once the writer is done
+				defer func() {
+					mu.Lock()
+					h.Merge(own)
+					mu.Unlock()
+				}()
 				for off := int64(0); ctx.Err() == nil; off = (off + stallsWriteBytes) % stallsFileBytes {
 					if d := time.Until(next); d > 0 {
 						time.Sleep(d)
 					}
 					next = next.Add(every)
 					t := time.Now()
-					if n > 0 && t.After(end) { // every writer syncs once at least
+					if own.Count() > 0 && t.After(end) { // every writer syncs once at least
 						break
 					}
 					_, err := f.WriteAt(block, off)
@@ -244,14 +248,8 @@ func stallsPhase(ctx context.Context, cfg StallsConfig, spin, write bool) (Stall
 					if d >= cfg.Gap {
 						keep(&slow, pause{t, d})
 					}
-					mu.Lock()
-					h.Record(d)
-					mu.Unlock()
-					n++
+					own.Record(d)
 				}
-				mu.Lock()
-				syncs += n
-				mu.Unlock()
 			})
 		}
 	}
@@ -263,6 +261,7 @@ func stallsPhase(ctx context.Context, cfg StallsConfig, spin, write bool) (Stall
 		return StallsPhase{}, context.Cause(ctx)
 	}
 	secs := cfg.Duration.Seconds()
+	syncs := int64(h.Count())
 	var stalls []pause
 	if spin {
 		stalls = mergePauses(paused[0])
