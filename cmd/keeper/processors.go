@@ -43,7 +43,7 @@ func membersOnHost(servers []zoocfg.Server, local func(netip.Addr) bool) int {
 			continue
 		}
 		a, err := netip.ParseAddr(s.Host)
-		if err == nil && (a.IsLoopback() || local(a.Unmap())) {
+		if a = a.Unmap(); err == nil && (a.IsLoopback() || local(a)) {
 			n++
 		}
 	}

@@ -37,7 +37,7 @@ func TestMembersOnHost(t *testing.T) {
 		{"localhost", hosts("localhost", "localhost", "localhost"), 3},
 		{"one per host", hosts("10.0.0.5", "10.0.0.6", "10.0.0.7"), 1},
 		{"this host's address and loopback", hosts("10.0.0.5", "127.0.0.1", "10.0.0.9"), 2},
-		{"v4-mapped", hosts("::ffff:10.0.0.5", "10.0.0.6"), 1},
+		{"v4-mapped", hosts("::ffff:10.0.0.5", "10.0.0.6", "::ffff:127.0.0.1"), 2},
 		{"names are not resolved", hosts("zk1.example", "zk2.example", "zk3.example"), 0},
 	} {
 		if got := membersOnHost(tt.servers, local); got != tt.want {
