@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -193,6 +194,16 @@ func (p *persister) run() {
 			<-p.wake
 			continue
 		}
+		// Let the goroutines the loop readied before it handed this batch
+		// over run first, above all the quorum links' writers with a
+		// leader's PROPOSALs (peer.SendEarly). The sync below keeps this
+		// goroutine's processor until the runtime's monitor takes it back
+		// (20 µs at the soonest, often the whole sync), so with one
+		// processor (co-located members, cmd/keeper/processors.go) the
+		// proposals left only after the leader's own sync, and the
+		// followers' syncs started that much later (BENCHMARKS.md, "The
+		// leader's proposals waited for its own sync").
+		runtime.Gosched()
 		taken := time.Now()
 		r := p.write(b, roll)
 		if r.err == nil {
