@@ -235,10 +235,6 @@ type Persisted struct {
 	acksSent bool
 }
 
-// AcksSent reports whether Persist sent the batch's ACKs itself (they
-// are then on their link's queue, behind nothing the loop still holds).
-func (ps Persisted) AcksSent() bool { return ps.acksSent }
-
 // ApplyOnly reports whether rd has nothing for Persist to do and nothing
 // to send: only committed txns to apply, syncs to answer and a role
 // change (a follower's batch after a COMMIT, a leader's after a quorum

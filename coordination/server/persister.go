@@ -206,14 +206,6 @@ func (p *persister) run() {
 		runtime.Gosched()
 		taken := time.Now()
 		r := p.write(b, roll)
-		if r.ps.AcksSent() {
-			// The same again for a follower's ACKs, which Persist handed
-			// to the leader's link once they were durable: the results
-			// below ready the loop, and the goroutine readied last runs
-			// first, so the ACK left only after the loop had finished the
-			// batch.
-			runtime.Gosched()
-		}
 		if r.err == nil {
 			p.measure(b, taken)
 		} else {
