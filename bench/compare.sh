@@ -28,7 +28,7 @@
 #     read with an empty data directory; resident memory (VmRSS, VmHWM)
 #     after creating ZNODES znodes of 100 B; time from process start to the
 #     first served read of that tree after a restart; snapshot size;
-#  5. failover (not in the default PARTS; ~15 min): bench/failover.sh, with
+#  5. failover (not in the default PARTS; ~10 min): bench/failover.sh, with
 #     tickTime 2000: the write gap after a leader SIGKILL under load (kazoo,
 #     go-zookeeper and keeper's client) and the expiry of dead clients'
 #     sessions attached to the leader and to a follower; its own table

@@ -4,7 +4,7 @@
 # (tickTime=2000, initLimit=10, syncLimit=5), both on 127.0.0.1 and
 # measured in the same run. bench/compare.sh runs it as its "failover" part.
 #
-#   bash bench/failover.sh                 (KILLS=5: about 15 minutes)
+#   bash bench/failover.sh                 (KILLS=10: about 10 minutes)
 #   KILLS=2 EXPIRY_ROUNDS=1 bash bench/failover.sh     (a quick look)
 #
 #  1. Leader failover: for each client in CLIENTS, WRITERS writers set
@@ -29,7 +29,7 @@
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-KILLS=${KILLS:-5}
+KILLS=${KILLS:-10}
 CLIENTS=${CLIENTS:-kazoo gozk keeper}
 WRITERS=${WRITERS:-4}
 EXPIRY_SESSIONS=${EXPIRY_SESSIONS:-10}
