@@ -165,15 +165,17 @@ type logWalk struct {
 	cutFile   string
 	cutOffset int64
 	// digestErr says the base's digest record does not match the tree
-	// replayed to its zxid, or the walk ended before that zxid.
+	// replayed to its zxid and no later txn's digest matched it either
+	// (digestCheck), or the walk ended before that zxid.
 	digestErr error
 }
 
 // walkLog applies the log after tree's last zxid onto tree until the end,
-// damage or a gap, checking digest (if not nil) where it reaches its zxid.
+// damage or a gap, checking digest (if not nil) as digestCheck does.
 // Errors are those of reading the files, not damage.
 func walkLog(fsys vfs.FS, logDir string, lcfg txnlog.Config, tree *datatree.Tree, digest *snap.Digest) (logWalk, error) {
 	w := logWalk{last: tree.LastZxid()}
+	check := newDigestCheck(digest)
 	it, err := txnlog.Read(fsys, logDir, w.last+1, lcfg)
 	if err != nil {
 		return w, err
@@ -204,18 +206,15 @@ walk:
 		}
 		tree.Apply(t)
 		w.last = z
-		if digest != nil && z == digest.Zxid {
-			if got := tree.Digest(); got != digest.TreeDigest {
-				w.digestErr = fmt.Errorf("%w: after replaying the log to %s the tree digest is %d, the snapshot recorded %d",
-					snap.ErrDigestMismatch, z, got, digest.TreeDigest)
-				return w, nil
-			}
-			digest = nil
-		}
+		file, _ := it.Position()
+		check.applied(t, tree, file)
 	}
-	if digest != nil {
+	switch {
+	case check.waiting():
 		w.digestErr = fmt.Errorf("its digest record was taken at %s, after the end of the log it can use (%s): %w",
 			digest.Zxid, w.last, errLogShort)
+	case check.err() != nil:
+		w.digestErr = check.err()
 	}
 	return w, nil
 }

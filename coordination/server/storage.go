@@ -244,10 +244,15 @@ func restore(cfg *StorageConfig, found *dataFiles, core *zkcore.Server, maxRecor
 	stop := every(logger, cfg.progressInterval(), "replaying transaction log", func(elapsed time.Duration) []any {
 		return []any{"txns", progress.Load(), "elapsed", elapsed.Round(time.Second)}
 	})
-	replayed, lastFile, err := replay(cfg.FS, cfg.logDir(), lcfg, core, pendingDigest, now, recent, &progress)
+	check := newDigestCheck(pendingDigest)
+	replayed, lastFile, err := replay(cfg.FS, cfg.logDir(), lcfg, core, check, now, recent, &progress)
 	stop()
 	if err != nil {
 		return found.damaged(err)
+	}
+	if check.healed != 0 {
+		logger.Info("the snapshot's digest record did not match the tree replayed to its zxid (the snapshot held effects of a later txn); the log's digest matched it from a later txn on",
+			"record_zxid", pendingDigest.Zxid, "matched_at", check.healed)
 	}
 	m.replayed(replayStart, replayed)
 	if reason := found.tailUnaccounted(core.LastZxid(), lastFile); reason != "" {
@@ -357,9 +362,9 @@ func (r *recentTail) tail() []zab.Entry {
 }
 
 // replay applies every txn after the tree's last zxid and checks a fuzzy
-// snapshot's digest when the replay reaches the zxid it names. It returns
-// how many txns it applied and the file of the last one.
-func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, digest *snap.Digest, now zkcore.Now,
+// snapshot's digest record with digest (digestCheck). It returns how many
+// txns it applied and the file of the last one.
+func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, digest *digestCheck, now zkcore.Now,
 	recent *recentTail, progress *atomic.Int64) (n int, lastFile string, err error) {
 	it, err := txnlog.Read(fs, logDir, core.LastZxid()+1, lcfg)
 	if err != nil {
@@ -389,17 +394,14 @@ func replay(fs vfs.FS, logDir string, lcfg txnlog.Config, core *zkcore.Server, d
 		n++
 		progress.Store(int64(n))
 		lastFile, _ = it.Position()
-		if digest != nil && t.Header.Zxid == digest.Zxid {
-			if got := core.Tree().Digest(); got != digest.TreeDigest {
-				return n, lastFile, fmt.Errorf("server: %w: after replaying to %s (%s) the tree digest is %d, the snapshot recorded %d",
-					snap.ErrDigestMismatch, digest.Zxid, lastFile, got, digest.TreeDigest)
-			}
-			digest = nil
-		}
+		digest.applied(t, core.Tree(), lastFile)
 	}
-	if digest != nil {
+	if digest.waiting() {
 		return n, lastFile, fmt.Errorf("server: the log ends at %s, before %s where the snapshot's digest was taken: %w",
-			core.LastZxid(), digest.Zxid, errLogShort)
+			core.LastZxid(), digest.want.Zxid, errLogShort)
+	}
+	if err := digest.err(); err != nil {
+		return n, lastFile, fmt.Errorf("server: %w", err)
 	}
 	return n, lastFile, nil
 }
