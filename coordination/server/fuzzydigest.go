@@ -16,15 +16,14 @@ import (
 // digest of the last txn applied when it ended. It can also hold effects of
 // a txn after that one, applying as the walk ended: Apache ZooKeeper 3.8
 // wrote a snapshot holding the node the multi after the record's zxid
-// created, so the tree replayed
-// to the record's zxid has that node and its digest differs, though
-// nothing is lost. So a mismatch at the record's zxid is only pending: the
-// replay goes on, and it is cleared by the first later txn whose log
-// record carries a digest (each txn's digest of the tree after it, written
-// before the txn applied, so no snapshot can disturb it) that the tree
-// replayed through it matches. A replay that never matches again, or
-// reaches no txn with a digest, has a tree that cannot be accounted for,
-// and err reports the mismatch.
+// created, so the tree replayed to the record's zxid has that node and its
+// digest differs, though nothing is lost. So a mismatch at the record's
+// zxid is only pending: the replay goes on, and it is cleared by the first
+// later txn whose log record carries a digest (each txn's digest of the
+// tree after it, written before the txn applied, so no snapshot can
+// disturb it) that the tree replayed through it matches. A replay that
+// never matches again, or reaches no txn with a digest, has a tree that
+// cannot be accounted for, and err reports the mismatch.
 type digestCheck struct {
 	want    *snap.Digest // the record, until the replay reaches its zxid
 	pending error        // the record's mismatch, until a txn's digest matches

@@ -65,11 +65,10 @@
 // against the loaded tree only when the record's zxid equals the snapshot's
 // (no txn applied during the walk); for a newer zxid the caller checks after
 // replaying the log to it, and a mismatch there is explained when a later
-// txn's digest in the log matches the replayed tree (the snapshot held effects
-// of a txn after its record; coordination/server's digestCheck). keeper's
-// snapshots are fuzzy the same way: the
-// server walks its tree while it applies txns (coordination/server's
-// snapshotJob).
+// txn's digest in the log matches the replayed tree (the snapshot held
+// effects of a txn after its record; coordination/server's digestCheck).
+// keeper's snapshots are fuzzy the same way: the server walks its tree
+// while it applies txns (coordination/server's snapshotJob).
 //
 // # Errors
 //
