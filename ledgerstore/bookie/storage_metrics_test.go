@@ -235,7 +235,18 @@ func TestThrottledWriteMetrics(t *testing.T) {
 				want = bkproto.StatusCode_ETOOMANYREQUESTS
 			}
 			wantStatus(t, "throttled add", bookierpc.StatusErr(r.Resp, r.Err), want)
-			after := scrape(t, b)
+			// The bookie records an add after it answers it: wait for every
+			// figure that must move, then check them all.
+			var after map[string]*dto.MetricFamily
+			eventually(t, "the add's figures", func() bool {
+				after = scrape(t, b)
+				for k, want := range tt.moved {
+					if want != 0 && figure(t, after, k)-figure(t, before, k) != want {
+						return false
+					}
+				}
+				return true
+			})
 			for k, want := range tt.moved {
 				if got := figure(t, after, k) - figure(t, before, k); got != want {
 					t.Errorf("%s moved by %v, want %v", k, got, want)
